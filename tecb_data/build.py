@@ -1,0 +1,127 @@
+"""Source -> selection -> seeded splits -> one published folder per text view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from tqdm.auto import tqdm
+
+import tecb_data
+from tecb_data import layout
+from tecb_data.card import render_card
+from tecb_data.errors import UserError
+from tecb_data.recipes import DATASETS, RECIPES, DatasetSpec, Item, Split, datasets_of, label_counts
+from tecb_data.sources import SourceResult, blurbs, tenkgnad
+from tecb_data.stats import table1
+
+READERS: dict[str, Callable[..., SourceResult]] = {"blurbs": blurbs.read, "tenkgnad": tenkgnad.read}
+DEFAULT_SEED = 42
+
+
+def split_texts(split: Split, items: dict[str, Item], view: str) -> list[str]:
+    return [items[i].views[view] for i in split.ids]
+
+
+def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str):
+    for split in splits:
+        yield layout.json_line({"sentences": split_texts(split, items, view), "labels": list(split.labels)})
+
+
+def _sample_rows(splits: list[Split], items: dict[str, Item], view: str):
+    for split in splits:
+        for item_id, label in zip(split.ids, split.labels):
+            item = items[item_id]
+            yield layout.json_line(
+                {"id": item_id, "split": split.name, "text": item.views[view], "label": label, "path": list(item.path)}
+            )
+
+
+def publish(
+    spec: DatasetSpec,
+    splits: list[Split],
+    items: dict[str, Item],
+    *,
+    out: Path,
+    seed: int,
+    inputs: list,
+    report: dict,
+    extra_files: dict | None = None,
+) -> tuple[Path, dict]:
+    """Write one dataset folder (card, clustering rows, sample table, manifest), atomically."""
+    recipe = RECIPES[spec.recipe]
+    stats = table1((split_texts(s, items, spec.view), s.labels) for s in splits)
+    split_entries = [
+        {"name": s.name, "level": s.level, "size": len(s.ids), "labels": label_counts(s)} for s in splits
+    ]
+    card = render_card(
+        spec, recipe, version=tecb_data.__version__, seed=seed, stats=stats, splits=split_entries
+    )
+    files = {
+        layout.CARD: [card],
+        layout.DATA_FILE: _clustering_rows(splits, items, spec.view),
+        layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
+        **(extra_files or {}),
+    }
+    manifest = {
+        "dataset": spec.name,
+        "source": spec.source,
+        "view": spec.view,
+        "mteb_name": spec.mteb_name,
+        "publishable": spec.publishable,
+        "package_version": tecb_data.__version__,
+        "seed": seed,
+        "recipe": {"name": recipe.name, "version": recipe.version, **recipe.params},
+        "inputs": sorted(
+            ({"name": i.name, "sha256": i.sha256, "bytes": i.bytes} for i in inputs),
+            key=lambda i: (i["name"], i["sha256"]),
+        ),
+        "splits": split_entries,
+        "statistics": stats,
+        "report": report,
+    }
+    folder = layout.write_dataset(out, spec.name, files, manifest)
+    return folder, layout.read_manifest(folder)
+
+
+def build(
+    source: str,
+    input_path: Path,
+    out: Path,
+    *,
+    seed: int = DEFAULT_SEED,
+    views: tuple[str, ...] | None = None,
+    progress: bool = False,
+) -> list[tuple[Path, dict]]:
+    """Build every dataset of ``source`` (or only ``views``) from ``input_path`` into ``out``."""
+    if source not in READERS:
+        raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
+    if seed < 0:
+        raise UserError(f"--seed must be a non-negative integer, got {seed}")
+    with tqdm(desc=f"reading {source} records", unit=" records", disable=not progress) as bar:
+        result = READERS[source](Path(input_path), progress=bar)
+    wanted = views or result.views
+    missing = [v for v in wanted if v not in result.views]
+    if missing:
+        raise UserError(
+            f"{input_path}: this input cannot build the {'/'.join(missing).upper()} view "
+            f"(it has no titles: a 10kGNAD csv holds only subheadline and body); "
+            f"it can build: {', '.join(result.views)}; pass corpus.sqlite3 for both"
+        )
+    recipe = RECIPES[source]
+    splits = recipe.make_splits(result.items, seed)
+    if not splits:
+        raise UserError(f"{input_path}: too few labelled records to make any split with two or more labels")
+    items = {item.id: item for item in result.items}
+    layout.remove_stale_temporaries(Path(out))
+    built = []
+    specs = [spec for spec in datasets_of(source) if spec.view in wanted]
+    for spec in tqdm(specs, desc="writing datasets", unit=" dataset", disable=not progress):
+        built.append(publish(spec, splits, items, out=Path(out), seed=seed, inputs=result.inputs, report=result.report))
+    return built
+
+
+def dataset_spec(name: str) -> DatasetSpec:
+    if name not in DATASETS:
+        raise UserError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
+    return DATASETS[name]

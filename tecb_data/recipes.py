@@ -1,0 +1,241 @@
+"""Declarative dataset definitions and the seeded split recipes of the benchmark.
+
+A dataset is data: one frozen :class:`DatasetSpec` per published dataset, in :data:`DATASETS`.
+A recipe turns a source's normalized :class:`Item` list into named splits; both text views (S2S and
+P2P) of a source share the same splits, as in the published datasets.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from tecb_data import seeding
+
+
+@dataclass(frozen=True)
+class Item:
+    """One source record after parsing and selection, ready to be split."""
+
+    id: str
+    views: Mapping[str, str]  # text per view name ("s2s", "p2p")
+    labels: Mapping[str, str | None]  # label per labelling level ("top", "fine", "category", ...)
+    path: tuple[str, ...] = ()  # full genre / category path(s), for provenance
+
+
+@dataclass(frozen=True)
+class Split:
+    name: str
+    level: str  # which of Item.labels this split clusters on
+    ids: tuple[str, ...]  # members, in published row order
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    version: str
+    description: str  # one paragraph, rendered into the dataset card
+    make_splits: Callable[[list[Item], int], list[Split]]
+    params: Mapping[str, object] = field(default_factory=dict)
+
+
+def _sampled_split(items: list[Item], level: str, name: str, seed: int, family: str, min_fraction: float) -> Split:
+    """A seeded random sample of the items labelled at ``level``, in keyed-hash order."""
+    labelled = {it.id: it.labels[level] for it in items if it.labels.get(level)}
+    size = seeding.draw_size(seeding.rng(seed, family, name, "size"), len(labelled), min_fraction)
+    order = seeding.keyed_order(sorted(labelled), seeding.hash_key(seed, family, name))[:size]
+    return Split(name, level, tuple(order), tuple(labelled[i] for i in order))
+
+
+def _full_split(items: list[Item], level: str, name: str, seed: int, family: str, keep) -> Split:
+    labelled = {it.id: it.labels[level] for it in items if it.labels.get(level) and keep(it)}
+    order = seeding.keyed_order(sorted(labelled), seeding.hash_key(seed, family, name))
+    return Split(name, level, tuple(order), tuple(labelled[i] for i in order))
+
+
+def _meaningful(split: Split) -> bool:
+    # A split with fewer than two labels cannot be scored by V-measure in any useful way.
+    return len(split.ids) >= 2 and len(set(split.labels)) >= 2
+
+
+BLURBS_SAMPLED = 10
+BLURBS_MIN_FRACTION = 0.1
+
+
+def blurbs_splits(items: list[Item], seed: int) -> list[Split]:
+    """28 splits on the full corpus: 10 coarse (top-level genre), 10 fine (second-level genre),
+    one per top-level genre (its second-level genres); the sampled ones hold 10-100 % of the books."""
+    splits = [
+        _sampled_split(items, "top", f"coarse-{i:02d}", seed, "blurbs", BLURBS_MIN_FRACTION)
+        for i in range(BLURBS_SAMPLED)
+    ]
+    splits += [
+        _sampled_split(items, "fine", f"fine-{i:02d}", seed, "blurbs", BLURBS_MIN_FRACTION)
+        for i in range(BLURBS_SAMPLED)
+    ]
+    tops = sorted({it.labels["top"] for it in items})
+    splits += [
+        _full_split(items, "fine", f"within-{top}", seed, "blurbs", lambda it, top=top: it.labels["top"] == top)
+        for top in tops
+    ]
+    return [s for s in splits if _meaningful(s)]
+
+
+TENKGNAD_SPLITS = 10
+TENKGNAD_MIN_FRACTION = 0.1
+
+
+def tenkgnad_splits(items: list[Item], seed: int) -> list[Split]:
+    """10 splits, each a seeded random sample of at least 10 % of the articles (like MTEB's
+    TwentyNewsgroupsClustering)."""
+    splits = [
+        _sampled_split(items, "category", f"sample-{i:02d}", seed, "tenkgnad", TENKGNAD_MIN_FRACTION)
+        for i in range(TENKGNAD_SPLITS)
+    ]
+    return [s for s in splits if _meaningful(s)]
+
+
+RECIPES: dict[str, Recipe] = {
+    "blurbs": Recipe(
+        name="blurbs",
+        version="1",
+        description=(
+            "Books with exactly one top-level genre and at most two second-level genres are kept; a book "
+            "with two second-level genres is labelled with the one that is less frequent over the whole "
+            "corpus (ties broken by name). 28 splits: 10 coarse splits labelled by top-level genre and 10 "
+            "fine splits labelled by second-level genre, each a seeded random 10-100 % of the books; and "
+            "one split per top-level genre holding all its books, labelled by second-level genre."
+        ),
+        make_splits=blurbs_splits,
+        params={"sampled_splits_per_level": BLURBS_SAMPLED, "min_fraction": BLURBS_MIN_FRACTION},
+    ),
+    "tenkgnad": Recipe(
+        name="tenkgnad",
+        version="1",
+        description=(
+            "Articles of the nine 10kGNAD categories (the path element after `Newsroom/`). 10 splits, "
+            "each a seeded random sample of 10-100 % of the articles, sizes drawn from the seed."
+        ),
+        make_splits=tenkgnad_splits,
+        params={"splits": TENKGNAD_SPLITS, "min_fraction": TENKGNAD_MIN_FRACTION},
+    ),
+}
+
+
+BENCHMARK_CITATION = """@inproceedings{wehrli-etal-2023-german,
+    title = "German Text Embedding Clustering Benchmark",
+    author = "Wehrli, Silvan and Arnrich, Bert and Irrgang, Christopher",
+    booktitle = "Proceedings of the 19th Conference on Natural Language Processing (KONVENS 2023)",
+    year = "2023",
+    address = "Ingolstadt, Germany",
+    publisher = "Association for Computational Lingustics",
+    pages = "187--201",
+}"""
+
+GERMEVAL_CITATION = """@inproceedings{remus-etal-2019-germeval,
+    title = "{G}erm{E}val 2019 Task 1: Hierarchical Classification of Blurbs",
+    author = "Remus, Steffen and Aly, Rami and Biemann, Chris",
+    booktitle = "Proceedings of the 15th Conference on Natural Language Processing (KONVENS 2019)",
+    year = "2019",
+    address = "Erlangen, Germany",
+}"""
+
+OMPC_CITATION = """@inproceedings{schabus-etal-2017-one,
+    title = "One Million Posts: A Data Set of German Online Discussions",
+    author = "Schabus, Dietmar and Skowron, Marcin and Trapp, Martin",
+    booktitle = "Proceedings of the 40th International ACM SIGIR Conference on Research and Development in Information Retrieval",
+    year = "2017",
+    pages = "1241--1244",
+}"""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One published dataset: modelled on MTEB's TaskMetadata."""
+
+    name: str
+    source: str  # key of tecb_data.sources.SOURCES
+    view: str  # "s2s" or "p2p"
+    recipe: str  # key of RECIPES
+    pretty_name: str
+    mteb_name: str  # the MTEB task this dataset backs
+    description: str
+    license: str  # SPDX-style id the Hub validates
+    license_note: str
+    source_citations: tuple[str, ...]
+    source_url: str
+    card_template: str  # file name in cards/
+    publishable: bool = True  # False: holds texts that must not be republished
+
+
+DATASETS: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in (
+        DatasetSpec(
+            name="blurbs-clustering-s2s",
+            source="blurbs",
+            view="s2s",
+            recipe="blurbs",
+            pretty_name="Blurbs Clustering S2S",
+            mteb_name="BlurbsClusteringS2S",
+            description="Clustering of German book titles by genre.",
+            license="cc-by-nc-4.0",
+            license_note="GermEval 2019 Task 1 data, CC BY-NC 4.0 (non-commercial research use).",
+            source_citations=(GERMEVAL_CITATION,),
+            source_url="https://www.inf.uni-hamburg.de/en/inst/ab/lt/resources/data/germeval-2019-hmc.html",
+            card_template="blurbs.md.j2",
+        ),
+        DatasetSpec(
+            name="blurbs-clustering-p2p",
+            source="blurbs",
+            view="p2p",
+            recipe="blurbs",
+            pretty_name="Blurbs Clustering P2P",
+            mteb_name="BlurbsClusteringP2P",
+            description="Clustering of German book titles and blurbs by genre.",
+            license="cc-by-nc-4.0",
+            license_note="GermEval 2019 Task 1 data, CC BY-NC 4.0 (non-commercial research use).",
+            source_citations=(GERMEVAL_CITATION,),
+            source_url="https://www.inf.uni-hamburg.de/en/inst/ab/lt/resources/data/germeval-2019-hmc.html",
+            card_template="blurbs.md.j2",
+        ),
+        DatasetSpec(
+            name="tenkgnad-clustering-s2s",
+            source="tenkgnad",
+            view="s2s",
+            recipe="tenkgnad",
+            pretty_name="TenKGnad Clustering S2S",
+            mteb_name="TenKGnadClusteringS2S",
+            description="Clustering of German news article titles (DER STANDARD) by section.",
+            license="cc-by-nc-sa-4.0",
+            license_note="One Million Posts Corpus / 10kGNAD, CC BY-NC-SA 4.0.",
+            source_citations=(OMPC_CITATION,),
+            source_url="https://ofai.github.io/million-post-corpus/",
+            card_template="tenkgnad.md.j2",
+        ),
+        DatasetSpec(
+            name="tenkgnad-clustering-p2p",
+            source="tenkgnad",
+            view="p2p",
+            recipe="tenkgnad",
+            pretty_name="TenKGnad Clustering P2P",
+            mteb_name="TenKGnadClusteringP2P",
+            description="Clustering of German news articles (title, subheadline and body) by section.",
+            license="cc-by-nc-sa-4.0",
+            license_note="One Million Posts Corpus / 10kGNAD, CC BY-NC-SA 4.0.",
+            source_citations=(OMPC_CITATION,),
+            source_url="https://ofai.github.io/million-post-corpus/",
+            card_template="tenkgnad.md.j2",
+        ),
+    )
+}
+
+
+def datasets_of(source: str) -> list[DatasetSpec]:
+    return [spec for spec in DATASETS.values() if spec.source == source]
+
+
+def label_counts(split: Split) -> dict[str, int]:
+    return dict(sorted(Counter(split.labels).items()))
