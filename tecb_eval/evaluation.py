@@ -1,0 +1,58 @@
+"""The legacy (MTEB v1) clustering evaluation on one split, and encoding a set of benchmarks once.
+
+Shared by the grid and by evaluation during pre-training: every unique text across all given
+datasets and splits is encoded exactly once, then each split is clustered from those vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+from sklearn.cluster import MiniBatchKMeans
+from sklearn.metrics import v_measure_score
+
+# MTEB v1's ClusteringEvaluator settings, which the paper used.
+KMEANS_BATCH_SIZE = 500
+
+
+def unique_texts(benchmarks: Iterable) -> list[str]:
+    """Every distinct text of the benchmarks' splits, in a deterministic (sorted) order."""
+    return sorted({text for bench in benchmarks for split in bench.splits for text in split.texts})
+
+
+def encode_unique(benchmarks: Sequence, encode: Callable[[list[str]], np.ndarray]) -> dict[str, np.ndarray]:
+    """text -> embedding, calling ``encode`` once on the unique texts of all benchmarks."""
+    texts = unique_texts(benchmarks)
+    vectors = np.asarray(encode(texts))
+    if len(vectors) != len(texts):
+        raise ValueError(f"encoder returned {len(vectors)} vectors for {len(texts)} texts")
+    return dict(zip(texts, vectors))
+
+
+def split_matrix(split, vectors: dict[str, np.ndarray]) -> np.ndarray:
+    return np.stack([vectors[t] for t in split.texts])
+
+
+def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[str], seed: int = 42) -> float:
+    """MTEB v1: MiniBatchKMeans with k = number of labels, batch 500, n_init auto, then V-measure."""
+    k = len(set(labels))
+    model = MiniBatchKMeans(n_clusters=k, batch_size=KMEANS_BATCH_SIZE, n_init="auto", random_state=seed)
+    predicted = model.fit_predict(embeddings)
+    return float(v_measure_score(labels, predicted))
+
+
+def evaluate_kmeans(benchmarks: Sequence, encode: Callable[[list[str]], np.ndarray], seed: int = 42) -> list[dict]:
+    """V-measure per (dataset, split) with k-means, encoding every unique text once."""
+    vectors = encode_unique(benchmarks, encode)
+    rows = []
+    for bench in benchmarks:
+        for split in bench.splits:
+            rows.append(
+                {
+                    "dataset": bench.name,
+                    "split": split.name,
+                    "v_measure": kmeans_v_measure(split_matrix(split, vectors), split.labels, seed),
+                }
+            )
+    return rows
