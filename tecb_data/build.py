@@ -98,7 +98,7 @@ def build(
         raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
-    with tqdm(desc=f"reading {source} records", unit=" records", disable=not progress) as bar:
+    with tqdm(desc=f"reading {source} records", unit=" records", disable=None if progress else True) as bar:
         result = READERS[source](Path(input_path), progress=bar)
     wanted = views or result.views
     missing = [v for v in wanted if v not in result.views]
@@ -116,7 +116,7 @@ def build(
     layout.remove_stale_temporaries(Path(out))
     built = []
     specs = [spec for spec in datasets_of(source) if spec.view in wanted]
-    for spec in tqdm(specs, desc="writing datasets", unit=" dataset", disable=not progress):
+    for spec in tqdm(specs, desc="writing datasets", unit=" dataset", disable=None if progress else True):
         built.append(publish(spec, splits, items, out=Path(out), seed=seed, inputs=result.inputs, report=result.report))
     return built
 

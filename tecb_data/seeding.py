@@ -42,7 +42,11 @@ def keyed_order(ids, key: bytes) -> list:
 
 
 def draw_size(generator: np.random.Generator, n: int, min_fraction: float, max_fraction: float = 1.0) -> int:
-    """A sample size between ``min_fraction`` and ``max_fraction`` of ``n`` (inclusive), uniform."""
+    """A sample size between ``min_fraction`` and ``max_fraction`` of ``n``.
+
+    The fraction is drawn independently of ``n``, so one record more or less moves the size by at
+    most one instead of redrawing it.
+    """
+    fraction = generator.uniform(min_fraction, max_fraction)
     low = min(n, max(1, math.ceil(min_fraction * n)))
-    high = max(low, min(n, math.floor(max_fraction * n)))
-    return int(generator.integers(low, high + 1))
+    return int(min(n, max(low, round(fraction * n))))

@@ -1,0 +1,63 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+SHARED_DATA = SHARED / "data"
+
+
+def shared_file(relative: str) -> Path:
+    """A file of ../shared/data, or skip the test with the reason."""
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the integration tests need ../shared beside the repository")
+    return path
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run `tecb-data` in a fresh interpreter, as a user would."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "tecb_data.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+BOOK = """<book date="2019-01-04" xml:lang="de">
+<title>{title}</title>
+<body>{blurb}</body>
+{categories}<isbn>{isbn}</isbn>
+</book>
+"""
+
+
+def book(isbn: str, title: str, paths, blurb: str = "Ein Klappentext.") -> str:
+    """One record in the GermEval 2019 format; ``paths`` are genre paths, top-level first."""
+    if paths:
+        categories = "<categories>\n" + "".join(
+            "<category>\n" + "".join(f'<topic d="{d}">{name}</topic>\n' for d, name in enumerate(path)) + "</category>\n"
+            for path in paths
+        ) + "</categories>\n"
+    else:
+        categories = ""
+    return BOOK.format(isbn=isbn, title=title, blurb=blurb, categories=categories)
+
+
+@pytest.fixture(scope="session")
+def demo_datasets(tmp_path_factory):
+    """The four demo datasets, built once per test session."""
+    from tecb_data.build import build
+    from tecb_data.demo import demo_input
+
+    out = tmp_path_factory.mktemp("demo")
+    for source in ("blurbs", "tenkgnad"):
+        build(source, demo_input(source), out)
+    return out
