@@ -47,8 +47,14 @@ def publish(
     inputs: list,
     report: dict,
     extra_files: dict | None = None,
+    data_files: dict | None = None,
+    manifest_extra: dict | None = None,
 ) -> tuple[Path, dict]:
-    """Write one dataset folder (card, clustering rows, sample table, manifest), atomically."""
+    """Write one dataset folder (card, clustering rows, sample table, manifest), atomically.
+
+    ``data_files`` replaces the clustering rows and sample table (for a dataset without texts, such as
+    reddit-clustering-ids); ``manifest_extra`` adds top-level manifest fields.
+    """
     recipe = RECIPES[spec.recipe]
     stats = table1((split_texts(s, items, spec.view), s.labels) for s in splits)
     split_entries = [
@@ -57,12 +63,12 @@ def publish(
     card = render_card(
         spec, recipe, version=tecb_data.__version__, seed=seed, stats=stats, splits=split_entries
     )
-    files = {
-        layout.CARD: [card],
-        layout.DATA_FILE: _clustering_rows(splits, items, spec.view),
-        layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
-        **(extra_files or {}),
-    }
+    if data_files is None:
+        data_files = {
+            layout.DATA_FILE: _clustering_rows(splits, items, spec.view),
+            layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
+        }
+    files = {layout.CARD: [card], **data_files, **(extra_files or {})}
     manifest = {
         "dataset": spec.name,
         "source": spec.source,
@@ -79,6 +85,7 @@ def publish(
         "splits": split_entries,
         "statistics": stats,
         "report": report,
+        **(manifest_extra or {}),
     }
     folder = layout.write_dataset(out, spec.name, files, manifest)
     return folder, layout.read_manifest(folder)
@@ -94,6 +101,9 @@ def build(
     progress: bool = False,
 ) -> list[tuple[Path, dict]]:
     """Build every dataset of ``source`` (or only ``views``) from ``input_path`` into ``out``."""
+    if source == "reddit":  # no source files: the ids are rehydrated through Reddit's API
+        raise UserError("reddit is built from submission ids: `tecb-data build --source reddit --ids PATH_OR_URL` "
+                        "or tecb_data.sources.reddit.build_from_ids")
     if source not in READERS:
         raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
     if seed < 0:

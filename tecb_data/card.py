@@ -1,13 +1,26 @@
-"""Rendering dataset cards from the templates in cards/ (shipped as the package tecb_data.cards)."""
+"""Rendering dataset cards from the templates in cards/ (shipped as the package tecb_data.cards),
+and checking the metadata the Hub validates with huggingface_hub's own card classes."""
 
 from __future__ import annotations
 
 from importlib import resources
 
 import jinja2
+import yaml
 
-from tecb_data.recipes import BENCHMARK_CITATION, DatasetSpec, Recipe
+from tecb_data.errors import UserError
+from tecb_data.recipes import BENCHMARK_CITATION, DATASETS, DatasetSpec, Recipe
 from tecb_data.stats import markdown_table, size_category
+
+# Licence ids the Hub accepts on dataset cards (the data-relevant part of
+# https://huggingface.co/docs/hub/repositories-licenses); "other" needs license_name and license_link.
+HUB_LICENSES = frozenset(
+    """apache-2.0 mit cc0-1.0 cc-by-2.0 cc-by-2.5 cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0
+    cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0 cc-by-nc-nd-3.0 cc-by-nc-nd-4.0 cc-by-nc-sa-2.0
+    cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 odc-by odbl pddl cdla-permissive-2.0 cdla-sharing-1.0 other unknown""".split()
+)
+# Hub task categories that describe clustering data (MTEB files its clustering sets under these).
+HUB_TASK_CATEGORIES = frozenset({"text-classification", "sentence-similarity", "feature-extraction", "text-retrieval"})
 
 
 def _environment() -> jinja2.Environment:
@@ -29,3 +42,83 @@ def render_card(spec: DatasetSpec, recipe: Recipe, *, version: str, seed: int, s
         splits=splits,
         benchmark_citation=BENCHMARK_CITATION,
     )
+
+
+def _as_list(value) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def card_problems(text: str, manifest: dict) -> list[str]:
+    """What is wrong with a rendered card's metadata, read through huggingface_hub.DatasetCard the
+    way the Hub reads it; empty when the card is good to publish with this manifest."""
+    from huggingface_hub import DatasetCard  # imported here: building a dataset does not need it
+
+    try:
+        card = DatasetCard(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        return [f"the YAML metadata block does not parse ({' '.join(str(exc).split())})"]
+    data = card.data
+    problems = []
+    licenses = _as_list(data.license)
+    spec = DATASETS.get(manifest.get("dataset"))
+    if len(licenses) != 1 or licenses[0] not in HUB_LICENSES:
+        problems.append(f"license {data.license!r} is not one Hub licence id")
+    elif spec is not None and licenses[0] != spec.license:
+        problems.append(f"license {licenses[0]!r} differs from the source's licence {spec.license!r}")
+    if licenses == ["other"] and not (data.get("license_name") and data.get("license_link")):
+        problems.append("license 'other' needs license_name and license_link")
+    if _as_list(data.language) != ["de"]:
+        problems.append(f"language is {data.language!r}, expected ['de']")
+    tasks = _as_list(data.task_categories)
+    if not tasks or any(task not in HUB_TASK_CATEGORIES for task in tasks):
+        problems.append(f"task_categories {tasks!r} must be Hub task categories among {sorted(HUB_TASK_CATEGORIES)}")
+    if not (isinstance(data.pretty_name, str) and data.pretty_name.strip()):
+        problems.append("pretty_name is missing")
+    elif spec is not None and data.pretty_name != spec.pretty_name:
+        problems.append(f"pretty_name {data.pretty_name!r} differs from the registry's {spec.pretty_name!r}")
+    samples = manifest.get("statistics", {}).get("samples")
+    if samples is not None and _as_list(data.size_categories) != [size_category(samples)]:
+        problems.append(f"size_categories {data.size_categories!r} does not fit {samples} samples ({size_category(samples)})")
+    problems += _config_problems(data.get("configs"), manifest)
+    return problems
+
+
+def _config_problems(configs, manifest: dict) -> list[str]:
+    """``configs`` must name files of this dataset, so the Hub viewer and ``datasets.load_dataset``
+    read exactly what the manifest hashes."""
+    if not isinstance(configs, list) or not configs:
+        return ["configs is missing: datasets.load_dataset would guess the files"]
+    problems, names = [], []
+    files = manifest.get("files", {})
+    for config in configs:
+        name = config.get("config_name") if isinstance(config, dict) else None
+        data_files = config.get("data_files") if isinstance(config, dict) else None
+        if not name or not isinstance(data_files, list) or not data_files:
+            problems.append(f"config {config!r} needs config_name and a list of data_files")
+            continue
+        names.append(name)
+        for entry in data_files:
+            entry = entry if isinstance(entry, dict) else {}
+            if not entry.get("split"):
+                problems.append(f"config {name!r}: a data_files entry has no split")
+            if entry.get("path") not in files:
+                problems.append(f"config {name!r}: data file {entry.get('path')!r} is not a file of this dataset")
+    if len(set(names)) != len(names):
+        problems.append(f"config names repeat: {names}")
+    if "default" not in names:
+        problems.append("no 'default' config: load_dataset(repo_id) would not know what to read")
+    return problems
+
+
+def check_card(text: str, manifest: dict, *, where: str):
+    """Raise a UserError naming the first problem of the card; return its metadata
+    (huggingface_hub.DatasetCardData) when good."""
+    from huggingface_hub import DatasetCard
+
+    problems = card_problems(text, manifest)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(f"{where}: dataset card metadata: {problems[0]}{more}; fix the card template and rebuild")
+    return DatasetCard(text).data

@@ -14,25 +14,77 @@ from pathlib import Path
 from tecb_data.errors import UserError
 
 
+REDDIT_ONLY_OPTIONS = ("ids", "cache", "praw_site", "refresh")
+
+
+def _print_built(built) -> dict:
+    for folder, manifest in built:
+        stats = manifest["statistics"]
+        texts = "unique ids" if manifest.get("view") == "ids" else "unique texts"
+        print(
+            f"{folder}: {stats['splits']} splits, {stats['samples']:,} samples, "
+            f"{stats['unique_texts']:,} {texts}, {stats['unique_labels']} labels; "
+            f"fingerprint {manifest['fingerprint'][:16]}"
+        )
+    return manifest
+
+
+def _cmd_build_reddit(args) -> int:
+    from tecb_data.sources import reddit
+
+    if args.ids is None or args.input is not None or args.demo or args.view:
+        raise UserError("--source reddit takes --ids PATH_OR_URL (an id list or a reddit-clustering-ids folder), "
+                        "not --input, --demo or --view")
+    run: dict = {}
+    built = reddit.build_from_ids(
+        args.ids, args.out, cache=args.cache, seed=args.seed, praw_site=args.praw_site, refresh=args.refresh,
+        progress=not args.quiet, run_info=run,
+    )
+    report = _print_built(built)["report"]
+    print("report: " + ", ".join(f"{k} {v}" for k, v in report.items()))
+    print(
+        f"rehydration: {run['ids_fetched']:,} ids fetched in {run['requests']:,} requests "
+        f"({run['batches']:,} batches of up to 100 + {run['retries']} retries), "
+        f"{run['ids_from_cache']:,} from the cache {run['cache']}"
+    )
+    return 0
+
+
 def _cmd_build(args) -> int:
     from tecb_data.build import build
     from tecb_data.demo import demo_input
 
+    if args.source == "reddit":
+        return _cmd_build_reddit(args)
+    misplaced = [name for name in REDDIT_ONLY_OPTIONS if getattr(args, name) not in (None, False)]
+    if misplaced:
+        raise UserError(f"--{misplaced[0].replace('_', '-')} is for --source reddit only")
     if args.demo == (args.input is not None):
         raise UserError("pass exactly one of --input PATH or --demo")
     input_path = demo_input(args.source) if args.demo else args.input
     views = tuple(args.view) if args.view else None
-    for folder, manifest in build(args.source, input_path, args.out, seed=args.seed, views=views, progress=not args.quiet):
-        stats = manifest["statistics"]
-        print(
-            f"{folder}: {stats['splits']} splits, {stats['samples']:,} samples, "
-            f"{stats['unique_texts']:,} unique texts, {stats['unique_labels']} labels; "
-            f"fingerprint {manifest['fingerprint'][:16]}"
-        )
-    report = manifest["report"]
+    built = build(args.source, input_path, args.out, seed=args.seed, views=views, progress=not args.quiet)
+    report = _print_built(built)["report"]
     print("report: " + ", ".join(f"{k} {v}" for k, v in report.items() if not isinstance(v, list)))
     for problem in report.get("malformed_records", []):
         print(f"warning: skipped malformed record {problem}", file=sys.stderr)
+    return 0
+
+
+def _cmd_collect(args) -> int:
+    from tecb_data.sources import reddit_collect
+
+    listings = tuple(name.strip() for name in args.listings.split(",") if name.strip())
+    reports = reddit_collect.collect(
+        args.subreddits, args.out, listings=listings, language=args.language, praw_site=args.praw_site,
+        limit=args.limit, progress=not args.quiet,
+    )
+    for r in reports:
+        mixed = f"mixes languages: {r.in_language} of {r.listed - r.gone} in {args.language!r}" if r.mixed else "monolingual"
+        print(f"r/{r.name}: {r.listed} listed, {r.gone} already gone, {mixed}, {r.kept} kept")
+    total = reddit_collect.summary(reports)
+    print(f"{args.out}: {total['kept']:,} ids of {len(reports)} subreddits ({total['listed']:,} listed, "
+          f"{total['gone']:,} already gone, {total['mixed']} subreddits filtered by language)")
     return 0
 
 
@@ -49,12 +101,44 @@ def _cmd_stats(args) -> int:
     from tecb_data.stats import TABLE1_COLUMNS, table1
 
     manifest = read_manifest(args.folder)
+    if manifest.get("view") == "ids":
+        raise UserError(f"{args.folder}: ids only, no texts to describe; rehydrate it first with "
+                        f"`tecb-data build --source reddit --ids {args.folder} --out DIR`")
     stats = table1(read_split_rows(args.folder))
     print(f"{manifest.get('dataset', args.folder)}")
     width = max(len(title) for _, title in TABLE1_COLUMNS)
     for key, title in TABLE1_COLUMNS:
         value = stats[key]
         print(f"  {title:<{width}}  {value:,}" if isinstance(value, int) else f"  {title:<{width}}  {value}")
+    return 0
+
+
+def _cmd_push(args) -> int:
+    from tecb_data.hub import push
+
+    result = push(
+        args.folder, args.repo_id, branch=args.revision, private=args.private, dry_run=args.dry_run, message=args.message
+    )
+    where = f"{result.repo_id}@{result.branch}"
+    if result.note:
+        print(f"note: {result.note}", file=sys.stderr)
+    if result.outcome == "unchanged":
+        print(f"{where}: unchanged (the remote manifest has fingerprint {result.fingerprint[:16]}); no commit made")
+        print(f"revision: {result.commit_oid}")
+        return 0
+    if result.outcome == "dry-run":
+        if result.create_repo:
+            print(f"dry run: would create the dataset repository {result.repo_id} ({'private' if args.private else 'public'})")
+        print(f"dry run: would commit to {where} in one commit (fingerprint {result.fingerprint[:16]}):")
+    for change in result.changes:
+        size = f"{change.size:,} bytes" if change.size is not None else ""
+        print(f"  {change.action:<7} {change.path}  {size}".rstrip())
+    if result.outcome == "dry-run":
+        print("dry run: nothing was sent")
+        return 0
+    print(f"{where}: committed {len(result.sent)} file change(s), fingerprint {result.fingerprint[:16]}")
+    print(f"commit: {result.commit_url}")
+    print(f"revision: {result.commit_oid}")
     return 0
 
 
@@ -66,14 +150,29 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
 
     build = commands.add_parser("build", help="build the datasets of one source into OUT/<dataset>/")
-    build.add_argument("--source", required=True, choices=sorted(READERS))
+    build.add_argument("--source", required=True, choices=sorted([*READERS, "reddit"]))
     build.add_argument("--input", type=Path, help="source files: a file, their folder, or the release zip")
     build.add_argument("--demo", action="store_true", help="build from the small embedded demo sample")
     build.add_argument("--out", type=Path, required=True, help="output folder (one sub-folder per dataset)")
     build.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"recipe seed (default {DEFAULT_SEED})")
     build.add_argument("--view", action="append", choices=["s2s", "p2p"], help="build only this view (repeatable)")
     build.add_argument("--quiet", action="store_true", help="no progress bars")
+    build.add_argument("--ids", help="reddit: id list file, its http(s) URL, or a reddit-clustering-ids folder")
+    build.add_argument("--cache", type=Path, help="reddit: rehydration cache folder (default ~/.cache/tecb/reddit)")
+    build.add_argument("--praw-site", help="reddit: praw.ini site with your API credentials (default $praw_site)")
+    build.add_argument("--refresh", action="store_true", help="reddit: re-check every id with Reddit")
     build.set_defaults(func=_cmd_build)
+
+    collect = commands.add_parser("collect", help="list subreddits' hot and top submissions into an id list")
+    collect.add_argument("--source", required=True, choices=["reddit"])
+    collect.add_argument("--subreddits", type=Path, required=True, help="file with one subreddit name per line")
+    collect.add_argument("--out", type=Path, required=True, help="id list to write (header id,subreddit)")
+    collect.add_argument("--listings", default="hot,top", help="comma-separated listings (default hot,top)")
+    collect.add_argument("--language", default="de", help="keep this language where a subreddit mixes languages")
+    collect.add_argument("--limit", type=int, help="submissions per listing (default: all Reddit lists, up to 1000)")
+    collect.add_argument("--praw-site", help="praw.ini site with your API credentials (default $praw_site)")
+    collect.add_argument("--quiet", action="store_true", help="no progress bars")
+    collect.set_defaults(func=_cmd_collect)
 
     verify = commands.add_parser("verify", help="recompute the hashes of a dataset folder")
     verify.add_argument("folder", type=Path)
@@ -82,6 +181,17 @@ def parser() -> argparse.ArgumentParser:
     stats = commands.add_parser("stats", help="the paper's Table-1 statistics of a dataset folder")
     stats.add_argument("folder", type=Path)
     stats.set_defaults(func=_cmd_stats)
+
+    push = commands.add_parser(
+        "push", help="publish a dataset folder to the Hugging Face Hub in one commit (HF_TOKEN / HF_ENDPOINT)"
+    )
+    push.add_argument("folder", type=Path, help="a dataset folder written by `tecb-data build`")
+    push.add_argument("--repo-id", required=True, help="dataset repository, ORG/NAME")
+    push.add_argument("--revision", help="branch to commit to (default main; created from main if missing)")
+    push.add_argument("--private", action="store_true", help="create the repository as private (if it is new)")
+    push.add_argument("--dry-run", action="store_true", help="list what would be sent; send nothing")
+    push.add_argument("--message", help="commit message (default: dataset, fingerprint and package version)")
+    push.set_defaults(func=_cmd_push)
     return root
 
 

@@ -1,4 +1,4 @@
-"""A published dataset folder -> the benchmark in memory (the one loader tecb_eval uses)."""
+"""A published dataset (local folder or Hub repo id) -> the benchmark in memory (the one loader tecb_eval uses)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from pathlib import Path
 
 from tecb_data import layout
 from tecb_data.errors import UserError
+
+# The one published Reddit dataset holds submission ids only; its texts are fetched by each user.
+REDDIT_IDS_DATASET = "reddit-clustering-ids"
+VIEWS = ("s2s", "p2p")
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Benchmark:
         return self.manifest.get("mteb_name", self.name)
 
 
-def load_folder(folder: Path, *, verify: bool = True) -> Benchmark:
+def load_folder(folder: Path, *, verify: bool = True, location: str | None = None) -> Benchmark:
     folder = Path(folder)
     manifest = layout.verify(folder) if verify else layout.read_manifest(folder)
     rows = layout.read_split_rows(folder)
@@ -39,14 +43,107 @@ def load_folder(folder: Path, *, verify: bool = True) -> Benchmark:
     splits = tuple(
         BenchmarkSplit(name, tuple(texts), tuple(labels)) for name, (texts, labels) in zip(names, rows)
     )
-    return Benchmark(manifest["dataset"], splits, manifest["fingerprint"], manifest, str(folder))
+    return Benchmark(manifest["dataset"], splits, manifest["fingerprint"], manifest, location or str(folder))
 
 
-def load(folder_or_repo_id: str | Path, revision: str | None = None) -> Benchmark:
-    """Load a benchmark dataset from a folder written by ``tecb-data build`` (verified first)."""
+def load(
+    folder_or_repo_id: str | Path,
+    revision: str | None = None,
+    *,
+    view: str | None = None,
+    cache_dir: str | Path | None = None,
+    praw_site: str | None = None,
+    reddit_cache: str | Path | None = None,
+    refresh: bool = False,
+    progress: bool = False,
+) -> Benchmark:
+    """Load a benchmark dataset, verified against its manifest.
+
+    ``folder_or_repo_id`` is a folder written by ``tecb-data build`` or a Hub dataset repo id
+    (``ORG/NAME``), fetched with ``huggingface_hub`` into its cache (``cache_dir``, default the HF
+    cache) and pinned to the commit ``revision`` resolves to (default: the head of ``main``).
+
+    The ids-only ``reddit-clustering-ids`` dataset is rehydrated through praw (``praw_site`` names
+    the praw.ini site, ``reddit_cache`` the rehydration cache, ``refresh`` re-checks every id) into
+    the text ``view`` asked for ("s2s" or "p2p"); the rebuilt folders live next to the download.
+    """
     path = Path(folder_or_repo_id)
     if path.is_dir():
         if revision is not None:
             raise UserError(f"{path}: a local folder has no revisions; drop revision={revision!r}")
-        return load_folder(path)
-    raise UserError(f"{folder_or_repo_id}: no such dataset folder")
+        folder, location, verified = path, str(path), False
+    elif _looks_like_repo_id(str(folder_or_repo_id)):
+        from tecb_data.hub import download
+
+        repo_id = str(folder_or_repo_id)
+        folder, _, commit = download(repo_id, revision, cache_dir=Path(cache_dir) if cache_dir else None)
+        location, verified = f"{repo_id}@{commit}", True
+    else:
+        raise UserError(f"{folder_or_repo_id}: no such dataset folder, and not a Hub repo id (ORG/NAME)")
+
+    manifest = layout.read_manifest(folder)
+    if manifest.get("dataset") == REDDIT_IDS_DATASET:
+        if not verified:
+            layout.verify(folder)
+        return _rehydrate(
+            folder,
+            manifest,
+            location,
+            view=view,
+            cache_dir=cache_dir,
+            praw_site=praw_site,
+            reddit_cache=reddit_cache,
+            refresh=refresh,
+            progress=progress,
+        )
+    if view is not None and view != manifest.get("view"):
+        raise UserError(f"{location}: holds the {str(manifest.get('view')).upper()} view, not {view!r}; drop view=")
+    # A Hub snapshot was verified file by file in download(); a folder is verified here.
+    return load_folder(folder, verify=not verified, location=location)
+
+
+def _looks_like_repo_id(text: str) -> bool:
+    from huggingface_hub.utils import validate_repo_id
+    from huggingface_hub.errors import HFValidationError
+
+    if text.count("/") != 1 or text.startswith((".", "/", "~")):
+        return False
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        return False
+    return True
+
+
+def rehydration_dir(cache_dir: str | Path | None = None) -> Path:
+    """Where rebuilt Reddit datasets live: beside the downloads (``cache_dir``) or in HF_HOME."""
+    if cache_dir is not None:
+        return Path(cache_dir) / "tecb-rehydrated"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "tecb" / "rehydrated"
+
+
+def _rehydrate(folder: Path, manifest: dict, location: str, *, view, cache_dir, praw_site, reddit_cache, refresh, progress) -> Benchmark:
+    if view not in VIEWS:
+        raise UserError(
+            f"{location}: {REDDIT_IDS_DATASET} holds Reddit ids only; pass view='s2s' or view='p2p' to rehydrate its texts"
+        )
+    # Imported here: praw is needed only by users who load the Reddit datasets.
+    from tecb_data.sources import reddit
+
+    seed = manifest.get("seed", 42)
+    # One folder per ids dataset and seed: a second load reuses it instead of asking Reddit again.
+    out = rehydration_dir(cache_dir) / f"{manifest['fingerprint'][:16]}-seed{seed}"
+    built = {}
+    if not refresh:
+        built = {p.name: p for p in out.glob(f"reddit-clustering-{view}") if (p / layout.MANIFEST).is_file()}
+    if not built:
+        results = reddit.build_from_ids(
+            folder, out, cache=reddit_cache, seed=seed, praw_site=praw_site, refresh=refresh, progress=progress
+        )
+        built = {Path(p).name: Path(p) for p, _ in results}
+    wanted = [p for name, p in sorted(built.items()) if name.endswith(f"-{view}")]
+    if len(wanted) != 1:
+        raise UserError(f"{location}: rehydration made no {view.upper()} dataset (made: {', '.join(sorted(built)) or 'none'})")
+    return load_folder(wanted[0], location=f"{location} rehydrated {view}")

@@ -97,6 +97,40 @@ def tenkgnad_splits(items: list[Item], seed: int) -> list[Split]:
     return [s for s in splits if _meaningful(s)]
 
 
+REDDIT_SPLITS = 10
+REDDIT_MIN_SUBREDDITS = 10
+REDDIT_MAX_SUBREDDITS = 50
+
+
+def reddit_subreddit_range(n: int) -> tuple[int, int]:
+    """How many of ``n`` subreddits one split takes: 10-50; with 10 or fewer (small tests, small
+    collections), between half and all of them, so that the ten splits still differ."""
+    high = min(REDDIT_MAX_SUBREDDITS, n)
+    low = REDDIT_MIN_SUBREDDITS if n > REDDIT_MIN_SUBREDDITS else max(2, (n + 1) // 2)
+    return min(low, high), high
+
+
+def reddit_splits(items: list[Item], seed: int, subreddits=None) -> list[Split]:
+    """10 splits, each every item of a seeded draw of subreddits, labelled by subreddit.
+
+    ``subreddits`` is the list the draws are made from: the subreddits of the whole id list, given
+    by the caller so that deleted submissions, even all of one subreddit, change no draw. Each
+    draw is the first k of the sorted list in keyed-hash order, and rows are in keyed-hash order
+    of their ids: deleting k submissions removes exactly their k rows and moves nothing else.
+    """
+    universe = sorted(set(subreddits) if subreddits is not None else {it.labels["subreddit"] for it in items})
+    low, high = reddit_subreddit_range(len(universe))
+    labels = {it.id: it.labels["subreddit"] for it in items}
+    splits = []
+    for i in range(REDDIT_SPLITS):
+        name = f"subreddits-{i:02d}"
+        size = int(seeding.rng(seed, "reddit", name, "size").integers(low, high + 1)) if high else 0
+        chosen = set(seeding.keyed_order(universe, seeding.hash_key(seed, "reddit", name, "subreddits"))[:size])
+        members = seeding.keyed_order(sorted(i for i, s in labels.items() if s in chosen), seeding.hash_key(seed, "reddit", name))
+        splits.append(Split(name, "subreddit", tuple(members), tuple(labels[i] for i in members)))
+    return [s for s in splits if _meaningful(s)]
+
+
 RECIPES: dict[str, Recipe] = {
     "blurbs": Recipe(
         name="blurbs",
@@ -120,6 +154,24 @@ RECIPES: dict[str, Recipe] = {
         ),
         make_splits=tenkgnad_splits,
         params={"splits": TENKGNAD_SPLITS, "min_fraction": TENKGNAD_MIN_FRACTION},
+    ),
+    "reddit": Recipe(
+        name="reddit",
+        version="1",
+        description=(
+            "Hot and top submissions of German subreddits, rehydrated from their ids; submissions that "
+            "Reddit no longer returns, that were deleted or removed, or whose author's account is gone are "
+            "dropped. 10 splits, each holding every kept submission of 10-50 subreddits drawn from the seed "
+            "over the sorted list of all subreddits of the id list, labelled by subreddit. Subreddits and "
+            "rows are chosen and ordered by keyed hashing, so deleting k submissions removes exactly their "
+            "k rows and leaves every other row where it was."
+        ),
+        make_splits=reddit_splits,
+        params={
+            "splits": REDDIT_SPLITS,
+            "min_subreddits": REDDIT_MIN_SUBREDDITS,
+            "max_subreddits": REDDIT_MAX_SUBREDDITS,
+        },
     ),
 }
 
@@ -149,6 +201,14 @@ OMPC_CITATION = """@inproceedings{schabus-etal-2017-one,
     year = "2017",
     pages = "1241--1244",
 }"""
+
+
+REDDIT_SOURCE_URL = "https://www.reddit.com/dev/api/#GET_api_info"
+REDDIT_LICENSE_NOTE = (
+    "The texts belong to their authors and are used under Reddit's Data API Terms "
+    "(https://redditinc.com/policies/data-api-terms); only submission ids and subreddit names are published, "
+    "and everyone rehydrates them with their own API credentials, so a deleted post stays deleted."
+)
 
 
 @dataclass(frozen=True)
@@ -228,6 +288,42 @@ DATASETS: dict[str, DatasetSpec] = {
             source_citations=(OMPC_CITATION,),
             source_url="https://ofai.github.io/million-post-corpus/",
             card_template="tenkgnad.md.j2",
+        ),
+        *(
+            DatasetSpec(
+                name=f"reddit-clustering-{view}",
+                source="reddit",
+                view=view,
+                recipe="reddit",
+                pretty_name=f"Reddit Clustering {view.upper()}",
+                mteb_name=f"RedditClustering{view.upper()}",
+                description=description,
+                license="other",
+                license_note=REDDIT_LICENSE_NOTE,
+                source_citations=(),
+                source_url=REDDIT_SOURCE_URL,
+                card_template="reddit.md.j2",
+                publishable=False,  # texts of Reddit users: built by each user, never republished
+            )
+            for view, description in (
+                ("s2s", "Clustering of German Reddit submission titles by subreddit."),
+                ("p2p", "Clustering of German Reddit submissions (title and body) by subreddit."),
+            )
+        ),
+        DatasetSpec(
+            name="reddit-clustering-ids",
+            source="reddit",
+            view="ids",  # no text: submission ids and subreddit labels, rehydrated by the user
+            recipe="reddit",
+            pretty_name="Reddit Clustering (submission ids)",
+            # Not an MTEB task itself: rehydrated, it yields RedditClusteringS2S and RedditClusteringP2P.
+            mteb_name="RedditClusteringS2S+RedditClusteringP2P",
+            description="Submission ids and subreddit labels of the German Reddit clustering datasets, without any text.",
+            license="other",
+            license_note=REDDIT_LICENSE_NOTE,
+            source_citations=(),
+            source_url=REDDIT_SOURCE_URL,
+            card_template="reddit-ids.md.j2",
         ),
     )
 }

@@ -1,0 +1,366 @@
+"""Publishing a dataset folder to the Hugging Face Hub in one commit, and fetching one back.
+
+Everything about the Hub goes through huggingface_hub and its own configuration: the endpoint
+(``HF_ENDPOINT``), the token (``HF_TOKEN`` or ``hf auth login``), offline mode and the cache. This
+module never reads, prints or stores the token itself.
+
+A push is one ``create_commit``: the Hub applies a commit whole or not at all, so a push that fails
+(network, 5xx, a concurrent commit) publishes nothing, and re-running it is safe because a dataset
+whose fingerprint equals the remote ``manifest.json`` makes no commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import huggingface_hub
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+from huggingface_hub import errors as hf_errors
+from huggingface_hub.utils import validate_repo_id
+
+import tecb_data
+from tecb_data import layout
+from tecb_data.card import check_card
+from tecb_data.errors import UserError, VerificationError
+from tecb_data.recipes import DATASETS
+
+REPO_TYPE = "dataset"
+DEFAULT_BRANCH = "main"
+# Created by the Hub with every repository (it routes large files to LFS/Xet); not part of a dataset.
+HUB_OWNED_FILES = frozenset({".gitattributes"})
+
+
+@dataclass(frozen=True)
+class Change:
+    action: str  # "add" (new remote file), "update", "keep" (same bytes remotely) or "delete"
+    path: str
+    size: int | None  # bytes of the local file; None for deletions
+
+
+@dataclass(frozen=True)
+class PushResult:
+    repo_id: str
+    branch: str
+    outcome: str  # "committed", "unchanged" or "dry-run"
+    fingerprint: str
+    changes: tuple[Change, ...]
+    create_repo: bool  # the repository did not exist (and was created, unless dry run)
+    commit_oid: str | None = None
+    commit_url: str | None = None
+    note: str | None = None  # something the user asked for that had no effect
+
+    @property
+    def sent(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.action != "keep")
+
+
+@dataclass(frozen=True)
+class _Remote:
+    """What the target branch holds now."""
+
+    repo_exists: bool
+    branch_exists: bool
+    private: bool | None
+    head: str | None  # commit sha of the branch
+    files: dict[str, str]  # path -> oid: git blob sha1 of a regular file, sha256 of an LFS file
+    fingerprint: str | None  # of the remote manifest.json, when there is a readable one
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Connection failures of whichever HTTP client this huggingface_hub release is built on."""
+    for module in ("httpx2", "httpx"):
+        try:
+            return (__import__(module).TransportError,)
+        except (ImportError, AttributeError):
+            continue
+    import requests
+
+    return (requests.ConnectionError, requests.Timeout)
+
+
+def _endpoint() -> str:
+    return huggingface_hub.constants.ENDPOINT
+
+
+@contextlib.contextmanager
+def hub_errors(what: str, *, published_nothing: bool = False):
+    """Turn huggingface_hub's errors into one line saying what failed and what to do.
+
+    ``what`` names the repository and the step; messages carry the server's own words (never
+    request headers, so never the token).
+    """
+    tail = "; nothing was published" if published_nothing else ""
+    try:
+        yield
+    except hf_errors.OfflineModeIsEnabled:
+        raise UserError(f"{what}: HF_HUB_OFFLINE is set; unset it to reach the Hub at {_endpoint()}") from None
+    except hf_errors.GatedRepoError:
+        raise UserError(f"{what}: the repository is gated; request access on the Hub, then log in") from None
+    except hf_errors.RevisionNotFoundError:
+        raise UserError(f"{what}: no such revision on {_endpoint()}; check the branch, tag or commit") from None
+    except hf_errors.RepositoryNotFoundError:
+        raise UserError(
+            f"{what}: no such dataset repository on {_endpoint()} (or it is private and the token cannot read it); "
+            "check the repo id and HF_TOKEN / `hf auth login`"
+        ) from None
+    except hf_errors.RemoteEntryNotFoundError as exc:
+        raise UserError(f"{what}: file not found on the Hub ({_server_words(exc)})") from None
+    except hf_errors.HfHubHTTPError as exc:
+        raise UserError(_http_error_line(what, exc, tail)) from None
+    except hf_errors.LocalEntryNotFoundError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{what}: not in the local Hugging Face cache and the Hub cannot be reached ({first})") from None
+    except hf_errors.LocalTokenNotFoundError:
+        raise UserError(f"{what}: no Hugging Face token; set HF_TOKEN or run `hf auth login`") from None
+    except _transport_errors() as exc:
+        raise UserError(
+            f"{what}: cannot reach the Hub at {_endpoint()} ({type(exc).__name__}){tail}; "
+            "check HF_ENDPOINT and the network, then re-run"
+        ) from None
+
+
+def _server_words(exc: hf_errors.HfHubHTTPError) -> str:
+    words = (exc.server_message or "").strip().replace("\n", " ")
+    return words or str(exc).strip().splitlines()[0]
+
+
+def _http_error_line(what: str, exc: hf_errors.HfHubHTTPError, tail: str) -> str:
+    status = exc.response.status_code if exc.response is not None else None
+    words = _server_words(exc)
+    if status == 401:
+        return (
+            f"{what}: the Hub at {_endpoint()} rejected the credentials (401: {words}){tail}; "
+            "set HF_TOKEN or run `hf auth login` with a token that has write access"
+        )
+    if status == 403:
+        return f"{what}: the token may not write here (403: {words}){tail}; use a token with write access to this namespace"
+    if status == 409:
+        return f"{what}: the Hub reported a conflict (409: {words}){tail}; wait for the other operation to finish and re-run"
+    if status == 412:
+        return f"{what}: the branch moved while pushing (412: someone else committed){tail}; re-run to push onto the new head"
+    if status is not None and status >= 500:
+        return f"{what}: the Hub failed (HTTP {status}: {words}){tail}; re-run later (a re-run never duplicates a commit)"
+    return f"{what}: the Hub answered HTTP {status}: {words}{tail}"
+
+
+def check_repo_id(repo_id: str) -> str:
+    """``ORG/NAME`` as the Hub spells repository ids; anything else is a user error."""
+    try:
+        validate_repo_id(repo_id)
+    except hf_errors.HFValidationError as exc:
+        raise UserError(f"--repo-id {repo_id!r}: not a Hub repository id ({exc})") from None
+    if repo_id.count("/") != 1:
+        raise UserError(f"--repo-id {repo_id!r}: give the namespace too, as ORG/NAME")
+    return repo_id
+
+
+def check_publishable(folder: Path, manifest: dict) -> None:
+    """Only datasets whose texts may be redistributed leave the machine; the manifest flag and the
+    registry must both say so, so neither a hand-edited manifest nor a new spec slips through."""
+    name = manifest.get("dataset")
+    spec = DATASETS.get(name)
+    if spec is None:
+        raise UserError(f"{folder}: dataset {name!r} is not in the tecb registry; only registry datasets are pushed")
+    if manifest.get("publishable") is not True or not spec.publishable:
+        raise UserError(
+            f"{folder}: {name} holds texts that must not be republished (publishable=false); "
+            "push the ids-only dataset instead (reddit-clustering-ids) and let users rehydrate it"
+        )
+
+
+def _git_blob_sha1(path: Path) -> str:
+    """The oid the Hub reports for a regular (non-LFS) file: git's blob hash."""
+    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_remote(api: HfApi, repo_id: str, branch: str) -> _Remote:
+    try:
+        info = api.repo_info(repo_id, repo_type=REPO_TYPE, revision=branch)
+    except hf_errors.RevisionNotFoundError:
+        info = api.repo_info(repo_id, repo_type=REPO_TYPE)
+        return _Remote(True, False, info.private, None, {}, None)
+    except hf_errors.RepositoryNotFoundError:
+        return _Remote(False, False, None, None, {}, None)
+    head = info.sha
+    files = {
+        entry.path: (entry.lfs.sha256 if entry.lfs is not None else entry.blob_id)
+        for entry in api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=head, recursive=True)
+        if isinstance(entry, huggingface_hub.hf_api.RepoFile)
+    }
+    fingerprint = None
+    if layout.MANIFEST in files:
+        path = api.hf_hub_download(repo_id, layout.MANIFEST, repo_type=REPO_TYPE, revision=head)
+        try:
+            fingerprint = json.loads(Path(path).read_text(encoding="utf-8")).get("fingerprint")
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            fingerprint = None  # an unreadable remote manifest never counts as "unchanged"
+    return _Remote(True, True, info.private, head, files, fingerprint)
+
+
+def _plan(folder: Path, manifest: dict, remote: _Remote) -> tuple[Change, ...]:
+    changes = []
+    for relative in sorted([*manifest["files"], layout.MANIFEST]):
+        path = folder / relative
+        remote_oid = remote.files.get(relative)
+        if remote_oid is None:
+            action = "add"
+        else:
+            # The Hub names an LFS file by its SHA-256 and a regular one by its git blob hash.
+            local_sha256 = manifest["files"].get(relative) or layout.sha256_file(path)
+            same = remote_oid == local_sha256 or remote_oid == _git_blob_sha1(path)
+            action = "keep" if same else "update"
+        changes.append(Change(action, relative, path.stat().st_size))
+    wanted = {c.path for c in changes}
+    changes += [
+        Change("delete", relative, None)
+        for relative in sorted(remote.files)
+        if relative not in wanted and relative not in HUB_OWNED_FILES
+    ]
+    return tuple(changes)
+
+
+def _commit_text(manifest: dict) -> tuple[str, str]:
+    recipe = manifest.get("recipe", {})
+    summary = f"Publish {manifest['dataset']} {manifest['fingerprint'][:12]} (tecb {manifest.get('package_version')})"
+    description = (
+        f"Built by tecb {manifest.get('package_version')} with recipe {recipe.get('name')} "
+        f"version {recipe.get('version')}, seed {manifest.get('seed')}.\n"
+        f"Fingerprint {manifest['fingerprint']} (manifest.json lists every file's SHA-256)."
+    )
+    return summary, description
+
+
+def push(
+    folder: Path,
+    repo_id: str,
+    *,
+    branch: str | None = None,
+    private: bool = False,
+    dry_run: bool = False,
+    message: str | None = None,
+) -> PushResult:
+    """Publish a verified, publishable dataset folder to ``repo_id`` in one commit.
+
+    With ``dry_run`` the Hub is only read (repository, file list, remote manifest).
+    """
+    folder = Path(folder)
+    branch = branch or DEFAULT_BRANCH
+    manifest = layout.verify(folder)
+    check_publishable(folder, manifest)
+    check_card((folder / layout.CARD).read_text(encoding="utf-8"), manifest, where=str(folder / layout.CARD))
+    check_repo_id(repo_id)
+    if message is not None and not message.strip():
+        raise UserError("--message is empty; give a commit message or leave the option out")
+
+    api = HfApi(library_name="tecb", library_version=tecb_data.__version__)
+    where = f"{repo_id}@{branch}"
+    with hub_errors(f"{where}: reading the repository"):
+        remote = _read_remote(api, repo_id, branch)
+    changes = _plan(folder, manifest, remote)
+    note = None
+    if private and remote.repo_exists and not remote.private:
+        note = f"--private applies when a repository is created; {repo_id} exists and stays public"
+    result = dict(
+        repo_id=repo_id,
+        branch=branch,
+        fingerprint=manifest["fingerprint"],
+        changes=changes,
+        create_repo=not remote.repo_exists,
+        note=note,
+    )
+    if remote.fingerprint == manifest["fingerprint"] and all(c.action == "keep" for c in changes):
+        return PushResult(outcome="unchanged", commit_oid=remote.head, commit_url=_commit_url(repo_id, remote.head), **result)
+    if dry_run:
+        return PushResult(outcome="dry-run", **result)
+    if huggingface_hub.get_token() is None:
+        raise UserError(f"{where}: no Hugging Face token; set HF_TOKEN or run `hf auth login` (nothing was published)")
+
+    if not remote.repo_exists:
+        with hub_errors(f"{repo_id}: creating the dataset repository", published_nothing=True):
+            # private=None leaves the namespace's default visibility in charge.
+            api.create_repo(repo_id, repo_type=REPO_TYPE, private=True if private else None, exist_ok=True)
+    if not remote.branch_exists and branch != DEFAULT_BRANCH:
+        with hub_errors(f"{where}: creating the branch", published_nothing=True):
+            api.create_branch(repo_id, branch=branch, repo_type=REPO_TYPE, exist_ok=True)
+    operations = [
+        CommitOperationAdd(path_in_repo=c.path, path_or_fileobj=str(folder / c.path))
+        for c in changes
+        if c.action in ("add", "update")
+    ] + [CommitOperationDelete(path_in_repo=c.path) for c in changes if c.action == "delete"]
+    summary, description = _commit_text(manifest)
+    with hub_errors(f"{where}: committing", published_nothing=True):
+        try:
+            info = api.create_commit(
+                repo_id,
+                operations,
+                commit_message=message or summary,
+                commit_description=description,
+                repo_type=REPO_TYPE,
+                revision=branch,
+                # Compare-and-swap: if someone committed after we read the branch, the Hub refuses
+                # (412) instead of silently mixing their files with ours.
+                parent_commit=remote.head,
+            )
+        except ValueError as exc:  # the Hub's YAML validation of README.md (raised before any upload)
+            if "metadata" not in str(exc):
+                raise
+            raise UserError(f"{folder / layout.CARD}: the Hub rejected the card metadata: {' '.join(str(exc).split())}") from None
+    return PushResult(outcome="committed", commit_oid=info.oid, commit_url=info.commit_url, **result)
+
+
+def _commit_url(repo_id: str, oid: str | None) -> str | None:
+    return f"{_endpoint()}/datasets/{repo_id}/commit/{oid}" if oid else None
+
+
+def download(repo_id: str, revision: str | None = None, *, cache_dir: Path | None = None) -> tuple[Path, dict, str]:
+    """Fetch a published dataset into the Hugging Face cache, pinned to one commit, and verify it.
+
+    Returns (snapshot folder, manifest, commit sha). The manifest comes first and decides which files
+    are fetched, so files in the repository that are not part of the dataset (``.gitattributes``)
+    are neither downloaded nor in the way of verification.
+    """
+    check_repo_id(repo_id)
+    where = f"{repo_id}@{revision or DEFAULT_BRANCH}"
+    with hub_errors(f"{where}: downloading"):
+        try:
+            manifest_path = Path(
+                huggingface_hub.hf_hub_download(
+                    repo_id, layout.MANIFEST, repo_type=REPO_TYPE, revision=revision, cache_dir=cache_dir
+                )
+            )
+        except hf_errors.RemoteEntryNotFoundError:
+            raise UserError(f"{where}: no {layout.MANIFEST}; this repository was not published by `tecb-data push`") from None
+        folder = manifest_path.parent
+        commit = folder.name  # the cache keeps every commit in snapshots/<commit sha>/
+        manifest = layout.read_manifest(folder)
+        huggingface_hub.snapshot_download(
+            repo_id,
+            repo_type=REPO_TYPE,
+            revision=commit,
+            cache_dir=cache_dir,
+            allow_patterns=sorted(manifest["files"]),
+        )
+    verify_listed(folder, manifest, where=f"{repo_id}@{commit}")
+    return folder, manifest, commit
+
+
+def verify_listed(folder: Path, manifest: dict, *, where: str) -> None:
+    """Every file the manifest lists is there with its hash, and the fingerprint matches."""
+    files = manifest["files"]
+    for relative in sorted(files):
+        path = folder / relative
+        if not path.is_file() or layout.sha256_file(path) != files[relative]:
+            raise VerificationError(
+                f"{where}: {relative} does not match {layout.MANIFEST} (damaged download or repository); "
+                f"delete {folder} from the Hugging Face cache and load again"
+            )
+    if manifest.get("fingerprint") != layout.fingerprint(files):
+        raise VerificationError(f"{where}: {layout.MANIFEST} fingerprint does not match its file hashes; re-publish it")
