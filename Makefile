@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 # spec) takes the platform's ordinary torch. It goes in first so nothing else pulls a CUDA build.
 TORCH ?= torch==2.13.0
 DEMO_OUT ?= demo-out
+# The authors' published figures, for the side-by-side plots; the demo runs without them too.
+REFERENCE ?= ../shared/reference/tecb-de-full-results.csv
 
 .PHONY: install demo test bench clean
 
@@ -21,7 +23,9 @@ demo: install
 	$(VENV)/bin/tecb-data build --source blurbs --demo --out $(DEMO_OUT)
 	$(VENV)/bin/tecb-data build --source tenkgnad --demo --out $(DEMO_OUT)
 	$(VENV)/bin/tecb-data stats $(DEMO_OUT)/blurbs-clustering-s2s
-	@echo "demo datasets written to $(DEMO_OUT)/ (one folder per dataset; load one with tecb_data.load('$(DEMO_OUT)/blurbs-clustering-s2s'))"
+	HF_HUB_OFFLINE=1 $(VENV)/bin/tecb-eval demo --data $(DEMO_OUT) --out $(DEMO_OUT)/eval --cache-dir $(DEMO_OUT)/.tecb-cache \
+		$(if $(wildcard $(REFERENCE)),--reference $(REFERENCE))
+	@echo "demo datasets in $(DEMO_OUT)/ (one folder per dataset), grid results, tables and plots in $(DEMO_OUT)/eval/"
 
 test: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

@@ -1,1 +1,19 @@
-"""tecb_eval: evaluate embedding models x clustering algorithms x reductions on the benchmark."""
+"""tecb_eval: evaluate embedding models x clustering algorithms x reductions on the benchmark.
+
+``tecb_eval.run_grid(...)`` runs (or resumes) the grid; ``tecb_eval.get_encoder(spec)`` gives an
+encoder; ``tecb_eval.pretrain(...)`` continues pre-training a model (package ``tecb_eval.pretraining``).
+All are imported on first use, so importing a submodule stays cheap.
+"""
+
+_LAZY = {"run_grid": "tecb_eval.grid", "get_encoder": "tecb_eval.encoders", "pretrain": "tecb_eval.pretraining"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'tecb_eval' has no attribute {name!r}")
+
+
+__all__ = ["get_encoder", "pretrain", "run_grid"]

@@ -9,11 +9,9 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
-from sklearn.cluster import MiniBatchKMeans
 from sklearn.metrics import v_measure_score
 
-# MTEB v1's ClusteringEvaluator settings, which the paper used.
-KMEANS_BATCH_SIZE = 500
+from tecb_eval.algorithms import KMEANS_BATCH_SIZE, make_algorithm  # noqa: F401 (re-exported)
 
 
 def unique_texts(benchmarks: Iterable) -> list[str]:
@@ -36,9 +34,7 @@ def split_matrix(split, vectors: dict[str, np.ndarray]) -> np.ndarray:
 
 def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[str], seed: int = 42) -> float:
     """MTEB v1: MiniBatchKMeans with k = number of labels, batch 500, n_init auto, then V-measure."""
-    k = len(set(labels))
-    model = MiniBatchKMeans(n_clusters=k, batch_size=KMEANS_BATCH_SIZE, n_init="auto", random_state=seed)
-    predicted = model.fit_predict(embeddings)
+    predicted = make_algorithm("minibatch_kmeans", len(set(labels)), seed).fit_predict(embeddings)
     return float(v_measure_score(labels, predicted))
 
 

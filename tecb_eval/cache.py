@@ -1,0 +1,163 @@
+"""Embedding and reduction caches on disk.
+
+Embeddings: one folder per encoder identity, holding shards (``.npz``: 16-byte BLAKE2b text keys
+and their vectors). A text is looked up by its hash, so it is encoded once per identity, whatever
+split, dataset, configuration or run asks for it. Encoding writes a shard per chunk, so an
+interrupted run keeps what it finished. Each shard is written to a temporary file and renamed.
+
+Reductions: one ``.npy`` per (embeddings of a split, reduction, seed), shared by the algorithms
+and by later runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+KEY_BYTES = 16
+ENCODE_CHUNK = 4096
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=KEY_BYTES).digest()
+
+
+def short_hash(*parts: str) -> str:
+    digest = hashlib.blake2b(digest_size=12)
+    for part in parts:
+        digest.update(part.encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def atomic_save(path: Path, write: Callable[[object], None], suffix: str) -> None:
+    """Write through ``write(fileobj)`` into a temporary sibling, fsync, then rename into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Embeddings:
+    """Vectors for a set of texts: ``rows(texts)`` gives their matrix in the order asked."""
+
+    def __init__(self, keys: list[bytes], matrix: np.ndarray, identity: str):
+        self.index = {key: i for i, key in enumerate(keys)}
+        self.matrix = matrix
+        self.identity = identity
+
+    def rows(self, texts: Sequence[str]) -> np.ndarray:
+        return self.matrix[[self.index[text_key(t)] for t in texts]]
+
+    def fingerprint(self, texts: Sequence[str]) -> str:
+        """Names the embeddings of ``texts`` in this order: the reduction cache's key."""
+        digest = hashlib.blake2b(self.identity.encode("utf-8") + b"\0", digest_size=12)
+        for text in texts:
+            digest.update(text_key(text))
+        return digest.hexdigest()
+
+
+class EmbeddingStore:
+    """The vectors of one encoder identity: on disk under ``root`` or, with ``root=None``, only
+    in memory (for encoder objects that carry no identity to key a disk cache on)."""
+
+    def __init__(self, root: Path | None, identity: str):
+        self.identity = identity
+        self.folder = None if root is None else Path(root) / "embeddings" / short_hash(identity)
+        self._keys: list[bytes] = []
+        self._blocks: list[np.ndarray] = []
+        self._index: dict[bytes, int] = {}
+        self.encoded_texts = 0  # how many texts this store sent to the encoder (for reports)
+        if self.folder is not None:
+            self._load()
+
+    def _load(self) -> None:
+        if not self.folder.is_dir():
+            return
+        for shard in sorted(self.folder.glob("shard-*.npz")):
+            with np.load(shard) as data:
+                self._add([bytes(k) for k in data["keys"]], data["vectors"])
+
+    def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        fresh = [i for i, k in enumerate(keys) if k not in self._index]
+        offset = len(self._keys)
+        for j, i in enumerate(fresh):
+            self._index[keys[i]] = offset + j
+            self._keys.append(keys[i])
+        if fresh:
+            self._blocks.append(np.asarray(vectors)[fresh])
+
+    def missing(self, texts: Iterable[str]) -> list[str]:
+        """The distinct texts without a vector, sorted (a deterministic encoding order)."""
+        return sorted({t for t in texts if text_key(t) not in self._index})
+
+    def encode_missing(self, texts: Iterable[str], encode: Callable[[list[str]], np.ndarray],
+                       progress=None, chunk: int = ENCODE_CHUNK) -> int:
+        """Encode every text not yet stored, each exactly once, in chunks saved as they finish."""
+        todo = self.missing(texts)
+        # Similar lengths together: the encoder pads less (sentence-transformers sorts within a call).
+        todo.sort(key=len)
+        for start in range(0, len(todo), chunk):
+            batch = todo[start:start + chunk]
+            vectors = np.asarray(encode(batch))
+            if vectors.ndim != 2 or len(vectors) != len(batch):
+                raise ValueError(f"encoder returned shape {vectors.shape} for {len(batch)} texts")
+            keys = [text_key(t) for t in batch]
+            self._save_shard(keys, vectors)
+            self._add(keys, vectors)
+            self.encoded_texts += len(batch)
+            if progress is not None:
+                progress(len(batch))
+        return len(todo)
+
+    def _save_shard(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        if self.folder is None:
+            return
+        if not (self.folder / "identity.txt").is_file():
+            atomic_save(self.folder / "identity.txt", lambda fh: fh.write(self.identity.encode("utf-8") + b"\n"), ".txt")
+        name = hashlib.blake2b(b"".join(keys), digest_size=12).hexdigest()
+        key_array = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
+        atomic_save(self.folder / f"shard-{name}.npz",
+                    lambda fh: np.savez(fh, keys=key_array, vectors=vectors), ".npz")
+
+    def embeddings(self) -> Embeddings:
+        matrix = np.concatenate(self._blocks) if self._blocks else np.zeros((0, 0), dtype=np.float32)
+        self._blocks = [matrix] if self._blocks else []
+        return Embeddings(list(self._keys), matrix, self.identity)
+
+
+class ReductionCache:
+    """Reduced split embeddings keyed by (embeddings fingerprint, reduction, seed)."""
+
+    def __init__(self, root: Path | None):
+        self.folder = None if root is None else Path(root) / "reductions"
+        self._memory: dict[str, np.ndarray] = {}
+        self.computed = 0
+
+    def get(self, fingerprint: str, reduction: str, seed: int, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        key = short_hash(fingerprint, reduction, str(seed))
+        if key in self._memory:
+            return self._memory[key]
+        path = None if self.folder is None else self.folder / f"{key}.npy"
+        if path is not None and path.is_file():
+            value = np.load(path)
+        else:
+            value = compute()
+            self.computed += 1
+            if path is not None:
+                atomic_save(path, lambda fh: np.save(fh, value), ".npy")
+        # Only the reduced (small, 2-D) matrices are kept; "none" is the embeddings themselves.
+        if reduction != "none":
+            self._memory[key] = value
+        return value

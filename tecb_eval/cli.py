@@ -1,0 +1,229 @@
+"""`tecb-eval`: run the model x algorithm x reduction grid and read its results.
+
+Thin: each command parses its arguments, calls one library function and prints the outcome.
+User errors end in one line on stderr and exit 2; --debug shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from tecb_data.errors import UserError
+
+DEFAULT_CACHE = Path(".tecb-cache")
+DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
+DEMO_SPLITS = 4
+_OPTION = re.compile(r",(layer|max_length|batch_size|name|device)=([^,]*)")
+
+
+def parse_model(text: str):
+    """``SPEC[,layer=K][,max_length=N][,batch_size=B][,name=NAME]`` -> a run_grid model item."""
+    options = {key: value for key, value in _OPTION.findall(text)}
+    spec = _OPTION.sub("", text)
+    if not spec:
+        raise UserError(f"--model {text!r}: no model named before the options")
+    for key in ("layer", "max_length", "batch_size"):
+        if key in options:
+            try:
+                options[key] = int(options[key])
+            except ValueError:
+                raise UserError(f"--model {text!r}: {key} must be an integer") from None
+    return {"spec": spec, **options} if options else spec
+
+
+def _datasets(paths: list[str]) -> list[str]:
+    """Dataset folders as given; a folder that holds dataset folders stands for all of them."""
+    out = []
+    for item in paths:
+        path = Path(item)
+        if path.is_dir() and not (path / "manifest.json").is_file():
+            found = sorted(p for p in path.iterdir() if (p / "manifest.json").is_file())
+            if not found:
+                raise UserError(f"{path}: neither a dataset folder (no manifest.json) nor a folder of them")
+            out += [str(p) for p in found]
+        else:
+            out.append(item)
+    return out
+
+
+def _print_tables(frame, fmt: str = "md") -> None:
+    from tecb_eval import report
+
+    if ((frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")).any():
+        print("Table 2: V-measure x100, Minibatch k-Means on the embeddings (mean over splits)\n")
+        print(report.format_table(report.table2(frame), fmt))
+    print("Table 3: V-measure x100 per algorithm / reduction (mean over splits, averaged over models)\n")
+    print(report.format_table(report.table3(frame), fmt))
+
+
+def _run(args, models, datasets, configurations=None):
+    from tecb_eval.grid import run_grid
+
+    return run_grid(
+        datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
+        configurations=configurations, protocol=args.protocol, seed=args.seed, cache_dir=args.cache_dir,
+        results=args.results, limit_splits=args.limit_splits, progress=not args.quiet,
+    )
+
+
+def _export(args, frame, datasets, models) -> None:
+    from tecb_eval.export import export_all, figure1
+
+    log = lambda message: print(message, file=sys.stderr)  # noqa: E731
+    written = export_all(frame, args.out, reference=args.reference, log=log)
+    if not args.no_figure1:
+        for model in models:
+            written.append(figure1(datasets, model, args.out, seed=args.seed, cache_dir=args.cache_dir))
+    print(f"wrote {len(written)} files to {args.out}/ (results.csv, table2.md, table3.md, mteb/, *.png)", file=sys.stderr)
+
+
+def _cmd_run(args) -> int:
+    from tecb_eval.algorithms import REDUCTIONS
+
+    if args.reduction is None:
+        args.reduction = list(REDUCTIONS)
+    models = [parse_model(m) for m in args.model]
+    datasets = _datasets(args.data)
+    frame = _run(args, models, datasets, args.config)
+    _print_tables(frame, args.format)
+    if args.out:
+        _export(args, frame, datasets, models)
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    """A small grid with the offline encoders on the demo datasets, Tables 2 and 3, and the plots."""
+    from tecb_eval.algorithms import REDUCTIONS
+
+    args.reduction = list(REDUCTIONS)
+    args.algorithm, args.protocol = None, "legacy"
+    args.results = args.results or args.out / "results.jsonl"
+    args.limit_splits = args.limit_splits or None
+    models = list(args.model or DEMO_MODELS)
+    datasets = _datasets(args.data)
+    frame = _run(args, [parse_model(m) for m in models], datasets)
+    _print_tables(frame)
+    _export(args, frame, datasets, [parse_model(m) for m in models])
+    return 0
+
+
+def _cmd_table(args) -> int:
+    from tecb_eval import report
+    from tecb_eval.store import read_results
+
+    frame = read_results(args.results)
+    if args.table == "2":
+        print(report.format_table(report.table2(frame), args.format), end="")
+    elif args.table == "3":
+        print(report.format_table(report.table3(frame), args.format), end="")
+    elif args.table == "full":
+        layout = report.reference_layout(frame)
+        if args.format == "csv":
+            print(layout.to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
+        else:
+            layout = layout.set_index(report.HEADER)
+            print(report.format_table(layout, args.format), end="")
+    else:
+        _print_tables(frame, args.format)
+    return 0
+
+
+def _cmd_export(args) -> int:
+    from tecb_eval.export import export_all
+    from tecb_eval.store import read_results
+
+    written = export_all(read_results(args.results), args.out, reference=args.reference,
+                         log=lambda m: print(m, file=sys.stderr))
+    print(f"wrote {len(written)} files to {args.out}/")
+    return 0
+
+
+def _grid_options(p: argparse.ArgumentParser) -> None:
+    from tecb_eval.grid import DEFAULT_SEED
+    from tecb_eval.protocols import PROTOCOLS
+
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                   help=f"embedding and reduction cache, shared by runs (default {DEFAULT_CACHE})")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--reference", type=Path, help="the authors' tecb-de-full-results.csv, to plot ours beside theirs")
+    p.add_argument("--no-figure1", action="store_true", help="skip the UMAP scatter plots")
+    p.set_defaults(protocol=PROTOCOLS[0])
+
+
+def parser() -> argparse.ArgumentParser:
+    from tecb_eval.algorithms import ALGORITHMS, REDUCTIONS
+    from tecb_eval.protocols import PROTOCOLS
+
+    root = argparse.ArgumentParser(prog="tecb-eval", description=__doc__.splitlines()[0])
+    root.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run or resume a grid; prints Tables 2 and 3")
+    run.add_argument("--data", action="append", required=True,
+                     help="dataset folder, folder of dataset folders, or Hub repo_id@revision (repeatable)")
+    run.add_argument("--model", action="append", required=True,
+                     help="built-in name (minilm-l6, use-multilingual, tfidf-lsa), model folder or Hub id; "
+                          "options: SPEC,layer=K,max_length=N,name=NAME (repeatable)")
+    run.add_argument("--algorithm", action="append", choices=ALGORITHMS,
+                     help="repeatable; default: all (legacy) or minibatch_kmeans (fast)")
+    run.add_argument("--reduction", action="append", choices=REDUCTIONS, help="repeatable; default: all")
+    run.add_argument("--config", action="append", metavar="ALGORITHM:REDUCTION",
+                     help="run exactly these configurations (repeatable), e.g. hdbscan:none")
+    run.add_argument("--protocol", choices=PROTOCOLS, default="legacy",
+                     help="legacy: per split (the paper, MTEB v1); fast: MTEB v2 bootstrapped k-means")
+    run.add_argument("--results", type=Path, required=True, help="results store (JSONL); a rerun resumes it")
+    run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy)")
+    run.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here")
+    _grid_options(run)
+    run.set_defaults(func=_cmd_run, protocol="legacy")
+
+    demo = commands.add_parser("demo", help="small grid with the offline encoders; tables and plots")
+    demo.add_argument("--data", action="append", required=True, help="dataset folder or folder of them (repeatable)")
+    demo.add_argument("--out", type=Path, required=True, help="where results.jsonl, tables and plots go")
+    demo.add_argument("--model", action="append", help=f"default: {', '.join(DEMO_MODELS)}")
+    demo.add_argument("--results", type=Path, help="results store (default OUT/results.jsonl)")
+    demo.add_argument("--limit-splits", type=int, default=DEMO_SPLITS,
+                      help=f"first N splits of each dataset (default {DEMO_SPLITS}: a quick look; 0 = all)")
+    _grid_options(demo)
+    demo.set_defaults(func=_cmd_demo)
+
+    table = commands.add_parser("table", help="print tables from a results store")
+    table.add_argument("results", type=Path)
+    table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    table.add_argument("--table", choices=["2", "3", "full", "both"], default="both",
+                       help="2: model x dataset; 3: algorithm x reduction; full: the authors' CSV layout")
+    table.set_defaults(func=_cmd_table)
+
+    export = commands.add_parser("export", help="write CSV, tables, MTEB JSON and plots from a results store")
+    export.add_argument("results", type=Path)
+    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--reference", type=Path, help="the authors' tecb-de-full-results.csv")
+    export.set_defaults(func=_cmd_export)
+
+    from tecb_eval.pretrain_cli import register as register_pretrain
+
+    register_pretrain(commands)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"tecb-eval: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tecb-eval: interrupted; finished cells are in the results store, rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

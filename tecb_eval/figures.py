@@ -1,0 +1,142 @@
+"""PNG plots: Table 3 as bars (ours, and against the authors'), per-model comparisons with the
+authors' numbers, and the paper's Figure 1 (a 2-D UMAP of one split, coloured by label).
+
+The UMAP scatter reads its embeddings and reduction through the grid's caches, so after a grid
+run it costs no encoding and no UMAP fit. PNGs are written without a timestamp or software tag,
+so equal inputs give equal files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tecb_eval import algorithms as algo
+from tecb_eval.cache import EmbeddingStore, ReductionCache, atomic_save
+
+PNG_METADATA = {"Software": None}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    plt = _pyplot()
+    path = Path(path)
+    atomic_save(path, lambda fh: fig.savefig(fh, format="png", dpi=120, metadata=PNG_METADATA), ".png")
+    plt.close(fig)
+    return path
+
+
+def _config_label(config) -> str:
+    algorithm, reduction = config
+    short = {"minibatch_kmeans": "k-means", "agglomerative": "agglom.", "hdbscan": "HDBSCAN", "dbstream": "DBSTREAM"}
+    return f"{short.get(algorithm, algorithm)}\n{reduction}"
+
+
+def plot_bars(series: dict[str, pd.Series], path: Path, title: str, ylabel: str = "V-measure x100") -> Path:
+    """Grouped bars: one group per index entry (a configuration), one bar per named series."""
+    plt = _pyplot()
+    index = list(next(iter(series.values())).index)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(index) + 2), 4.2))
+    width = 0.8 / len(series)
+    for i, (name, values) in enumerate(series.items()):
+        heights = [100 * values.get(key, np.nan) for key in index]
+        ax.bar(np.arange(len(index)) + (i - (len(series) - 1) / 2) * width, heights, width, label=name)
+    ax.set_xticks(np.arange(len(index)))
+    ax.set_xticklabels([_config_label(k) if isinstance(k, tuple) else str(k) for k in index], fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    if len(series) > 1:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_table3(table: pd.DataFrame, path: Path, reference: pd.DataFrame | None = None,
+                reference_label: str = "authors") -> Path:
+    """Table 3's average column as bars; with the authors' Table 3 beside it when given."""
+    series = {"this run (avg over models and datasets)": table["avg"]}
+    title = "Table 3: V-measure per algorithm and reduction"
+    if reference is not None:
+        common = [d for d in table.columns if d in reference.columns and d != "avg"]
+        ours = table[common].mean(axis=1)
+        theirs = reference.loc[:, common].mean(axis=1)
+        series = {"this run": ours, reference_label: theirs}
+        title += f" on {', '.join(common)}"
+    return plot_bars(series, path, title)
+
+
+def plot_model_comparison(ours: pd.DataFrame, theirs: pd.DataFrame, model: str, path: Path) -> Path | None:
+    """One model, every configuration and dataset both sides have: our split means vs the authors'."""
+    plt = _pyplot()
+    datasets = sorted(set(ours.mteb_name) & set(theirs.mteb_name))
+    if not datasets:
+        return None
+    fig, axes = plt.subplots(len(datasets), 1, figsize=(10, 3.2 * len(datasets)), squeeze=False)
+    for ax, dataset in zip(axes[:, 0], datasets):
+        a = ours[ours.mteb_name == dataset].set_index(["algorithm", "reduction"])["mean"]
+        b = theirs[theirs.mteb_name == dataset].set_index(["algorithm", "reduction"])["v_measure"]
+        configs = [c for c in algo.PAPER_CONFIGURATIONS if c in a.index] + sorted(set(a.index) - set(algo.PAPER_CONFIGURATIONS))
+        x = np.arange(len(configs))
+        ax.bar(x - 0.2, [100 * a.get(c, np.nan) for c in configs], 0.4, label="this run")
+        ax.bar(x + 0.2, [100 * b.get(c, np.nan) for c in configs], 0.4, label="authors")
+        ax.set_xticks(x)
+        ax.set_xticklabels([_config_label(c) for c in configs], fontsize=7)
+        ax.set_title(f"{model} on {dataset}", fontsize=10)
+        ax.set_ylabel("V-measure x100")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def umap_coordinates(bench, encoder, split_name: str | None, seed: int, cache_dir: Path | None):
+    """(split name, 2-D UMAP coordinates, labels) for one split (default: the largest), through
+    the grid's caches."""
+    if split_name is None:
+        split = max(bench.splits, key=lambda s: (len(s.texts), s.name))
+    else:
+        split = next((s for s in bench.splits if s.name == split_name), None)
+    if split is None:
+        from tecb_data.errors import UserError
+
+        raise UserError(f"{bench.location}: no split named {split_name!r}")
+    store = EmbeddingStore(cache_dir if getattr(encoder, "persistent", True) else None, encoder.identity)
+    store.encode_missing(split.texts, encoder.encode)
+    embeddings = store.embeddings()
+    base = embeddings.rows(split.texts)
+    reduced = ReductionCache(cache_dir).get(
+        embeddings.fingerprint(split.texts), "umap", seed, lambda: algo.reduce("umap", base, seed)
+    )
+    return split.name, reduced, list(split.labels)
+
+
+def plot_umap_scatter(panels: list[tuple[str, np.ndarray, list[str]]], path: Path, title: str) -> Path:
+    """The paper's Figure 1: one panel per (title, coordinates, labels), points coloured by label."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.4), squeeze=False)
+    for ax, (name, coords, labels) in zip(axes[0], panels):
+        names = sorted(set(labels))
+        colour = {label: i for i, label in enumerate(names)}
+        cmap = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
+        for label in names:
+            mask = np.array([lab == label for lab in labels])
+            ax.scatter(coords[mask, 0], coords[mask, 1], s=6, color=cmap(colour[label] % cmap.N), label=label)
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if len(names) <= 12:
+            ax.legend(fontsize=6, markerscale=2, loc="best")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,74 @@
+"""`tecb-eval pretrain`: continued pre-training (WWM or TSDAE) with V-measure tracked during training."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+# (setting, type, help); each becomes --setting-name and overrides the method's default.
+_SETTINGS = (
+    ("epochs", int, "epochs (default: WWM 30, TSDAE 1)"),
+    ("eval_every", int, "optimizer steps between evaluations (default: WWM 25, TSDAE 512); the last step is always evaluated"),
+    ("max_steps", int, "stop after this many optimizer steps"),
+    ("learning_rate", float, "default: WWM 1e-4, TSDAE 3e-5"),
+    ("weight_decay", float, "default: WWM 0.01, TSDAE 0"),
+    ("batch_size", int, "texts per forward pass (default: WWM 32, TSDAE 8)"),
+    ("grad_accumulation", int, "forward passes per optimizer step (default: WWM 8, TSDAE 1)"),
+    ("warmup_ratio", float, "share of the steps warming up, then constant (default: WWM 0.06, TSDAE 0)"),
+    ("max_length", int, "tokens per text (default 512, clipped to the model's)"),
+    ("mlm_probability", float, "WWM: share of words masked (default 0.15)"),
+    ("deletion_ratio", float, "TSDAE: share of words deleted (default 0.6)"),
+    ("pooling", str, "TSDAE: pooling the decoder sees: mean (default), cls, max"),
+    ("max_grad_norm", float, "gradient clipping (default 1.0)"),
+    ("eval_batch_size", int, "texts per encoding batch in evaluations (default 64)"),
+    ("kmeans_seed", int, "MiniBatchKMeans random_state (default 42)"),
+)
+
+
+def _cmd_pretrain(args) -> int:
+    from tecb_eval.cli import _datasets
+    from tecb_eval.pretraining import pretrain
+
+    overrides = {name: getattr(args, name) for name, _, _ in _SETTINGS}
+    try:
+        result = pretrain(
+            args.model, _datasets(args.data), method=args.method, seeds=args.seeds, output_dir=args.out,
+            overwrite=args.overwrite, progress=not args.quiet, precision=args.precision, device=args.device,
+            save_best=not args.no_save_best, **overrides,
+        )
+    except KeyboardInterrupt:
+        print(f"interrupted; what was written is in {args.out}.partial/ (a rerun starts afresh)", file=sys.stderr)
+        return 130
+    print((result.output_dir / "summary.md").read_text(encoding="utf-8"))
+    for seed, best in result.best.items():
+        where = best["path"] or "not saved (--no-save-best)"
+        print(f"seed {seed}: best at step {best['step']} (epoch {best['epoch']:g}), "
+              f"mean V-measure {100 * best['v_measure']:.2f}: {where}")
+    print(f"wrote {result.output_dir}/: evaluations.csv, evaluations_splits.csv, losses.csv, figure.png, "
+          "summary.csv, summary.md, run.json, timings.json")
+    return 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``pretrain`` command to the ``tecb-eval`` sub-commands."""
+    from tecb_eval.pretraining.settings import METHODS, PRECISIONS
+
+    p = subparsers.add_parser("pretrain", help="continue pre-training a model on the datasets' texts (WWM or TSDAE)",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True,
+                   help="transformers checkpoint folder, Hub repo id[@revision], or minilm-l6")
+    p.add_argument("--data", action="append", required=True,
+                   help="dataset folder or folder of dataset folders (repeatable); training uses their unique texts")
+    p.add_argument("--method", choices=METHODS, default="wwm")
+    p.add_argument("--out", type=Path, required=True, help="output folder (written as OUT.partial, then renamed)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2], help="one training run per seed (default 42 1 2)")
+    for name, kind, text in _SETTINGS:
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs CUDA; bf16 works on CPU too")
+    p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when present)")
+    p.add_argument("--no-save-best", action="store_true", help="do not keep the best checkpoint per seed")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_pretrain)
+    return p

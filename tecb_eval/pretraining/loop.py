@@ -1,0 +1,161 @@
+"""One seed's training: seeded data order, gradient accumulation, warm-up then constant learning
+rate, optional mixed precision, and an evaluation every ``eval_every`` optimizer steps."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from tecb_data import seeding
+from tecb_data.errors import UserError
+from tecb_eval.pretraining.settings import PretrainSettings
+
+
+def resolve_device(requested: str | None) -> str:
+    import torch
+
+    if requested is None or requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"device {requested!r} asked for, but torch sees no CUDA GPU here; use --device cpu")
+    return requested
+
+
+def autocast_factory(precision: str, device: str):
+    """A zero-argument context factory for the forward passes (None for fp32)."""
+    import torch
+
+    if precision == "fp32":
+        return None
+    device_type = device.split(":")[0]
+    if precision == "fp16" and device_type != "cuda":
+        raise UserError("precision fp16 needs a CUDA GPU; on CPU use bf16 or fp32")
+    if precision == "bf16" and device_type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise UserError("this GPU does not support bf16; use fp16 or fp32")
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    return lambda: torch.autocast(device_type=device_type, dtype=dtype)
+
+
+@contextlib.contextmanager
+def deterministic(seed: int, device: str):
+    """Seed torch's global generator (dropout and the initialisation of new heads draw from it) and
+    ask for deterministic kernels; the previous setting is restored afterwards."""
+    import torch
+
+    if device.startswith("cuda"):
+        # cuBLAS is only deterministic with a fixed workspace; it must be set before its first use.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    previous = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
+
+
+def to_device(batch, device: str):
+    if isinstance(batch, list):
+        return [to_device(b, device) for b in batch]
+    return {k: v.to(device) if hasattr(v, "to") else v for k, v in batch.items()}
+
+
+def parameter_groups(module, weight_decay: float) -> list[dict]:
+    """Weight decay on matrices only, not on biases and normalisation weights (as the transformers
+    Trainer does). Shared (tied) parameters appear once."""
+    decay, no_decay = [], []
+    for parameter in module.parameters():  # parameters() yields each shared tensor once
+        if parameter.requires_grad:
+            (decay if parameter.ndim >= 2 else no_decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+@dataclass
+class Schedule:
+    micro_batches_per_epoch: int
+    steps_per_epoch: int
+    total_steps: int
+    warmup_steps: int
+
+    @classmethod
+    def of(cls, n_texts: int, s: PretrainSettings) -> "Schedule":
+        micro = math.ceil(n_texts / s.batch_size)
+        per_epoch = math.ceil(micro / s.grad_accumulation)
+        total = per_epoch * s.epochs
+        if s.max_steps is not None:
+            total = min(total, s.max_steps)
+        return cls(micro, per_epoch, total, round(s.warmup_ratio * total))
+
+
+@dataclass
+class SeedOutcome:
+    seed: int
+    epoch_seconds: list[float] = field(default_factory=list)  # training only, evaluations excluded
+    steps: int = 0
+
+
+def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: int, schedule: Schedule,
+               evaluate, tracker, *, device: str, autocast, progress: bool) -> SeedOutcome:
+    """Train ``objective`` on ``texts``; ``evaluate(step, epoch)`` is called every ``eval_every``
+    optimizer steps and after the last one."""
+    import torch
+    from transformers import get_constant_schedule_with_warmup
+
+    module = objective.module
+    optimizer = torch.optim.AdamW(parameter_groups(module, settings.weight_decay), lr=settings.learning_rate)
+    scheduler = get_constant_schedule_with_warmup(optimizer, schedule.warmup_steps)
+    scaler = torch.amp.GradScaler("cuda", enabled=settings.precision == "fp16")
+    outcome = SeedOutcome(seed)
+    step = 0
+    module.train()
+    for epoch in range(settings.epochs):
+        if step >= schedule.total_steps:
+            break
+        order = seeding.rng(seed, "pretrain", settings.method, f"epoch-{epoch}").permutation(len(texts))
+        chunks = [order[i:i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
+        groups = [chunks[i:i + settings.grad_accumulation] for i in range(0, len(chunks), settings.grad_accumulation)]
+        bar = tqdm(total=min(len(groups), schedule.total_steps - step), disable=not progress, unit=" step",
+                   desc=f"seed {seed}: {settings.method.upper()} epoch {epoch + 1}/{settings.epochs}")
+        training = 0.0
+        started = time.perf_counter()
+        for group in groups:
+            losses = []
+            for chunk in group:
+                batch = to_device(objective.make_batch([texts[i] for i in chunk]), device)
+                with autocast() if autocast else contextlib.nullcontext():
+                    loss = objective.loss(batch)
+                if loss is None:
+                    continue
+                # The mean over the group's micro-batches: one step of batch_size x grad_accumulation.
+                scaler.scale(loss / len(group)).backward()
+                losses.append(float(loss.detach()))
+            if losses:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(module.parameters(), settings.max_grad_norm)
+                scaler.step(optimizer)
+                scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            learning_rate = scheduler.get_last_lr()[0]
+            scheduler.step()
+            step += 1
+            bar.update(1)
+            epoch_position = step / schedule.steps_per_epoch
+            mean_loss = sum(losses) / len(losses) if losses else float("nan")
+            tracker.loss(seed, step, epoch_position, mean_loss, learning_rate)
+            bar.set_postfix(loss=f"{mean_loss:.4f}")
+            if step % settings.eval_every == 0 or step == schedule.total_steps:
+                training += time.perf_counter() - started
+                evaluate(step, epoch_position)
+                started = time.perf_counter()
+            if step >= schedule.total_steps:
+                break
+        training += time.perf_counter() - started
+        bar.close()
+        outcome.epoch_seconds.append(training)
+    outcome.steps = step
+    return outcome

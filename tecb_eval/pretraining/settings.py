@@ -1,0 +1,90 @@
+"""Training settings of the two adaptive pre-training methods, with the paper's defaults.
+
+Every field can be overridden by name; ``None`` in an override means "the method's default".
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+from tecb_data.errors import UserError
+
+METHODS = ("wwm", "tsdae")
+PRECISIONS = ("fp32", "fp16", "bf16")
+POOLINGS = ("mean", "cls", "max")
+
+
+@dataclass(frozen=True)
+class PretrainSettings:
+    method: str
+    epochs: int
+    learning_rate: float
+    weight_decay: float
+    batch_size: int
+    grad_accumulation: int
+    warmup_ratio: float  # share of all optimizer steps spent warming up, then constant
+    max_length: int  # tokens, clipped to the model's position embeddings
+    eval_every: int  # optimizer steps between evaluations (the last step is always evaluated)
+    mlm_probability: float = 0.15  # WWM: share of words masked
+    deletion_ratio: float = 0.6  # TSDAE: share of words deleted (the TSDAE paper's best)
+    # TSDAE: what the decoder sees of the sentence. Mean, because evaluation mean-pools too; the
+    # TSDAE paper preferred CLS for its own (retrieval) evaluation.
+    pooling: str = "mean"
+    max_steps: int | None = None  # stop after this many optimizer steps (None: all epochs)
+    max_grad_norm: float = 1.0  # the transformers Trainer's default clipping
+    eval_batch_size: int = 64
+    kmeans_seed: int = 42  # MiniBatchKMeans random_state, as in the paper
+    precision: str = "fp32"
+    device: str | None = None  # None: CUDA when present, else CPU
+    save_best: bool = True
+
+
+DEFAULTS: dict[str, dict] = {
+    # The paper's WWM: lr 1e-4, weight decay 0.01, 32 x 8 per step, constant after 6 % warm-up.
+    "wwm": dict(epochs=30, learning_rate=1e-4, weight_decay=0.01, batch_size=32, grad_accumulation=8,
+                warmup_ratio=0.06, max_length=512, eval_every=25),
+    # The paper's TSDAE: batch 8, lr 3e-5 constant, no weight decay, tied decoder.
+    "tsdae": dict(epochs=1, learning_rate=3e-5, weight_decay=0.0, batch_size=8, grad_accumulation=1,
+                  warmup_ratio=0.0, max_length=512, eval_every=512),
+}
+
+FIELD_NAMES = tuple(f.name for f in fields(PretrainSettings) if f.name != "method")
+
+
+def settings_for(method: str, **overrides) -> PretrainSettings:
+    """The method's defaults with ``overrides`` applied (``None`` values are ignored), validated."""
+    if method not in METHODS:
+        raise UserError(f"unknown pre-training method {method!r}; choose one of {', '.join(METHODS)}")
+    unknown = sorted(k for k in overrides if k not in FIELD_NAMES)
+    if unknown:
+        raise TypeError(f"unknown pre-training setting(s) {', '.join(unknown)}; known: {', '.join(FIELD_NAMES)}")
+    base = PretrainSettings(method=method, **DEFAULTS[method])
+    settings = replace(base, **{k: v for k, v in overrides.items() if v is not None})
+    validate(settings)
+    return settings
+
+
+def validate(s: PretrainSettings) -> None:
+    def positive(name: str) -> None:
+        if getattr(s, name) is not None and getattr(s, name) < 1:
+            raise UserError(f"{name} must be a positive integer, got {getattr(s, name)}")
+
+    for name in ("epochs", "batch_size", "grad_accumulation", "max_length", "eval_every", "eval_batch_size", "max_steps"):
+        positive(name)
+    if s.learning_rate <= 0:
+        raise UserError(f"learning_rate must be positive, got {s.learning_rate}")
+    if s.weight_decay < 0:
+        raise UserError(f"weight_decay must not be negative, got {s.weight_decay}")
+    for name in ("warmup_ratio", "mlm_probability", "deletion_ratio"):
+        if not 0 <= getattr(s, name) < 1:
+            raise UserError(f"{name} must be in [0, 1), got {getattr(s, name)}")
+    if s.mlm_probability == 0:
+        raise UserError("mlm_probability must be above 0: with nothing masked there is nothing to learn")
+    if s.precision not in PRECISIONS:
+        raise UserError(f"precision must be one of {', '.join(PRECISIONS)}, got {s.precision!r}")
+    if s.pooling not in POOLINGS:
+        raise UserError(f"pooling must be one of {', '.join(POOLINGS)}, got {s.pooling!r}")
+
+
+def as_dict(s: PretrainSettings) -> dict:
+    return asdict(s)

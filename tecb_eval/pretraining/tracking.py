@@ -1,0 +1,205 @@
+"""Evaluation during training: V-measure of the live encoder on every split, logged to CSV, and
+the best checkpoint per seed kept on disk."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from tecb_eval.encoders import MeanPoolingEncoder
+from tecb_eval.evaluation import evaluate_kmeans
+
+EVALUATION_FIELDS = ("method", "seed", "epoch", "step", "dataset", "v_measure")
+SPLIT_FIELDS = ("method", "seed", "epoch", "step", "dataset", "split", "v_measure")
+LOSS_FIELDS = ("method", "seed", "epoch", "step", "loss", "learning_rate")
+EVALUATIONS_CSV = "evaluations.csv"
+SPLITS_CSV = "evaluations_splits.csv"
+LOSSES_CSV = "losses.csv"
+
+
+class LiveMeanPoolingEncoder(MeanPoolingEncoder):
+    """The grid's mean pooling (last layer, attention-masked) over a model still in memory.
+
+    The one place where the model being trained is encoded: it reuses the grid's encode so that a
+    saved checkpoint, reloaded through ``tecb_eval.encoders.get_encoder``, encodes the same way.
+    Dropout is switched off for the pass and the training mode restored afterwards.
+    """
+
+    def __init__(self, model, tokenizer, *, max_length: int, batch_size: int, device: str, autocast=None):
+        import torch
+
+        self._torch = torch
+        self.model = model
+        self.tokenizer = tokenizer
+        self.layer = None
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = device
+        self.autocast = autocast
+        self.identity = f"live:{type(model).__name__}|pooling=mean|layer=last|max_length={max_length}"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            if self.autocast is None:
+                return super().encode(texts)
+            with self.autocast():
+                return super().encode(texts)
+        finally:
+            self.model.train(was_training)
+
+
+def _fmt(value) -> str:
+    # repr round-trips floats exactly and is the same on every platform: byte-identical reruns.
+    return repr(float(value)) if isinstance(value, (float, np.floating)) else str(value)
+
+
+class CsvLog:
+    """A CSV file written row by row and flushed, so a long run can be watched while it trains."""
+
+    def __init__(self, path: Path, fields: Sequence[str]):
+        self.path = path
+        self.fields = tuple(fields)
+        self._fh = open(path, "w", newline="", encoding="utf-8")
+        self._writer = csv.writer(self._fh, lineterminator="\n")
+        self._writer.writerow(self.fields)
+
+    def write(self, row: dict) -> None:
+        self._writer.writerow([_fmt(row[f]) for f in self.fields])
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        for key in ("seed", "step"):
+            if key in row:
+                row[key] = int(row[key])
+        for key in ("epoch", "v_measure", "loss", "learning_rate"):
+            if key in row:
+                row[key] = float(row[key])
+    return rows
+
+
+def dataset_means(split_rows: list[dict]) -> dict[str, float]:
+    """V-measure per dataset: the mean over its splits, datasets in the order they were given."""
+    scores: dict[str, list[float]] = {}
+    for row in split_rows:
+        scores.setdefault(row["dataset"], []).append(row["v_measure"])
+    return {name: float(np.mean(values)) for name, values in scores.items()}
+
+
+def timed_evaluation(benchmarks: Sequence, encoder, kmeans_seed: int) -> tuple[list[dict], dict]:
+    """``evaluate_kmeans`` (one encoding pass over the unique texts, then k-means per split),
+    with the time spent encoding and clustering."""
+    spent = {"encode_s": 0.0, "encode_calls": 0, "encoded_texts": 0}
+
+    def encode(texts: list[str]) -> np.ndarray:
+        start = time.perf_counter()
+        vectors = encoder.encode(texts)
+        spent["encode_s"] += time.perf_counter() - start
+        spent["encode_calls"] += 1
+        spent["encoded_texts"] += len(texts)
+        return vectors
+
+    start = time.perf_counter()
+    rows = evaluate_kmeans(benchmarks, encode, seed=kmeans_seed)
+    total = time.perf_counter() - start
+    return rows, {**spent, "kmeans_s": total - spent["encode_s"], "total_s": total}
+
+
+def replace_folder(source: Path, target: Path) -> None:
+    """Move ``source`` to ``target``, replacing a previous ``target`` without a moment when neither exists."""
+    old = target.with_name(target.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        target.rename(old)
+    source.rename(target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+class Tracker:
+    """Writes the evaluation and loss logs of one run and keeps each seed's best checkpoint."""
+
+    def __init__(self, workdir: Path, benchmarks: Sequence, method: str, kmeans_seed: int, save_best: bool):
+        self.workdir = workdir
+        self.benchmarks = benchmarks
+        self.method = method
+        self.kmeans_seed = kmeans_seed
+        self.save_best = save_best
+        self.evaluations = CsvLog(workdir / EVALUATIONS_CSV, EVALUATION_FIELDS)
+        self.splits = CsvLog(workdir / SPLITS_CSV, SPLIT_FIELDS)
+        self.losses = CsvLog(workdir / LOSSES_CSV, LOSS_FIELDS)
+        self.best: dict[int, dict] = {}
+        self.eval_timings: list[dict] = []
+
+    def baseline(self, encoder) -> list[dict]:
+        """Split rows of the model before any training (shared by all seeds: training has not
+        touched the encoder yet, and the new heads do not take part in encoding)."""
+        rows, timing = timed_evaluation(self.benchmarks, encoder, self.kmeans_seed)
+        self.eval_timings.append({"seed": None, "step": 0, **timing})
+        return rows
+
+    def record(self, seed: int, step: int, epoch: float, split_rows: list[dict], objective=None) -> float:
+        """Log one evaluation; save the checkpoint when its mean V-measure is the seed's best so far."""
+        common = {"method": self.method, "seed": seed, "epoch": round(epoch, 4), "step": step}
+        for row in split_rows:
+            self.splits.write({**common, **row})
+        means = dataset_means(split_rows)
+        for dataset, score in means.items():
+            self.evaluations.write({**common, "dataset": dataset, "v_measure": score})
+        overall = float(np.mean(list(means.values())))
+        best = self.best.get(seed)
+        if best is None or overall > best["v_measure"]:
+            self.best[seed] = {"step": step, "epoch": round(epoch, 4), "v_measure": overall, "datasets": means,
+                               "path": None}
+            if self.save_best and objective is not None:
+                self.best[seed]["path"] = self._save(seed, objective)
+        return overall
+
+    def evaluate(self, seed: int, step: int, epoch: float, encoder, objective) -> float:
+        rows, timing = timed_evaluation(self.benchmarks, encoder, self.kmeans_seed)
+        self.eval_timings.append({"seed": seed, "step": step, **timing})
+        return self.record(seed, step, epoch, rows, objective)
+
+    def _save(self, seed: int, objective) -> str:
+        target = self.workdir / f"seed-{seed}" / "best"
+        temporary = target.with_name("best.partial")
+        if temporary.exists():
+            shutil.rmtree(temporary)
+        temporary.mkdir(parents=True)
+        from transformers.utils import logging as hf_logging
+
+        # The "Writing model shards" bar would break into the training bar; it comes back afterwards.
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        try:
+            objective.save(temporary)
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
+        info = {"method": self.method, "seed": seed, **{k: v for k, v in self.best[seed].items() if k != "path"}}
+        (temporary / "pretraining.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        replace_folder(temporary, target)
+        return str(target.relative_to(self.workdir))
+
+    def loss(self, seed: int, step: int, epoch: float, loss: float, learning_rate: float) -> None:
+        self.losses.write({"method": self.method, "seed": seed, "epoch": round(epoch, 4), "step": step,
+                           "loss": loss, "learning_rate": learning_rate})
+
+    def close(self) -> None:
+        for log in (self.evaluations, self.splits, self.losses):
+            log.close()

@@ -1,0 +1,203 @@
+"""Adaptive pre-training on a tiny BERT built here (own WordPiece vocabulary, 2 layers of 32)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import tecb_data  # noqa: E402
+from tecb_data.build import build  # noqa: E402
+from tecb_data.demo import demo_input  # noqa: E402
+from tecb_data.errors import UserError  # noqa: E402
+from tecb_eval.evaluation import unique_texts  # noqa: E402
+from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
+from tecb_eval.pretraining.tsdae import delete_words  # noqa: E402
+
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.fixture(scope="module")
+def blurbs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("blurbs")
+    built = build("blurbs", demo_input("blurbs"), out, views=("s2s",))
+    return tecb_data.load(built[0][0])
+
+
+@pytest.fixture(scope="module")
+def small(blurbs):
+    """The first six of the 28 splits: each evaluation clusters six splits, not 28, to keep the tests fast."""
+    return dataclasses.replace(blurbs, splits=blurbs.splits[:6])
+
+
+def _vocabulary(texts: list[str]) -> list[str]:
+    """Characters (word-initial and ##-continuations) plus the frequent lower-cased words: every
+    text is tokenizable and most words take one or two pieces."""
+    lowered = [t.lower() for t in texts]
+    chars = sorted({c for t in lowered for c in t if not c.isspace()})
+    words = Counter(w for t in lowered for w in re.findall(r"\w+", t))
+    frequent = sorted(w for w, n in words.items() if n >= 2 and len(w) > 1)
+    return SPECIAL + chars + ["##" + c for c in chars] + frequent
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory, blurbs):
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    vocab_file = folder / "vocab.txt"
+    vocab_file.write_text("\n".join(_vocabulary(unique_texts([blurbs]))) + "\n", encoding="utf-8")
+    tokenizer = transformers.BertTokenizerFast(vocab=str(vocab_file))
+    config = transformers.BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _losses(folder: Path) -> list[float]:
+    with open(folder / "losses.csv", newline="") as fh:
+        return [float(r["loss"]) for r in csv.DictReader(fh)]
+
+
+WWM_FAST = dict(batch_size=16, grad_accumulation=1, learning_rate=5e-3, eval_every=6, warmup_ratio=0.1)
+
+
+def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tmp_path):
+    from tecb_eval.encoders import get_encoder
+
+    out = tmp_path / "wwm"
+    result = pretrain(tiny_bert, [small], method="wwm", epochs=2, seeds=(42,), output_dir=out,
+                      progress=False, **WWM_FAST)
+    steps_per_epoch = math.ceil(len(unique_texts([small])) / WWM_FAST["batch_size"])
+    losses = _losses(out)
+    assert len(losses) == 2 * steps_per_epoch
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.5
+    rows = result.evaluations
+    evaluated = sorted({r["step"] for r in rows})
+    assert evaluated == sorted({0, *range(6, 2 * steps_per_epoch + 1, 6), 2 * steps_per_epoch})
+    assert {r["dataset"] for r in rows} == {"blurbs-clustering-s2s"}
+    assert all(0 <= r["v_measure"] <= 1 for r in rows)
+    with open(out / "evaluations_splits.csv", newline="") as fh:
+        split_rows = list(csv.DictReader(fh))
+    assert len(split_rows) == len(evaluated) * len(small.splits)
+    at_step_6 = [float(r["v_measure"]) for r in split_rows if r["step"] == "6"]
+    assert np.mean(at_step_6) == pytest.approx(next(r["v_measure"] for r in rows if r["step"] == 6))
+
+    best = result.best[42]
+    assert best["v_measure"] == max(np.mean([r["v_measure"] for r in rows if r["step"] == s]) for s in evaluated)
+    encoder = get_encoder(best["path"])
+    vectors = encoder.encode(["Ein Buch über Katzen", "Die Geschichte Berlins"])
+    assert vectors.shape == (2, 32) and np.isfinite(vectors).all()
+    # Reloaded from disk, the best checkpoint scores what it scored in memory.
+    from tecb_eval.evaluation import evaluate_kmeans
+
+    reloaded = np.mean([r["v_measure"] for r in evaluate_kmeans([small], encoder.encode, seed=42)])
+    assert reloaded == pytest.approx(best["v_measure"], abs=1e-6)
+
+    for name in ("figure.png", "summary.csv", "summary.md", "run.json", "timings.json"):
+        assert (out / name).is_file(), name
+    assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not out.with_name("wwm.partial").exists()
+    summary = (out / "summary.md").read_text()
+    assert "WWM" in summary and "blurbs-clustering-s2s" in summary
+
+
+def test_tsdae_trains_with_a_tied_decoder(tiny_bert, small, tmp_path):
+    out = tmp_path / "tsdae"
+    result = pretrain(tiny_bert, small, method="tsdae", epochs=1, seeds=(1,), output_dir=out, progress=False,
+                      batch_size=16, learning_rate=3e-3, eval_every=4)
+    steps = math.ceil(len(unique_texts([small])) / 16)
+    losses = _losses(out)
+    assert len(losses) == steps
+    assert np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.3
+    assert sorted({r["step"] for r in result.evaluations}) == sorted({0, *range(4, steps + 1, 4), steps})
+    checkpoint = result.best[1]["path"]
+    model = transformers.AutoModel.from_pretrained(checkpoint)
+    assert model.config.hidden_size == 32
+
+    from tecb_eval.pretraining.tsdae import Tsdae
+
+    objective = Tsdae(tiny_bert, settings_for("tsdae", max_length=64), seed=1, device="cpu")
+    decoder = objective.module.decoder.base_model
+    assert decoder.embeddings.word_embeddings.weight is objective.encoder.embeddings.word_embeddings.weight
+    assert decoder.encoder.layer[1].attention.self.query.weight is objective.encoder.encoder.layer[1].attention.self.query.weight
+
+
+def test_same_seed_same_numbers(tiny_bert, small, tmp_path):
+    settings = dict(method="wwm", epochs=1, seeds=(2,), progress=False, max_steps=4, **{**WWM_FAST, "eval_every": 2})
+    first = pretrain(tiny_bert, small, output_dir=tmp_path / "a", **settings)
+    pretrain(tiny_bert, small, output_dir=tmp_path / "b", **settings)
+    for name in ("evaluations.csv", "evaluations_splits.csv", "losses.csv", "summary.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    other = pretrain(tiny_bert, small, output_dir=tmp_path / "c", **{**settings, "seeds": (3,)})
+    assert _losses(tmp_path / "c") != _losses(tmp_path / "a")
+    # The model without pre-training does not depend on the seed.
+    assert other.baseline == first.baseline
+
+
+def test_bf16_autocast_on_cpu(tiny_bert, small, tmp_path):
+    result = pretrain(tiny_bert, small, method="wwm", seeds=(42,), output_dir=tmp_path / "bf16", progress=False,
+                      precision="bf16", device="cpu", max_steps=2, eval_every=2, batch_size=16, grad_accumulation=1,
+                      save_best=False)
+    assert result.settings.precision == "bf16"
+    assert all(np.isfinite(_losses(tmp_path / "bf16")))
+    assert sorted({r["step"] for r in result.evaluations}) == [0, 2]
+    assert result.best[42]["path"] is None and not (tmp_path / "bf16" / "seed-42").exists()
+
+
+def test_deletion_noise_is_seeded_and_keeps_a_word():
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    text = "Die Geschichte der Stadt Berlin, von den Anfängen bis heute."
+    assert delete_words(text, 0.6, rng_a) == delete_words(text, 0.6, rng_b)
+    assert delete_words("Wort", 0.99, np.random.default_rng(0)) == "Wort"
+    assert delete_words("...", 0.6, np.random.default_rng(0)) == "..."
+
+
+def test_settings_defaults_and_user_errors(tiny_bert, blurbs, tmp_path):
+    wwm = settings_for("wwm")
+    assert (wwm.learning_rate, wwm.weight_decay, wwm.batch_size, wwm.grad_accumulation) == (1e-4, 0.01, 32, 8)
+    assert (wwm.warmup_ratio, wwm.mlm_probability, wwm.max_length, wwm.epochs) == (0.06, 0.15, 512, 30)
+    tsdae = settings_for("tsdae")
+    assert (tsdae.learning_rate, tsdae.weight_decay, tsdae.batch_size, tsdae.warmup_ratio) == (3e-5, 0.0, 8, 0.0)
+    with pytest.raises(UserError, match="unknown pre-training method"):
+        settings_for("simcse")
+    with pytest.raises(TypeError, match="lr"):
+        settings_for("wwm", lr=1e-3)
+    with pytest.raises(UserError, match="fp16 needs a CUDA GPU"):
+        pretrain(tiny_bert, blurbs, output_dir=tmp_path / "x", precision="fp16", device="cpu", progress=False)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file").write_text("x")
+    with pytest.raises(UserError, match="already exists"):
+        pretrain(tiny_bert, blurbs, output_dir=tmp_path / "taken", progress=False)
+    with pytest.raises(UserError, match="no such dataset folder"):
+        pretrain(tiny_bert, [tmp_path / "nowhere"], output_dir=tmp_path / "y", progress=False)
+
+
+def test_cli_pretrain_prints_the_summary_and_the_best_checkpoints(tiny_bert, blurbs, tmp_path, capsys):
+    from tecb_eval.cli import main
+
+    out = tmp_path / "cli"
+    code = main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--method", "tsdae",
+                 "--out", str(out), "--seeds", "7", "--max-steps", "2", "--eval-every", "2", "--batch-size", "8",
+                 "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "TSDAE" in printed and "seed 7: best at step" in printed and str(out / "seed-7" / "best") in printed
+    with open(out / "evaluations.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["step"] for r in rows] == ["0", "2"] and {r["method"] for r in rows} == {"tsdae"}
+
+    code = main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--out", str(out), "--quiet"])
+    error = capsys.readouterr().err
+    assert code == 2 and error.count("\n") == 1 and "already exists" in error and "--overwrite" in error
