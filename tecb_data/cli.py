@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tecb_data.errors import UserError
+from tecb_data.errors import UserError, run_command
 
 
 REDDIT_ONLY_OPTIONS = ("ids", "cache", "praw_site", "refresh")
@@ -196,17 +196,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except UserError as exc:
-        if args.debug:
-            raise
-        print(f"tecb-data: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("tecb-data: interrupted; nothing was published", file=sys.stderr)
-        return 130
+    return run_command("tecb-data", parser(), argv, interrupted="nothing was published")
 
 
 if __name__ == "__main__":

@@ -11,3 +11,21 @@ class VerificationError(UserError):
     """A published folder does not match its manifest."""
 
     exit_code = 1
+
+
+def run_command(prog: str, parser, argv, *, interrupted: str) -> int:
+    """Run a parsed sub-command: a UserError becomes one line on stderr and its exit code
+    (``--debug`` re-raises it for the traceback); Ctrl-C says what state it left behind."""
+    import sys
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; {interrupted}", file=sys.stderr)
+        return 130

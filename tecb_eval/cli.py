@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from tecb_data.errors import UserError
+from tecb_data.errors import UserError, run_command
 
 DEFAULT_CACHE = Path(".tecb-cache")
 DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
@@ -212,17 +212,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except UserError as exc:
-        if args.debug:
-            raise
-        print(f"tecb-eval: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("tecb-eval: interrupted; finished cells are in the results store, rerun the same command to resume", file=sys.stderr)
-        return 130
+    return run_command("tecb-eval", parser(), argv, interrupted="finished cells are in the results store, rerun the same command to resume")
 
 
 if __name__ == "__main__":
