@@ -11,7 +11,8 @@
 Every file is written by this module's own serializer (sorted keys, UTF-8, "\\n" line ends), never
 by a library whose output embeds its version, so the same content is the same bytes on any machine.
 The folder is assembled in a temporary sibling and renamed into place: a build that dies leaves no
-dataset folder behind, only a ``.tecb-tmp-*`` folder that the next build removes.
+dataset folder behind, only a ``.tecb-tmp-<pid>-*`` folder that the next build removes once that
+process is gone.
 """
 
 from __future__ import annotations
@@ -61,10 +62,31 @@ def _write_text(path: Path, chunks: Iterable[str]) -> None:
             fh.write(chunk)
 
 
+def _temporary_prefix(kind: str) -> str:
+    # The writer's pid is part of the name, so a build never removes the folder of another build
+    # that is writing into the same OUT at the same time.
+    return f"{TMP_PREFIX}{os.getpid()}-{kind}-"
+
+
+def _writer_alive(folder: Path) -> bool:
+    pid = folder.name[len(TMP_PREFIX):].split("-", 1)[0]
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
 def remove_stale_temporaries(out: Path) -> None:
+    """Remove what killed builds left behind (their writer process is gone)."""
     if out.is_dir():
         for stale in out.glob(TMP_PREFIX + "*"):
-            shutil.rmtree(stale, ignore_errors=True)
+            if not _writer_alive(stale):
+                shutil.rmtree(stale, ignore_errors=True)
 
 
 def write_dataset(out: Path, name: str, files: dict[str, Iterable[str]], manifest: dict) -> Path:
@@ -78,7 +100,7 @@ def write_dataset(out: Path, name: str, files: dict[str, Iterable[str]], manifes
     except OSError as exc:
         raise UserError(f"{out}: cannot create the output folder ({exc.strerror})") from None
     target = out / name
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{name}-", dir=out))
+    tmp = Path(tempfile.mkdtemp(prefix=_temporary_prefix(name), dir=out))
     try:
         for relative, chunks in files.items():
             _write_text(tmp / relative, chunks)
@@ -96,7 +118,7 @@ def _replace_dir(new: Path, target: Path) -> None:
     """Put ``new`` at ``target``. An existing dataset is moved aside first and removed only after
     the new one is in place, so at no moment is a half-written folder at ``target``."""
     if target.exists():
-        aside = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}old-", dir=target.parent))
+        aside = Path(tempfile.mkdtemp(prefix=_temporary_prefix("old"), dir=target.parent))
         os.replace(target, aside / "old")
         try:
             os.replace(new, target)

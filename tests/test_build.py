@@ -258,3 +258,17 @@ def test_unknown_source_and_too_little_data_are_user_errors(tmp_path):
     (tmp_path / "blurbs_dev.txt").write_text(book("1", "Eins", [("A", "B")]), encoding="utf-8")
     with pytest.raises(UserError, match="too few labelled records"):
         build("blurbs", tmp_path / "blurbs_dev.txt", tmp_path / "out")
+
+
+def test_a_build_leaves_the_temporary_folder_of_a_live_concurrent_build_alone(tmp_path):
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = tmp_path / f"{layout.TMP_PREFIX}{sleeper.pid}-blurbs-clustering-s2s-abc"
+        dead = tmp_path / f"{layout.TMP_PREFIX}999999999-blurbs-clustering-s2s-abc"
+        live.mkdir()
+        dead.mkdir()
+        build("tenkgnad", demo_input("tenkgnad"), tmp_path)
+        assert live.is_dir() and not dead.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
