@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+_SPACES = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -17,13 +20,19 @@ class InputFile:
 
     @classmethod
     def of(cls, path: Path, name: str | None = None) -> "InputFile":
-        digest = hashlib.sha256()
-        size = 0
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-                size += len(block)
-        return cls(name or path.name, digest.hexdigest(), size)
+        from tecb_data.layout import sha256_file
+
+        return cls(name or path.name, sha256_file(path), path.stat().st_size)
+
+    @classmethod
+    def of_bytes(cls, name: str, data: bytes) -> "InputFile":
+        """For an input already read into memory: no second pass over the file."""
+        return cls(name, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def collapse_spaces(text: str) -> str:
+    """Runs of whitespace (newlines, tabs, non-breaking spaces) as one space, trimmed."""
+    return _SPACES.sub(" ", text).strip()
 
 
 @dataclass

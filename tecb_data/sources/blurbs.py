@@ -121,7 +121,8 @@ def _find_inputs(path: Path) -> tuple[list[tuple[str, bytes]], list[InputFile]]:
         files = sorted(p for p in path.iterdir() if p.is_file() and FILE_PATTERN.match(p.name))
         if not files:
             raise UserError(f"{path}: no blurbs_*.txt or blurbs_*.txt.gz files in this folder")
-        return [(p.name, p.read_bytes()) for p in files], [InputFile.of(p) for p in files]
+        contents = [(p.name, p.read_bytes()) for p in files]
+        return contents, [InputFile.of_bytes(name, raw) for name, raw in contents]
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             members = sorted(
@@ -135,7 +136,8 @@ def _find_inputs(path: Path) -> tuple[list[tuple[str, bytes]], list[InputFile]]:
             except (zipfile.BadZipFile, OSError, EOFError) as exc:
                 raise UserError(f"{path}: damaged zip file ({exc}); download it again") from None
         return contents, [InputFile.of(path)]
-    return [(path.name, path.read_bytes())], [InputFile.of(path)]
+    raw = path.read_bytes()
+    return [(path.name, raw)], [InputFile.of_bytes(path.name, raw)]
 
 
 def read_books(path: Path, progress=None) -> tuple[list[Book], list[InputFile], dict]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tecb_data.sources import collapse_spaces
+
 # Why an id is dropped, in the order the checks run; the build report counts each.
 NOT_RETURNED = "not_returned"  # Reddit did not return the id at all (purged, or never existed)
 DELETED = "deleted"  # deleted by its author
@@ -29,7 +31,6 @@ _DELETED_CATEGORIES = ("deleted", "author")
 _MARKDOWN_LINK = re.compile(r"!?\[([^\]]*)\]\(\s*<?(?:[^()\s]|\([^()\s]*\))*>?(?:\s+\"[^\"]*\")?\s*\)")
 # A URL ends before trailing punctuation, so "siehe https://x.de." keeps its full stop.
 _URL = re.compile(r"<?\b(?:https?://|www\.)[^\s<>\]]*[^\s<>\].,;:!?)'\"]>?", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def clean(text: str) -> str:
     """Markdown links reduced to their text, URLs removed, whitespace collapsed to single spaces."""
     text = _MARKDOWN_LINK.sub(lambda m: m.group(1), text or "")
     text = _URL.sub(" ", text)
-    return _SPACES.sub(" ", text).strip()
+    return collapse_spaces(text)
 
 
 def views(title: str, body: str) -> dict[str, str]:

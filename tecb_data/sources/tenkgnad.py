@@ -18,13 +18,12 @@ from pathlib import Path
 
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
-from tecb_data.sources import InputFile, SourceResult
+from tecb_data.sources import InputFile, SourceResult, collapse_spaces
 
 CATEGORIES = ("Etat", "Inland", "International", "Kultur", "Panorama", "Sport", "Web", "Wirtschaft", "Wissenschaft")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # The closing byline of a DER STANDARD article: a parenthesised author/agency and date.
 _AUTHOR_LINE = re.compile(r"^\(.{1,200}\d{1,2}\.\s?\d{1,2}\.\s?\d{2,4}\)$|^\([^()]{1,80}\)$")
-_SPACES = re.compile(r"\s+")
 
 
 class _ArticleHTML(HTMLParser):
@@ -64,19 +63,15 @@ class _ArticleHTML(HTMLParser):
             self.paragraphs[-1].append(data)
 
 
-def _clean(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
-
-
 def article_text(html: str) -> tuple[str, str]:
     """(subheadline, body) of an article's HTML, without the trailing author line."""
     parser = _ArticleHTML()
     parser.feed(html or "")
     parser.close()
-    paragraphs = [p for p in (_clean("".join(parts)) for parts in parser.paragraphs) if p]
+    paragraphs = [p for p in (collapse_spaces("".join(parts)) for parts in parser.paragraphs) if p]
     if paragraphs and _AUTHOR_LINE.match(paragraphs[-1]):
         paragraphs.pop()
-    return _clean("".join(parser.subheadline)), " ".join(paragraphs)
+    return collapse_spaces("".join(parser.subheadline)), " ".join(paragraphs)
 
 
 def category_of(path: str) -> str | None:
@@ -109,7 +104,7 @@ def _read_sqlite(path: Path) -> tuple[list[Item], dict]:
         if category not in CATEGORIES:
             skipped[f"category_{category}"] += 1
             continue
-        title = _clean(title or "")
+        title = collapse_spaces(title or "")
         subheadline, text = article_text(body)
         if not title or not text:
             skipped["empty_title_or_body"] += 1
@@ -143,7 +138,7 @@ def _read_csv(path: Path) -> tuple[list[Item], dict]:
             continue
         if len(row) != 2:
             raise UserError(f"{path}:{number}: expected two fields label;'text', found {len(row)}; is this a 10kGNAD csv?")
-        label, body = row[0].strip(), _clean(row[1])
+        label, body = row[0].strip(), collapse_spaces(row[1])
         if label not in CATEGORIES:
             raise UserError(f"{path}:{number}: unknown category {label!r}; expected one of {', '.join(CATEGORIES)}")
         article_id = hashlib.blake2b(body.encode("utf-8"), digest_size=8).hexdigest()
