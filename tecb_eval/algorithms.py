@@ -8,6 +8,7 @@ spellings (``-``, ``pca+umap``) map onto them in :data:`REFERENCE_REDUCTIONS`.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -15,6 +16,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
 
 from tecb_data.errors import UserError
+from tecb_eval.profiles import DBSTREAM_CLEANUPS, get_profile
 
 # MTEB v1's settings, which the paper used for k-means; MTEB v2 (the fast protocol) uses its own.
 KMEANS_BATCH_SIZE = 500
@@ -29,20 +31,172 @@ SKIPPED_BY_DEFAULT = (("hdbscan", "none"), ("dbstream", "none"))
 REFERENCE_REDUCTIONS = {"-": "none", "pca": "pca", "umap": "umap", "pca+umap": "pca50+umap"}
 
 
+@functools.cache
+def _river_014_dbstream():
+    """river 0.14.0's DBSTREAM, as a subclass of today's river that redoes what 0.14 did differently.
+
+    The paper's authors ran river 0.14.0 (their ``requirements.txt``). Its DBSTREAM differs from
+    today's in more than the clean-up. Checked against real river 0.14.0
+    (``tools/river014_reference.py``); the rows of the fixture's 300 blobs whose label changes
+    when only that part is today's are in brackets:
+
+    - re-clustering merged each macro-cluster into its first micro-cluster itself, not a copy, and
+      ``predict_one`` re-clustered every time, so each prediction moved that micro-cluster and added
+      its partners' weight to it again, until every micro-cluster is a cluster of its own (on the
+      blobs: 11 clusters at the first prediction, all 25 from the fifth on). River issue 1265,
+      the paper's footnote; a copy since 0.19, re-clustering once since 0.20 [223];
+    - the clean-up grew weights by their age instead of fading them (``2 ** (+fading * age)``), so
+      it never removed a micro-cluster (issue 1324, fixed in 0.20) [247];
+    - labelling followed shared-density edges one hop only (PR 1339, fixed in 0.20) [29];
+    - a pair's shared density started at 0, stamped at time 0, not at 1 as now (0.20, 0.22) [21];
+    - edges between micro-clusters of weight exactly ``minimum_weight`` were kept (``>=``, now
+      ``>``), and distances were Python's ``sqrt`` of a sum of squares (today's kernel differs in
+      the last bit now and then): neither changed a label in our checks; kept so ties go as in 0.14.
+
+    Built lazily so that importing this module does not import river; reachable as
+    ``tecb_eval.algorithms.River014DBSTREAM`` (module ``__getattr__``), so a fitted model pickles.
+    """
+    import math
+
+    from river.cluster import DBSTREAM
+    from river.cluster.dbstream import DBSTREAMMicroCluster
+
+    class River014DBSTREAM(DBSTREAM):
+        @staticmethod
+        def _distance(point_a, point_b):
+            # Same summation order as 0.14 (over the set of both key sets), so ties break alike.
+            return math.sqrt(sum((point_a.get(k, 0.0) - point_b.get(k, 0.0)) ** 2
+                                 for k in {*point_a.keys(), *point_b.keys()}))
+
+        def _update(self, x):
+            t = self._time_stamp
+            fading = self.fading_factor
+            neighbours = list(self._find_fixed_radius_nn(x))
+            if not neighbours:
+                # 0.14 numbered a new micro-cluster by the count of live ones; its clean-up never
+                # removes one (below), so that count is also the next unused number.
+                self._micro_clusters[len(self._micro_clusters)] = DBSTREAMMicroCluster(x=x, last_update=t, weight=1)
+            else:
+                before = {}
+                for i in neighbours:
+                    mc = self._micro_clusters[i]
+                    before[i] = mc.center
+                    mc.weight = mc.weight * 2 ** (-fading * (t - mc.last_update)) + 1
+                    pull = self._gaussian_neighborhood(x, mc.center)
+                    mc.center = {k: c + pull * (x[k] - c) for k, c in mc.center.items() if k in x}
+                    mc.last_update = t
+                    for j in neighbours:
+                        if j <= i:
+                            continue
+                        density, stamps = self.s.setdefault(i, {}), self.s_t.setdefault(i, {})
+                        if j in density:
+                            density[j] = density[j] * 2 ** (-fading * (t - stamps[j])) + 1
+                            stamps[j] = t
+                        else:
+                            # The pair's first shared point is not counted, and its age runs from 0.
+                            density[j], stamps[j] = 0, 0
+                # Keep micro-clusters from collapsing onto each other: undo both moves.
+                for a, i in enumerate(neighbours):
+                    for j in neighbours[a + 1:]:
+                        mc_i, mc_j = self._micro_clusters[i], self._micro_clusters[j]
+                        if self._distance(mc_i.center, mc_j.center) < self.clustering_threshold:
+                            mc_i.center, mc_j.center = before[i], before[j]
+            self._time_stamp = t + 1
+
+        def _cleanup(self):
+            # 0.14's sign: the weight is grown by its age, not faded, so (weights being >= 1 and the
+            # threshold < 1) nothing is ever removed. Kept as 0.14 computed it rather than skipped.
+            t = self._time_stamp
+            weak = 2 ** (-self.fading_factor * self.cleanup_interval)
+            for i, mc in list(self._micro_clusters.items()):
+                try:
+                    grown = 2 ** (self.fading_factor * (t - mc.last_update))
+                except OverflowError:
+                    continue
+                if mc.weight * grown < weak:
+                    del self._micro_clusters[i]
+            for i, density in self.s.items():
+                for j in density:
+                    try:
+                        grown = 2 ** (self.fading_factor * (t - self.s_t[i][j]))
+                    except OverflowError:
+                        continue
+                    if density[j] * grown < self.intersection_factor * weak:
+                        density[j], self.s_t[i][j] = 0, 0
+
+        def _generate_weighted_adjacency_matrix(self):
+            graph = {}
+            for i, density in self.s.items():
+                for j, shared in density.items():
+                    w_i, w_j = self._micro_clusters[i].weight, self._micro_clusters[j].weight
+                    if w_i >= self.minimum_weight and w_j >= self.minimum_weight:
+                        value = shared / ((w_i + w_j) / 2)
+                        if value > self.intersection_factor:
+                            graph.setdefault(i, {})[j] = value
+            return graph
+
+        def _generate_labels(self, weighted_adjacency_list):
+            # 0.14 queued a neighbour's neighbours only when they already had a label, so they were
+            # dropped at once: a label reaches the direct (higher-numbered) neighbours and no further.
+            labels = dict.fromkeys(self._micro_clusters)
+            label = -1
+            for index in labels:
+                if labels[index] is not None:
+                    continue
+                label += 1
+                labels[index] = label
+                for j in weighted_adjacency_list.get(index, ()):
+                    if labels[j] is None:
+                        labels[j] = label
+            return labels
+
+        def _generate_clusters_from_labels(self, cluster_labels):
+            # Labels are 0, 1, ... in order of first appearance, so this visits them as 0.14 did,
+            # and each label's members in 0.14's merge order.
+            members = {}
+            for i, label in cluster_labels.items():
+                members.setdefault(label, []).append(self._micro_clusters[i])
+            clusters = {}
+            for label, (macro, *others) in members.items():
+                # Issue 1265: the macro-cluster is the first micro-cluster itself, merged in place.
+                for other in others:
+                    macro.merge(other)
+                clusters[label] = macro
+            return len(clusters), clusters
+
+        def predict_one(self, x, w=None):
+            # 0.14 re-clustered on every call, each time merging into (moving) the micro-clusters.
+            self.clustering_is_up_to_date = False
+            return super().predict_one(x, w)
+
+    River014DBSTREAM.__module__, River014DBSTREAM.__qualname__ = __name__, "River014DBSTREAM"
+    return River014DBSTREAM
+
+
+def __getattr__(name):
+    if name == "River014DBSTREAM":
+        return _river_014_dbstream()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class DBSTREAMClusterer(ClusterMixin, BaseEstimator):
     """river's DBSTREAM with its defaults, scikit-learn style.
 
     ``fit`` streams the rows in order through ``learn_one``; ``labels_`` are then river's own
     ``predict_one`` for every row against the final clustering, as the paper's scripts did.
+    ``cleanup`` picks the DBSTREAM: ``"river"`` is today's river as it is; ``"river-0.14"`` is
+    river 0.14.0's, which the paper ran (its clean-up and re-clustering bugs included; see
+    :func:`_river_014_dbstream`). It is a parameter, so results rows name it.
     """
 
     def __init__(self, clustering_threshold=1.0, fading_factor=0.01, cleanup_interval=2,
-                 intersection_factor=0.3, minimum_weight=1.0):
+                 intersection_factor=0.3, minimum_weight=1.0, cleanup="river"):
         self.clustering_threshold = clustering_threshold
         self.fading_factor = fading_factor
         self.cleanup_interval = cleanup_interval
         self.intersection_factor = intersection_factor
         self.minimum_weight = minimum_weight
+        self.cleanup = cleanup
 
     @staticmethod
     def _rows(X):
@@ -50,10 +204,19 @@ class DBSTREAMClusterer(ClusterMixin, BaseEstimator):
         for row in np.asarray(X, dtype=float):
             yield dict(enumerate(row.tolist()))
 
-    def fit(self, X, y=None):
-        from river.cluster import DBSTREAM
+    def _make_model(self):
+        params = self.get_params()
+        cleanup = params.pop("cleanup")
+        if cleanup == "river":
+            from river.cluster import DBSTREAM
 
-        self.model_ = DBSTREAM(**self.get_params())
+            return DBSTREAM(**params)
+        if cleanup == "river-0.14":
+            return _river_014_dbstream()(**params)
+        raise UserError(f"unknown DBSTREAM cleanup {cleanup!r}; choose from {', '.join(DBSTREAM_CLEANUPS)}")
+
+    def fit(self, X, y=None):
+        self.model_ = self._make_model()
         rows = list(self._rows(X))
         for row in rows:
             self.model_.learn_one(row)
@@ -130,8 +293,13 @@ def reduce(name: str, X: np.ndarray, seed: int) -> np.ndarray:
     return np.asarray(reducer.fit_transform(X))
 
 
-def make_algorithm(name: str, n_clusters: int, seed: int, protocol: str = "legacy"):
-    """The clusterer for ``name``: k = ``n_clusters`` for the algorithms that take a k."""
+def make_algorithm(name: str, n_clusters: int, seed: int, protocol: str = "legacy", profile=None):
+    """The clusterer for ``name``: k = ``n_clusters`` for the algorithms that take a k.
+
+    ``profile`` (a name or :class:`~tecb_eval.profiles.Profile`; ``None``: the default) only picks
+    DBSTREAM's ``cleanup``; every other algorithm is the same in every profile.
+    """
+    profile = get_profile(profile)
     if name == "minibatch_kmeans" and protocol == "fast":
         return MiniBatchKMeans(n_clusters=n_clusters, batch_size=FAST_KMEANS_BATCH_SIZE, init="k-means++",
                                n_init=1, random_state=seed)
@@ -144,7 +312,7 @@ def make_algorithm(name: str, n_clusters: int, seed: int, protocol: str = "legac
 
         return hdbscan.HDBSCAN()
     if name == "dbstream":
-        return DBSTREAMClusterer()
+        return DBSTREAMClusterer(cleanup=profile.dbstream_cleanup)
     raise UserError(f"unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
 
 
