@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Callable
 
@@ -11,7 +12,16 @@ import tecb_data
 from tecb_data import layout
 from tecb_data.card import render_card
 from tecb_data.errors import UserError
-from tecb_data.recipes import DATASETS, RECIPES, DatasetSpec, Item, Split, datasets_of, label_counts
+from tecb_data.recipes import (
+    DATASETS,
+    MEMBERS_PAIRED,
+    RECIPES,
+    DatasetSpec,
+    Item,
+    Split,
+    datasets_of,
+    label_counts,
+)
 from tecb_data.sources import SourceResult, blurbs, tenkgnad
 from tecb_data.stats import table1
 
@@ -49,13 +59,18 @@ def publish(
     extra_files: dict | None = None,
     data_files: dict | None = None,
     manifest_extra: dict | None = None,
+    paired: bool = False,
 ) -> tuple[Path, dict]:
     """Write one dataset folder (card, clustering rows, sample table, manifest), atomically.
 
     ``data_files`` replaces the clustering rows and sample table (for a dataset without texts, such as
-    reddit-clustering-ids); ``manifest_extra`` adds top-level manifest fields.
+    reddit-clustering-ids); ``manifest_extra`` adds top-level manifest fields. ``paired`` says the
+    splits are shared with the source's other views, against the recipe's default ``members``.
     """
     recipe = RECIPES[spec.recipe]
+    if paired:
+        # As a recipe parameter, the choice reaches the manifest's recipe entry and the card's template.
+        recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
     stats = table1((split_texts(s, items, spec.view), s.labels) for s in splits)
     split_entries = [
         {"name": s.name, "level": s.level, "size": len(s.ids), "labels": label_counts(s)} for s in splits
@@ -98,9 +113,14 @@ def build(
     *,
     seed: int = DEFAULT_SEED,
     views: tuple[str, ...] | None = None,
+    paired: bool = False,
     progress: bool = False,
 ) -> list[tuple[Path, dict]]:
-    """Build every dataset of ``source`` (or only ``views``) from ``input_path`` into ``out``."""
+    """Build every dataset of ``source`` (or only ``views``) from ``input_path`` into ``out``.
+
+    Each text view draws its own split members (same split sizes), as the published datasets did;
+    ``paired`` draws one set of members for all views instead (the data of recipe version 1).
+    """
     if source == "reddit":  # no source files: the ids are rehydrated through Reddit's API
         raise UserError("reddit is built from submission ids: `tecb-data build --source reddit --ids PATH_OR_URL` "
                         "or tecb_data.sources.reddit.build_from_ids")
@@ -119,15 +139,18 @@ def build(
             f"it can build: {', '.join(result.views)}; pass corpus.sqlite3 for both"
         )
     recipe = RECIPES[source]
-    splits = recipe.make_splits(result.items, seed)
-    if not splits:
+    specs = [spec for spec in datasets_of(source) if spec.view in wanted]
+    shared = recipe.make_splits(result.items, seed) if paired else None
+    # Every view's splits before any folder is written: a view without splits fails the whole build.
+    splits = {spec.view: shared if paired else recipe.make_splits(result.items, seed, view=spec.view) for spec in specs}
+    if not all(splits.values()):
         raise UserError(f"{input_path}: too few labelled records to make any split with two or more labels")
     items = {item.id: item for item in result.items}
     layout.remove_stale_temporaries(Path(out))
     built = []
-    specs = [spec for spec in datasets_of(source) if spec.view in wanted]
     for spec in tqdm(specs, desc="writing datasets", unit=" dataset", disable=None if progress else True):
-        built.append(publish(spec, splits, items, out=Path(out), seed=seed, inputs=result.inputs, report=result.report))
+        built.append(publish(spec, splits[spec.view], items, out=Path(out), seed=seed, inputs=result.inputs,
+                             report=result.report, paired=paired))
     return built
 
 

@@ -63,7 +63,8 @@ def _cmd_build(args) -> int:
         raise UserError("pass exactly one of --input PATH or --demo")
     input_path = demo_input(args.source) if args.demo else args.input
     views = tuple(args.view) if args.view else None
-    built = build(args.source, input_path, args.out, seed=args.seed, views=views, progress=not args.quiet)
+    built = build(args.source, input_path, args.out, seed=args.seed, views=views, paired=args.paired,
+                  progress=not args.quiet)
     report = _print_built(built)["report"]
     print("report: " + ", ".join(f"{k} {v}" for k, v in report.items() if not isinstance(v, list)))
     for problem in report.get("malformed_records", []):
@@ -156,6 +157,11 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--out", type=Path, required=True, help="output folder (one sub-folder per dataset)")
     build.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"recipe seed (default {DEFAULT_SEED})")
     build.add_argument("--view", action="append", choices=["s2s", "p2p"], help="build only this view (repeatable)")
+    build.add_argument(
+        "--paired", action="store_true",
+        help="one set of split members for S2S and P2P (default: each view draws its own, as published; "
+             "reddit's views always share the members of its ids dataset)",
+    )
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.add_argument("--ids", help="reddit: id list file, its http(s) URL, or a reddit-clustering-ids folder")
     build.add_argument("--cache", type=Path, help="reddit: rehydration cache folder (default ~/.cache/tecb/reddit)")

@@ -1,8 +1,10 @@
 """Declarative dataset definitions and the seeded split recipes of the benchmark.
 
 A dataset is data: one frozen :class:`DatasetSpec` per published dataset, in :data:`DATASETS`.
-A recipe turns a source's normalized :class:`Item` list into named splits; both text views (S2S and
-P2P) of a source share the same splits, as in the published datasets.
+A recipe turns a source's normalized :class:`Item` list into named splits, once per text view: S2S
+and P2P get the same split sizes but draw their members independently, as the published datasets did
+(equal total samples, different per-label counts in MTEB's statistics of BlurbsClustering and
+TenKGnadClustering). ``view=None`` draws one set of members for every view ("paired").
 """
 
 from __future__ import annotations
@@ -37,21 +39,37 @@ class Recipe:
     name: str
     version: str
     description: str  # one paragraph, rendered into the dataset card
-    make_splits: Callable[[list[Item], int], list[Split]]
-    params: Mapping[str, object] = field(default_factory=dict)
+    make_splits: Callable[..., list[Split]]  # (items, seed, view=None); view None: paired members
+    params: Mapping[str, object] = field(default_factory=dict)  # "members": the default MEMBERS_* mode
 
 
-def _sampled_split(items: list[Item], level: str, name: str, seed: int, family: str, min_fraction: float) -> Split:
+MEMBERS_PER_VIEW = "per-view"  # each text view draws its own split members
+MEMBERS_PAIRED = "paired"  # one set of split members for every view of a source
+
+
+def _members_key(seed: int, family: str, name: str, view: str | None) -> bytes:
+    # Without a view the key is the one recipe version 1 used for both views, so a paired build
+    # reproduces the data of a version-1 build byte for byte.
+    if view is None:
+        return seeding.hash_key(seed, family, name)
+    return seeding.hash_key(seed, family, "view", view, name)
+
+
+def _sampled_split(
+    items: list[Item], level: str, name: str, seed: int, family: str, min_fraction: float, view: str | None
+) -> Split:
     """A seeded random sample of the items labelled at ``level``, in keyed-hash order."""
     labelled = {it.id: it.labels[level] for it in items if it.labels.get(level)}
+    # The size is drawn per split, not per view: the published S2S and P2P datasets have equal
+    # totals (174,637 Blurbs and 45,914 TenKGnad samples in both), only their members differ.
     size = seeding.draw_size(seeding.rng(seed, family, name, "size"), len(labelled), min_fraction)
-    order = seeding.keyed_order(sorted(labelled), seeding.hash_key(seed, family, name))[:size]
+    order = seeding.keyed_order(sorted(labelled), _members_key(seed, family, name, view))[:size]
     return Split(name, level, tuple(order), tuple(labelled[i] for i in order))
 
 
-def _full_split(items: list[Item], level: str, name: str, seed: int, family: str, keep) -> Split:
+def _full_split(items: list[Item], level: str, name: str, seed: int, family: str, keep, view: str | None) -> Split:
     labelled = {it.id: it.labels[level] for it in items if it.labels.get(level) and keep(it)}
-    order = seeding.keyed_order(sorted(labelled), seeding.hash_key(seed, family, name))
+    order = seeding.keyed_order(sorted(labelled), _members_key(seed, family, name, view))
     return Split(name, level, tuple(order), tuple(labelled[i] for i in order))
 
 
@@ -64,20 +82,21 @@ BLURBS_SAMPLED = 10
 BLURBS_MIN_FRACTION = 0.1
 
 
-def blurbs_splits(items: list[Item], seed: int) -> list[Split]:
+def blurbs_splits(items: list[Item], seed: int, view: str | None = None) -> list[Split]:
     """28 splits on the full corpus: 10 coarse (top-level genre), 10 fine (second-level genre),
-    one per top-level genre (its second-level genres); the sampled ones hold 10-100 % of the books."""
+    one per top-level genre (its second-level genres); the sampled ones hold 10-100 % of the books.
+    ``view`` names the text view that draws its own members; None draws one set for all views."""
     splits = [
-        _sampled_split(items, "top", f"coarse-{i:02d}", seed, "blurbs", BLURBS_MIN_FRACTION)
+        _sampled_split(items, "top", f"coarse-{i:02d}", seed, "blurbs", BLURBS_MIN_FRACTION, view)
         for i in range(BLURBS_SAMPLED)
     ]
     splits += [
-        _sampled_split(items, "fine", f"fine-{i:02d}", seed, "blurbs", BLURBS_MIN_FRACTION)
+        _sampled_split(items, "fine", f"fine-{i:02d}", seed, "blurbs", BLURBS_MIN_FRACTION, view)
         for i in range(BLURBS_SAMPLED)
     ]
     tops = sorted({it.labels["top"] for it in items})
     splits += [
-        _full_split(items, "fine", f"within-{top}", seed, "blurbs", lambda it, top=top: it.labels["top"] == top)
+        _full_split(items, "fine", f"within-{top}", seed, "blurbs", lambda it, top=top: it.labels["top"] == top, view)
         for top in tops
     ]
     return [s for s in splits if _meaningful(s)]
@@ -87,11 +106,11 @@ TENKGNAD_SPLITS = 10
 TENKGNAD_MIN_FRACTION = 0.1
 
 
-def tenkgnad_splits(items: list[Item], seed: int) -> list[Split]:
+def tenkgnad_splits(items: list[Item], seed: int, view: str | None = None) -> list[Split]:
     """10 splits, each a seeded random sample of at least 10 % of the articles (like MTEB's
-    TwentyNewsgroupsClustering)."""
+    TwentyNewsgroupsClustering). ``view`` as for :func:`blurbs_splits`."""
     splits = [
-        _sampled_split(items, "category", f"sample-{i:02d}", seed, "tenkgnad", TENKGNAD_MIN_FRACTION)
+        _sampled_split(items, "category", f"sample-{i:02d}", seed, "tenkgnad", TENKGNAD_MIN_FRACTION, view)
         for i in range(TENKGNAD_SPLITS)
     ]
     return [s for s in splits if _meaningful(s)]
@@ -134,26 +153,28 @@ def reddit_splits(items: list[Item], seed: int, subreddits=None) -> list[Split]:
 RECIPES: dict[str, Recipe] = {
     "blurbs": Recipe(
         name="blurbs",
-        version="1",
+        version="2",  # 2: each text view draws its own members (1: both shared them, now --paired)
         description=(
             "Books with exactly one top-level genre and at most two second-level genres are kept; a book "
             "with two second-level genres is labelled with the one that is less frequent over the whole "
             "corpus (ties broken by name). 28 splits: 10 coarse splits labelled by top-level genre and 10 "
             "fine splits labelled by second-level genre, each a seeded random 10-100 % of the books; and "
-            "one split per top-level genre holding all its books, labelled by second-level genre."
+            "one split per top-level genre holding all its books, labelled by second-level genre. "
+            "The split sizes are the same for the S2S and the P2P dataset."
         ),
         make_splits=blurbs_splits,
-        params={"sampled_splits_per_level": BLURBS_SAMPLED, "min_fraction": BLURBS_MIN_FRACTION},
+        params={"sampled_splits_per_level": BLURBS_SAMPLED, "min_fraction": BLURBS_MIN_FRACTION, "members": MEMBERS_PER_VIEW},
     ),
     "tenkgnad": Recipe(
         name="tenkgnad",
-        version="1",
+        version="2",  # 2: each text view draws its own members (1: both shared them, now --paired)
         description=(
             "Articles of the nine 10kGNAD categories (the path element after `Newsroom/`). 10 splits, "
-            "each a seeded random sample of 10-100 % of the articles, sizes drawn from the seed."
+            "each a seeded random sample of 10-100 % of the articles, sizes drawn from the seed, the same "
+            "for the S2S and the P2P dataset."
         ),
         make_splits=tenkgnad_splits,
-        params={"splits": TENKGNAD_SPLITS, "min_fraction": TENKGNAD_MIN_FRACTION},
+        params={"splits": TENKGNAD_SPLITS, "min_fraction": TENKGNAD_MIN_FRACTION, "members": MEMBERS_PER_VIEW},
     ),
     "reddit": Recipe(
         name="reddit",
@@ -168,6 +189,9 @@ RECIPES: dict[str, Recipe] = {
         ),
         make_splits=reddit_splits,
         params={
+            # The ids dataset publishes one id list per split and both text views are rehydrated
+            # from it, so their members are the ids dataset's, never drawn per view.
+            "members": MEMBERS_PAIRED,
             "splits": REDDIT_SPLITS,
             "min_subreddits": REDDIT_MIN_SUBREDDITS,
             "max_subreddits": REDDIT_MAX_SUBREDDITS,

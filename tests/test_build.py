@@ -86,13 +86,15 @@ def _shuffled_copy(source: Path, target: Path, seed: int) -> Path:
     return target
 
 
-def test_builds_are_byte_identical_across_hash_seeds_and_input_order(tmp_path):
+@pytest.mark.parametrize("members", [[], ["--paired"]], ids=["per-view", "paired"])
+def test_builds_are_byte_identical_across_hash_seeds_and_input_order(tmp_path, members):
     source = demo_input("blurbs")
     shuffled = _shuffled_copy(source, tmp_path / "shuffled", seed=7)
     outs = []
     for n, (input_path, hashseed) in enumerate([(source, "0"), (shuffled, "12345")]):
         out = tmp_path / f"out{n}"
-        result = run_cli("build", "--source", "blurbs", "--input", str(input_path), "--out", str(out), env={"PYTHONHASHSEED": hashseed})
+        result = run_cli("build", "--source", "blurbs", "--input", str(input_path), "--out", str(out), *members,
+                         env={"PYTHONHASHSEED": hashseed})
         assert result.returncode == 0, result.stderr
         outs.append(out)
     for name in ("blurbs-clustering-s2s", "blurbs-clustering-p2p"):
@@ -112,6 +114,44 @@ def test_same_input_twice_gives_identical_manifests_and_another_seed_changes_the
         assert tree_bytes(fa) == tree_bytes(fb)
         assert tree_bytes(fa)["data/test.jsonl"] != tree_bytes(fc)["data/test.jsonl"]
         assert mc["seed"] == 7 and "seed 7" in (fc / "README.md").read_text(encoding="utf-8")
+
+
+def _members(folder: Path) -> list[tuple[str, list[str]]]:
+    samples = [json.loads(line) for line in (folder / layout.SAMPLES_FILE).read_text(encoding="utf-8").splitlines()]
+    names = [s["name"] for s in layout.read_manifest(folder)["splits"]]
+    return [(name, [s["id"] for s in samples if s["split"] == name]) for name in names]
+
+
+@pytest.mark.parametrize("source", ["blurbs", "tenkgnad"])
+def test_views_draw_their_own_members_by_default_and_paired_shares_them(tmp_path, source):
+    built = dict((f.name, (f, m)) for f, m in build(source, demo_input(source), tmp_path / "own"))
+    (s2s, ms), (p2p, mp) = built[f"{source}-clustering-s2s"], built[f"{source}-clustering-p2p"]
+    assert ms["recipe"]["members"] == mp["recipe"]["members"] == "per-view"
+    assert [(s["name"], s["size"]) for s in ms["splits"]] == [(s["name"], s["size"]) for s in mp["splits"]]
+    assert ms["statistics"]["samples"] == mp["statistics"]["samples"]
+    assert [s["labels"] for s in ms["splits"]] != [s["labels"] for s in mp["splits"]]
+    own_s2s, own_p2p = _members(s2s), _members(p2p)
+    assert any(set(a) != set(b) for (_, a), (_, b) in zip(own_s2s, own_p2p))
+    assert "Split members (`per-view`)" in (s2s / "README.md").read_text(encoding="utf-8")
+
+    built = dict((f.name, (f, m)) for f, m in build(source, demo_input(source), tmp_path / "paired", paired=True))
+    (s2s, ms), (p2p, mp) = built[f"{source}-clustering-s2s"], built[f"{source}-clustering-p2p"]
+    assert ms["recipe"]["members"] == mp["recipe"]["members"] == "paired"
+    assert ms["splits"] == mp["splits"] and _members(s2s) == _members(p2p)
+    assert [len(ids) for _, ids in _members(s2s)] == [len(ids) for _, ids in own_s2s]
+    card = (p2p / "README.md").read_text(encoding="utf-8")
+    assert "Split members (`paired`)" in card and f"--source {source} --input <source files> --seed 42 --paired`" in card
+
+
+def test_paired_flag_on_the_command_line_and_one_view_alone(tmp_path):
+    result = run_cli("build", "--source", "tenkgnad", "--demo", "--out", str(tmp_path / "a"), "--paired", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert layout.read_manifest(tmp_path / "a" / "tenkgnad-clustering-s2s")["recipe"]["members"] == "paired"
+    # a view built alone draws exactly what it draws beside the other view, in either mode
+    for paired in (False, True):
+        (alone, _), = build("tenkgnad", demo_input("tenkgnad"), tmp_path / f"alone{paired}", views=("p2p",), paired=paired)
+        both = dict((f.name, f) for f, _ in build("tenkgnad", demo_input("tenkgnad"), tmp_path / f"both{paired}", paired=paired))
+        assert tree_bytes(alone) == tree_bytes(both["tenkgnad-clustering-p2p"])
 
 
 def test_rebuild_replaces_the_folder_and_leaves_no_temporaries(tmp_path):

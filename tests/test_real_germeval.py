@@ -32,14 +32,18 @@ def test_dev_set_reads_all_2079_books_and_applies_the_selection_rule():
     assert any("&" in b.title for b in books), "raw ampersands survive parsing"
 
 
-def test_dev_set_build_has_28_splits_and_both_views_share_them(dev_build):
+def test_dev_set_build_has_28_splits_of_the_same_sizes_in_both_views_with_their_own_members(dev_build):
     s2s, p2p = dev_build["blurbs-clustering-s2s"], dev_build["blurbs-clustering-p2p"]
-    assert s2s["statistics"]["splits"] == 28 and s2s["splits"] == p2p["splits"]
+    assert s2s["statistics"]["splits"] == 28
+    assert [(s["name"], s["size"]) for s in s2s["splits"]] == [(s["name"], s["size"]) for s in p2p["splits"]]
+    sampled = [(a["labels"], b["labels"]) for a, b in zip(s2s["splits"], p2p["splits"]) if not a["name"].startswith("within-")]
+    assert sum(a != b for a, b in sampled) >= 15, "each view draws its own members, as the published datasets"
     names = [s["name"] for s in s2s["splits"]]
     assert sum(n.startswith("within-") for n in names) == 8
     coarse = [s for s in s2s["splits"] if s["name"].startswith("coarse")]
     assert all(185 <= s["size"] <= 1849 for s in coarse)
-    assert all(len(s["labels"]) == 8 for s in coarse)
+    # the dev set's two rarest top-level genres have 17 books each: a small coarse sample can miss one
+    assert all(len(s["labels"]) in (7, 8) for s in coarse) and max(len(s["labels"]) for s in coarse) == 8
     assert s2s["statistics"]["unique_labels"] == p2p["statistics"]["unique_labels"]
     assert s2s["inputs"][0]["name"] == "blurbs_dev.txt.gz"
 
