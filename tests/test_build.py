@@ -252,12 +252,48 @@ def test_verify_catches_missing_and_extra_files_and_a_forged_fingerprint(demo_da
 
 
 def test_stats_command_prints_table1(demo_datasets):
-    result = run_cli("stats", str(demo_datasets / "blurbs-clustering-s2s"))
+    result = run_cli("stats", str(demo_datasets / "blurbs-clustering-p2p"))
     assert result.returncode == 0, result.stderr
-    manifest = layout.read_manifest(demo_datasets / "blurbs-clustering-s2s")
-    assert re.search(rf"splits\s+{manifest['statistics']['splits']}\n", result.stdout)
-    assert re.search(rf"samples \(all splits\)\s+{manifest['statistics']['samples']:,}\n", result.stdout)
-    assert re.search(rf"unique texts\s+{manifest['statistics']['unique_texts']:,}\n", result.stdout)
+    stats = layout.read_manifest(demo_datasets / "blurbs-clustering-p2p")["statistics"]
+    assert re.search(rf"splits\s+{stats['splits']}\n", result.stdout)
+    assert re.search(rf"samples \(all splits\)\s+{stats['samples']:,}\n", result.stdout)
+    assert re.search(rf"unique texts\s+{stats['unique_texts']:,}\n", result.stdout)
+    assert re.search(rf"avg chars \(all rows\)\s+{stats['avg_chars_all_rows']}\n", result.stdout)
+    assert re.search(rf"avg chars \(unique texts\)\s+{stats['avg_chars_unique_texts']}\n", result.stdout)
+
+
+def test_average_characters_over_all_rows_and_over_unique_texts():
+    from tecb_data.stats import table1
+
+    # rows: aa aa bbbb | aa cccccc -> 16 characters in 5 rows; unique: aa bbbb cccccc -> 12 in 3
+    stats = table1([(["aa", "aa", "bbbb"], ["x", "x", "y"]), (["aa", "cccccc"], ["x", "y"])])
+    assert (stats["samples"], stats["unique_texts"]) == (5, 3)
+    assert stats["avg_chars_all_rows"] == 3.2
+    assert stats["avg_chars_unique_texts"] == 4.0
+
+
+def test_average_characters_equal_mteb_legacy_and_v2_statistics(demo_datasets):
+    """MTEB is the referee: its legacy statistics average over every row of every split (the
+    published 2,641.0 of TenKGnadClusteringP2P), its v2 tasks over the rows de-duplicated by
+    _convert_to_fast (2,648.5 for TenKGnadClusteringP2P.v2)."""
+    pytest.importorskip("mteb")
+    from datasets import Dataset, DatasetDict
+    from mteb.abstasks._statistics_calculation import calculate_text_statistics
+    from mteb.abstasks.clustering import _convert_to_fast
+
+    from tecb_data.stats import table1
+
+    for name in ("blurbs-clustering-p2p", "tenkgnad-clustering-p2p"):
+        rows = layout.read_split_rows(demo_datasets / name)
+        ours = table1(rows)
+        legacy = calculate_text_statistics([t for texts, _ in rows for t in texts])
+        table = DatasetDict({"test": Dataset.from_dict({"sentences": [list(t) for t, _ in rows], "labels": [list(l) for _, l in rows]})})
+        fast = _convert_to_fast(table, "sentences", "labels", seed=42)["test"]
+        v2 = calculate_text_statistics(list(fast["sentences"]))
+        assert ours["avg_chars_all_rows"] == round(legacy["average_text_length"], 1)
+        assert ours["avg_chars_unique_texts"] == round(v2["average_text_length"], 1)
+        assert ours["unique_texts"] == legacy["unique_texts"] == v2["unique_texts"] == len(fast)
+        assert ours["avg_chars_all_rows"] != ours["avg_chars_unique_texts"], "the demo should tell them apart"
 
 
 def test_card_states_recipe_seed_version_statistics_licence_and_citation(demo_datasets):

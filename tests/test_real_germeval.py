@@ -38,6 +38,7 @@ def test_dev_set_build_has_28_splits_of_the_same_sizes_in_both_views_with_their_
     assert [(s["name"], s["size"]) for s in s2s["splits"]] == [(s["name"], s["size"]) for s in p2p["splits"]]
     sampled = [(a["labels"], b["labels"]) for a, b in zip(s2s["splits"], p2p["splits"]) if not a["name"].startswith("within-")]
     assert sum(a != b for a, b in sampled) >= 15, "each view draws its own members, as the published datasets"
+    assert s2s["statistics"]["avg_chars_unique_texts"] != s2s["statistics"]["avg_chars_all_rows"]
     names = [s["name"] for s in s2s["splits"]]
     assert sum(n.startswith("within-") for n in names) == 8
     coarse = [s for s in s2s["splits"] if s["name"].startswith("coarse")]
