@@ -73,7 +73,8 @@ def _export(args, frame, datasets, models) -> None:
     from tecb_eval.export import export_all, figure1
 
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
-    written = export_all(frame, args.out, reference=args.reference, log=log)
+    # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.
+    written = export_all(frame, args.out, reference=args.reference, log=log, demo=getattr(args, "demo", False))
     if not args.no_figure1:
         for model in models:
             written.append(figure1(datasets, model, args.out, seed=args.seed, cache_dir=args.cache_dir))
@@ -97,7 +98,10 @@ def _cmd_run(args) -> int:
 def _cmd_demo(args) -> int:
     """A small grid with the offline encoders on the demo datasets, Tables 2 and 3, and the plots."""
     from tecb_eval.algorithms import REDUCTIONS
+    from tecb_eval.report import DEMO_NOTE, read_reference
 
+    if args.reference is not None:
+        read_reference(args.reference)  # a wrong file fails now, not after the grid
     args.reduction = list(REDUCTIONS)
     args.algorithm, args.protocol = None, "legacy"
     args.results = args.results or args.out / "results.jsonl"
@@ -105,29 +109,57 @@ def _cmd_demo(args) -> int:
     models = list(args.model or DEMO_MODELS)
     datasets = _datasets(args.data)
     frame = _run(args, [parse_model(m) for m in models], datasets)
+    print(f"Note: {DEMO_NOTE}\n")
     _print_tables(frame)
     _export(args, frame, datasets, [parse_model(m) for m in models])
+    print(f"Note: {DEMO_NOTE}", file=sys.stderr)
     return 0
+
+
+def _print_paper_tables(reference, which: str, fmt: str) -> None:
+    from tecb_eval import report
+
+    made = {"2": report.paper_table2, "3": report.paper_table3}
+    for number in ("2", "3") if which == "both" else (which,):
+        if which == "both" and number == "3":
+            print()
+        print(report.format_table(made[number](reference), fmt, note=report.paper_note(number)), end="")
 
 
 def _cmd_table(args) -> int:
     from tecb_eval import report
     from tecb_eval.store import read_results
 
+    reference = report.read_reference(args.reference) if args.reference else None
+    if args.paper:
+        if reference is None:
+            raise UserError(f"--paper prints the paper's tables from the authors' CSV: add --reference {report.REFERENCE_CSV}")
+        if args.results is not None or args.table == "full":
+            raise UserError("--paper prints the paper's Table 2 and/or 3 alone: leave out the results store and --table full")
+        _print_paper_tables(reference, args.table, args.format)
+        return 0
+    if args.results is None:
+        raise UserError("name a results store (JSONL), or pass --paper --reference CSV for the paper's tables alone")
     frame = read_results(args.results)
-    if args.table == "2":
-        print(report.format_table(report.table2(frame), args.format), end="")
-    elif args.table == "3":
-        print(report.format_table(report.table3(frame), args.format), end="")
-    elif args.table == "full":
+    if args.table == "full":
+        if reference is not None:
+            raise UserError("--reference sets the paper's figures beside Tables 2 and 3, not beside --table full")
         layout = report.reference_layout(frame)
         if args.format == "csv":
             print(layout.to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
         else:
             layout = layout.set_index(report.HEADER)
             print(report.format_table(layout, args.format), end="")
-    else:
+    elif reference is None and not args.demo and args.table == "both":
         _print_tables(frame, args.format)
+    else:
+        shown = report.tables(frame, reference, demo=args.demo)
+        if args.table == "2" and "table2" not in shown:
+            raise UserError(f"{args.results}: no minibatch_kmeans:none cells, which Table 2 reports")
+        for number in ("2", "3") if args.table == "both" else (args.table,):
+            if f"table{number}" in shown:
+                table, note = shown[f"table{number}"]
+                print(report.format_table(table, args.format, note=note), end="\n" if args.table == "both" else "")
     return 0
 
 
@@ -136,7 +168,7 @@ def _cmd_export(args) -> int:
     from tecb_eval.store import read_results
 
     written = export_all(read_results(args.results), args.out, reference=args.reference,
-                         log=lambda m: print(m, file=sys.stderr))
+                         log=lambda m: print(m, file=sys.stderr), demo=args.demo)
     print(f"wrote {len(written)} files to {args.out}/")
     return 0
 
@@ -190,19 +222,27 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--limit-splits", type=int, default=DEMO_SPLITS,
                       help=f"first N splits of each dataset (default {DEMO_SPLITS}: a quick look; 0 = all)")
     _grid_options(demo)
-    demo.set_defaults(func=_cmd_demo)
+    demo.set_defaults(func=_cmd_demo, demo=True)
 
-    table = commands.add_parser("table", help="print tables from a results store")
-    table.add_argument("results", type=Path)
+    table = commands.add_parser("table", help="print tables from a results store, or the paper's")
+    table.add_argument("results", type=Path, nargs="?", help="results store (JSONL); not with --paper")
     table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
     table.add_argument("--table", choices=["2", "3", "full", "both"], default="both",
                        help="2: model x dataset; 3: algorithm x reduction; full: the authors' CSV layout")
+    table.add_argument("--reference", type=Path,
+                       help="the authors' tecb-de-full-results.csv: the paper's printed figures beside ours")
+    table.add_argument("--paper", action="store_true",
+                       help="print the paper's Table 2 / 3 alone, from --reference (no results store)")
+    table.add_argument("--demo", action="store_true", help="mark the tables as synthetic demo data")
     table.set_defaults(func=_cmd_table)
 
     export = commands.add_parser("export", help="write CSV, tables, MTEB JSON and plots from a results store")
     export.add_argument("results", type=Path)
     export.add_argument("--out", type=Path, required=True)
-    export.add_argument("--reference", type=Path, help="the authors' tecb-de-full-results.csv")
+    export.add_argument("--reference", type=Path,
+                        help="the authors' tecb-de-full-results.csv: the paper's figures beside ours")
+    export.add_argument("--demo", action="store_true",
+                        help="results of `tecb-eval demo`: mark tables and plots as not comparable with the paper")
     export.set_defaults(func=_cmd_export)
 
     from tecb_eval.pretrain_cli import register as register_pretrain

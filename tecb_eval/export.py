@@ -3,11 +3,16 @@
 ::
 
     OUT/results.csv           the authors' full-results layout (model x configuration x dataset)
-    OUT/table2.md, table3.md  the paper's Tables 2 and 3 (V-measure x100)
+    OUT/table2.md, .csv       the paper's Table 2 (k-means per model; V-measure x100 in .md, 0..1 in .csv)
+    OUT/table3.md, .csv       the paper's Table 3 (algorithm x reduction, averaged over models)
     OUT/mteb/<model>/<rev>/<Task>.json   MTEB result files (k-means on the embeddings)
-    OUT/table3.png            Table 3 as bars (beside the authors' with a reference CSV)
+    OUT/table3.png            Table 3 as bars (beside the paper's with a reference CSV)
     OUT/vs-authors-<model>.png  per model the authors also ran: our configurations vs theirs
     OUT/figure1-<model>.png   2-D UMAP of one split per dataset, coloured by label
+
+With the authors' CSV (``reference``), Table 3 gets the paper's printed row under each of ours
+(``source`` ours / paper), and Table 2 under each model the paper printed. ``demo=True`` marks
+every table and the Table 3 plot as synthetic demo data that is not comparable with the paper.
 """
 
 from __future__ import annotations
@@ -25,34 +30,35 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
-def _matching(reference, model: str):
-    wanted = model.lower()
-    names = {n.lower(): n for n in reference.model.unique()}
-    return names.get(wanted) or names.get(wanted.rsplit("/", 1)[-1])
+def _write_table(stem: Path, table, note: str | None) -> list[Path]:
+    return [report.write_text(stem.with_suffix(".md"), report.format_table(table, "md", note=note)),
+            report.write_text(stem.with_suffix(".csv"), report.format_table(table, "csv"))]
 
 
-def export_all(frame, out: Path, *, reference: Path | None = None, log=print) -> list[Path]:
+def export_all(frame, out: Path, *, reference: Path | None = None, log=print, demo: bool = False) -> list[Path]:
     out = Path(out)
-    written = [report.write_reference_csv(frame, out / "results.csv")]
-    has_table2 = ((frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")).any()
-    if has_table2:
-        written.append(report.write_text(out / "table2.md", report.format_table(report.table2(frame))))
-    t3 = report.table3(frame)
-    written.append(report.write_text(out / "table3.md", report.format_table(t3)))
-    written += report.write_mteb_results(frame, out / "mteb", tecb_data.__version__)
+    # Read first: a wrong --reference fails before anything in OUT is replaced.
     ref = report.read_reference(reference) if reference is not None else None
-    ref_t3 = report.reference_table3(ref) if ref is not None else None
-    label = f"authors (average over their {ref.model.nunique()} models)" if ref is not None else "authors"
-    written.append(figures.plot_table3(t3, out / "table3.png", ref_t3, label))
+    shown = report.tables(frame, ref, demo=demo)
+    written = [report.write_reference_csv(frame, out / "results.csv")]
+    for name, (table, note) in shown.items():
+        written += _write_table(out / name, table, note)
+    t3 = report.table3(frame)
+    written += report.write_mteb_results(frame, out / "mteb", tecb_data.__version__)
+    ref_t3 = report.paper_table3(ref) if ref is not None else None
+    demo_title = report.DEMO_TITLE if demo else None
+    written.append(figures.plot_table3(t3, out / "table3.png", ref_t3, report.PAPER_BARS_LABEL, demo_title))
     if ref is not None:
         means = report.split_means(frame)
         for model in sorted(frame.model.unique()):
-            theirs = _matching(ref, model)
+            # The per-model plots use every model the authors ran, sentence-t5-large included.
+            theirs = report.paper_model(model, ref.model.unique())
             if theirs is None:
                 log(f"{model}: not in the authors' table; no side-by-side plot for it")
                 continue
             path = figures.plot_model_comparison(
-                means[means.model == model], ref[ref.model == theirs], model, out / f"vs-authors-{_slug(model)}.png"
+                means[means.model == model], ref[ref.model == theirs], model, out / f"vs-authors-{_slug(model)}.png",
+                demo_title,
             )
             if path is not None:
                 written.append(path)

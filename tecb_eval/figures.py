@@ -1,4 +1,4 @@
-"""PNG plots: Table 3 as bars (ours, and against the authors'), per-model comparisons with the
+"""PNG plots: Table 3 as bars (ours, and against the paper's), per-model comparisons with the
 authors' numbers, and the paper's Figure 1 (a 2-D UMAP of one split, coloured by label).
 
 The UMAP scatter reads its embeddings and reduction through the grid's caches, so after a grid
@@ -63,20 +63,26 @@ def plot_bars(series: dict[str, pd.Series], path: Path, title: str, ylabel: str 
 
 
 def plot_table3(table: pd.DataFrame, path: Path, reference: pd.DataFrame | None = None,
-                reference_label: str = "authors") -> Path:
-    """Table 3's average column as bars; with the authors' Table 3 beside it when given."""
-    series = {"this run (avg over models and datasets)": table["avg"]}
+                reference_label: str = "paper", demo_note: str | None = None) -> Path:
+    """Table 3's average column as bars; with the paper's Table 3 beside it when given, both
+    averaged over the datasets they share. ``demo_note`` marks the plot as not comparable with the
+    paper (in the title and in our bars' legend label), for data that is not the paper's."""
+    ours_label = "this run: synthetic demo data, not comparable" if demo_note else "this run"
+    series = {f"{ours_label} (avg over models and datasets)": table["avg"]}
     title = "Table 3: V-measure per algorithm and reduction"
     if reference is not None:
         common = [d for d in table.columns if d in reference.columns and d != "avg"]
         ours = table[common].mean(axis=1)
         theirs = reference.loc[:, common].mean(axis=1)
-        series = {"this run": ours, reference_label: theirs}
+        series = {ours_label: ours, reference_label: theirs}
         title += f" on {', '.join(common)}"
+    if demo_note:
+        title += "\n" + demo_note
     return plot_bars(series, path, title)
 
 
-def plot_model_comparison(ours: pd.DataFrame, theirs: pd.DataFrame, model: str, path: Path) -> Path | None:
+def plot_model_comparison(ours: pd.DataFrame, theirs: pd.DataFrame, model: str, path: Path,
+                          demo_note: str | None = None) -> Path | None:
     """One model, every configuration and dataset both sides have: our split means vs the authors'."""
     plt = _pyplot()
     datasets = sorted(set(ours.mteb_name) & set(theirs.mteb_name))
@@ -88,11 +94,12 @@ def plot_model_comparison(ours: pd.DataFrame, theirs: pd.DataFrame, model: str, 
         b = theirs[theirs.mteb_name == dataset].set_index(["algorithm", "reduction"])["v_measure"]
         configs = [c for c in algo.PAPER_CONFIGURATIONS if c in a.index] + sorted(set(a.index) - set(algo.PAPER_CONFIGURATIONS))
         x = np.arange(len(configs))
-        ax.bar(x - 0.2, [100 * a.get(c, np.nan) for c in configs], 0.4, label="this run")
+        ax.bar(x - 0.2, [100 * a.get(c, np.nan) for c in configs], 0.4,
+               label="this run: synthetic demo data, not comparable" if demo_note else "this run")
         ax.bar(x + 0.2, [100 * b.get(c, np.nan) for c in configs], 0.4, label="authors")
         ax.set_xticks(x)
         ax.set_xticklabels([_config_label(c) for c in configs], fontsize=7)
-        ax.set_title(f"{model} on {dataset}", fontsize=10)
+        ax.set_title(f"{model} on {dataset}" + (f"\n{demo_note}" if demo_note else ""), fontsize=10)
         ax.set_ylabel("V-measure x100")
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8)

@@ -2,10 +2,14 @@
 
 - :func:`table2`: model x dataset, k-means on the embeddings (the paper's Table 2);
 - :func:`table3`: (algorithm, reduction) x dataset, averaged over models (the paper's Table 3);
+- :func:`paper_table2`, :func:`paper_table3`: the paper's Tables 2 and 3 from the authors' CSV
+  (:func:`read_reference`) over the paper's model set :data:`PAPER_MODELS`; :func:`printed` gives
+  their figures as printed (x100, two decimals);
+- :func:`beside_paper`: one of our tables with the paper's row under each of our rows;
 - :func:`reference_layout`: the authors' full-results CSV layout, one row per model x configuration;
 - :func:`write_mteb_results`: MTEB's result JSON per model and task;
-- plots: Table 3 as bars, ours against the authors' (:func:`read_reference`), and the paper's
-  Figure 1 (a 2-D UMAP scatter coloured by label, :mod:`tecb_eval.figures`).
+- plots: Table 3 as bars, ours against the paper's, and the paper's Figure 1 (a 2-D UMAP scatter
+  coloured by label, :mod:`tecb_eval.figures`).
 
 V-measures are shown x100 in the Markdown/LaTeX tables as in the paper, and kept 0..1 in CSVs.
 """
@@ -39,6 +43,39 @@ DATASET_ORDER = list(REFERENCE_DATASETS.values())
 HEADER = ["transformer", "clustering\nalgorithm", "dimensionality\nreduction"]
 REDUCTION_SPELLING = {ours: theirs for theirs, ours in REFERENCE_REDUCTIONS.items()}
 MTEB_LANGUAGES = ["deu-Latn"]
+
+# The models the paper's Tables 2 and 3 are over, spelled and ordered as in the authors' CSV.
+# The CSV holds a 13th, sentence-t5-large, that the paper's tables leave out: only the average
+# over these 12 reproduces the printed Table 3 (k-means/none 25.19, HDBSCAN/UMAP 22.45,
+# DBSTREAM/UMAP 28.40; with all 13: 25.78, 23.12, 28.94). Table 2 is taken to print the same 12:
+# its rows are the per-model k-means/none cells, whose mean is Table 3's k-means/none row (25.19
+# only without sentence-t5-large), and the reference README counts 12 models behind both tables.
+PAPER_MODELS = (
+    "GBERT-base",
+    "GBERT-large",
+    "GELECTRA-base",
+    "GELECTRA-large",
+    "GottBERT",
+    "cross-en-de-roberta-sentence-transformer",
+    "paraphrase-multilingual-mpnet-base-v2",
+    "paraphrase-multilingual-MiniLM-L12-v2",
+    "use-cmlm-multilingual",
+    "sentence-t5-base",
+    "sentence-t5-xxl",
+    "XLM-RoBERTa-large",
+)
+# In the authors' CSV but not in the paper's tables (still used for the per-model plots).
+REFERENCE_ONLY_MODELS = ("sentence-t5-large",)
+# Said wherever the demo's numbers are shown next to, or could be mistaken for, the paper's.
+DEMO_NOTE = ("Synthetic demo data (the small embedded demo sample, written for this project): "
+             "these scores are NOT comparable with the paper's figures.")
+DEMO_TITLE = "Synthetic demo data: NOT comparable with the paper's figures"  # short, for plot titles
+PAPER_BARS_LABEL = (f"paper's Table 3 (avg over its {len(PAPER_MODELS)} models; "
+                    f"{', '.join(REFERENCE_ONLY_MODELS)} left out, as in the paper)")
+PAPER_TABLE_NOTES = {
+    "2": "The paper's Table 2: V-measure x100, Minibatch k-Means on the embeddings, per model.",
+    "3": "The paper's Table 3: V-measure x100 per algorithm / reduction, averaged over its models.",
+}
 
 
 def _dataset_columns(names) -> list[str]:
@@ -92,45 +129,203 @@ def reference_layout(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=HEADER + _dataset_columns(wide.columns))
 
 
+# -- the authors' results and the paper's tables ---------------------------------------------------
+def _not_reference(path: Path, why: str) -> UserError:
+    return UserError(f"{path}: not the authors' {REFERENCE_CSV} ({why}); pass that file to --reference")
+
+
 def read_reference(path: Path) -> pd.DataFrame:
     """The authors' table as (model, algorithm, reduction, mteb_name, v_measure) rows.
 
     The published file was saved from a spreadsheet that auto-incremented the model names of two
     blocks (``...-mpnet-base-v2``, ``-v3``, ... ``-v15``): each model is a block of the 14 paper
-    configurations, so a block takes the name on its first row.
+    configurations, so a block takes the name on its first row. Anything that is not that file
+    (another CSV, a results store, a binary file) is a one-line :class:`UserError` naming it.
     """
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path}: a folder, not the authors' {REFERENCE_CSV}; pass that file to --reference")
     if not path.is_file():
         raise UserError(f"{path}: no such reference file (expected the authors' {REFERENCE_CSV})")
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        records = list(csv.reader(fh))
-    header, body = records[0], [r for r in records[1:] if r]
-    datasets = [REFERENCE_DATASETS.get(c, c) for c in header[3:]]
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh)
+            # The header's cells hold line breaks, so physical line numbers come from the reader.
+            records = [(reader.line_num, r) for r in reader if r]
+    except UnicodeDecodeError:
+        raise _not_reference(path, "not UTF-8 text") from None
+    except csv.Error as exc:
+        raise _not_reference(path, f"unreadable CSV: {exc}") from None
+    if not records:
+        raise _not_reference(path, "empty")
+    (_, header), body = records[0], records[1:]
+    expected = [" ".join(h.split()) for h in HEADER]
+    if [" ".join(h.split()) for h in header[:3]] != expected or not header[3:] \
+            or not set(header[3:]) <= set(REFERENCE_DATASETS):
+        raise _not_reference(path, f"its header should be {', '.join(expected)} and the authors' dataset columns")
+    datasets = [REFERENCE_DATASETS[c] for c in header[3:]]
     block = len(PAPER_CONFIGURATIONS)
     rows = []
     for start in range(0, len(body), block):
         chunk = body[start:start + block]
-        configs = [(r[1], REFERENCE_REDUCTIONS.get(r[2], r[2])) for r in chunk]
+        line = chunk[0][0]
+        configs = [(r[1], REFERENCE_REDUCTIONS.get(r[2], r[2])) if len(r) > 2 else None for _, r in chunk]
         if configs != PAPER_CONFIGURATIONS:
-            raise UserError(f"{path}:{start + 2}: expected a block of the paper's 14 configurations in order")
-        model = chunk[0][0]
-        for r, (algorithm, reduction) in zip(chunk, configs):
+            raise _not_reference(path, f"line {line}: expected a block of the paper's 14 configurations in order")
+        model = chunk[0][1][0]
+        for (line, r), (algorithm, reduction) in zip(chunk, configs):
+            if len(r) != len(header):
+                raise _not_reference(path, f"line {line}: {len(r)} cells, the header has {len(header)}")
             for dataset, value in zip(datasets, r[3:]):
+                try:
+                    v_measure = float(value)
+                except ValueError:
+                    v_measure = np.nan
+                # The file holds V-measures 0..1; a x100 copy would silently scale every figure.
+                if not 0.0 <= v_measure <= 1.0:
+                    raise _not_reference(path, f"line {line}: {value!r} is not a V-measure between 0 and 1")
                 rows.append({"model": model, "algorithm": algorithm, "reduction": reduction,
-                             "mteb_name": dataset, "v_measure": float(value)})
+                             "mteb_name": dataset, "v_measure": v_measure})
     return pd.DataFrame(rows)
 
 
-def reference_table3(reference: pd.DataFrame) -> pd.DataFrame:
-    table = reference.groupby(["algorithm", "reduction", "mteb_name"])["v_measure"].mean().unstack("mteb_name")
+def _paper_models(reference: pd.DataFrame) -> pd.DataFrame:
+    missing = [m for m in PAPER_MODELS if m not in set(reference.model)]
+    if missing:
+        raise UserError(f"the reference table lacks {len(missing)} of the paper's models ({', '.join(missing)}); "
+                        f"pass the authors' complete {REFERENCE_CSV}")
+    return reference[reference.model.isin(PAPER_MODELS)]
+
+
+def paper_table2(reference: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 2 (0..1): its models x dataset, k-means on the embeddings, plus the average."""
+    rows = _paper_models(reference)
+    rows = rows[(rows.algorithm == "minibatch_kmeans") & (rows.reduction == "none")]
+    table = rows.pivot(index="model", columns="mteb_name", values="v_measure")
+    table = table.loc[list(PAPER_MODELS), _dataset_columns(table.columns)]
+    table["avg"] = table.mean(axis=1)
+    return table
+
+
+def paper_table3(reference: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 3 (0..1): (algorithm, reduction) x dataset averaged over the paper's 12
+    models (:data:`PAPER_MODELS`), plus the average over datasets."""
+    rows = _paper_models(reference)
+    table = rows.groupby(["algorithm", "reduction", "mteb_name"])["v_measure"].mean().unstack("mteb_name")
     table = table[_dataset_columns(table.columns)]
     table["avg"] = table.mean(axis=1)
     return table.loc[_order_configurations(table.index)]
 
 
+def _shown(value: float, scale: float = 100.0) -> str:
+    return "" if pd.isna(value) else f"{value * scale:.2f}"
+
+
+def printed(table: pd.DataFrame) -> pd.DataFrame:
+    """A table's figures as the paper prints them: x100, rounded to two decimals (the same
+    rounding as the Markdown and LaTeX tables)."""
+    return table.map(lambda v: float(_shown(v)) if _shown(v) else np.nan)
+
+
+def paper_model(model: str, names) -> str | None:
+    """The authors' name for one of our models (``deepset/gbert-base`` -> ``GBERT-base``), or None."""
+    by_lower = {n.lower(): n for n in names}
+    return by_lower.get(model.lower()) or by_lower.get(model.rsplit("/", 1)[-1].lower())
+
+
+def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, match=None) -> pd.DataFrame:
+    """Our table with the paper's row under each of our rows the paper also has.
+
+    The index gains a last level, ``source`` (``ours`` / ``paper``); the columns are our datasets
+    and ``avg``, which for both rows is over the datasets both sides have, so the two averages
+    stay comparable when a run covers only some of the paper's datasets. ``match`` maps one of our
+    row keys to the paper's (default: the same key).
+    """
+    datasets = [c for c in ours.columns if c != "avg"]
+    shared = [d for d in datasets if d in paper.columns]
+    if not shared:
+        raise UserError(f"none of this run's datasets ({', '.join(datasets)}) is in the paper's tables")
+    match = match or (lambda key: key)
+    keys, rows = [], []
+    for key in ours.index:
+        parts = key if isinstance(key, tuple) else (key,)
+        keys.append((*parts, "ours"))
+        rows.append([*ours.loc[key, datasets], ours.loc[key, shared].mean()])
+        theirs = match(key)
+        if theirs is not None and theirs in paper.index:
+            keys.append((*parts, "paper"))
+            rows.append([paper.loc[theirs].get(d, np.nan) for d in datasets] + [paper.loc[theirs, shared].mean()])
+    names = [*(ours.index.names if isinstance(ours.index, pd.MultiIndex) else [ours.index.name]), "source"]
+    return pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(keys, names=names), columns=[*datasets, "avg"])
+
+
+def beside_paper_note(table: str, ours: pd.DataFrame, models, paper: pd.DataFrame, demo: bool = False) -> str:
+    """What the ours/paper rows of :func:`beside_paper` are, in words (one line each), for the top
+    of a table."""
+    datasets = [c for c in ours.columns if c != "avg"]
+    shared = [d for d in datasets if d in paper.columns]
+    lines = [DEMO_NOTE] if demo else []
+    lines.append(f"Table {table}, V-measure x100, this run (ours) beside the paper's printed figures (paper).")
+    if table == "3":
+        lines.append(f"ours: mean over splits, averaged over this run's {_models_phrase(models)}.")
+        lines.append(f"paper: the authors' {REFERENCE_CSV} averaged over the paper's {len(PAPER_MODELS)} models; "
+                     f"{', '.join(REFERENCE_ONLY_MODELS)} is in that file but not in the paper's tables.")
+    else:
+        lines.append("ours: mean over splits. paper: the row the paper printed for the model of that name "
+                     f"(from the authors' {REFERENCE_CSV}); models the paper did not print have none.")
+    if shared != [d for d in paper.columns if d != "avg"]:
+        lines.append(f"avg: over the datasets both have ({', '.join(shared)}), so the paper's avg here is not "
+                     "its printed avg over all six datasets.")
+    else:
+        lines.append("avg: over the six datasets, as printed.")
+    return "\n".join(lines)
+
+
+def _models_phrase(models) -> str:
+    models = sorted(models)
+    return f"{len(models)} model{'s' if len(models) != 1 else ''} ({', '.join(models)})"
+
+
+def paper_note(table: str) -> str:
+    return (f"{PAPER_TABLE_NOTES[table]} From the authors' {REFERENCE_CSV}, over the paper's "
+            f"{len(PAPER_MODELS)} models ({', '.join(REFERENCE_ONLY_MODELS)} is in that file but not in the paper).")
+
+
+def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: bool = False) -> dict[str, tuple]:
+    """{"table2": (table, note), "table3": (table, note)} as the export writes and ``tecb-eval table``
+    prints them (Table 2 only when the results hold k-means on the embeddings). With the authors'
+    results (:func:`read_reference`), Table 3 gets the paper's row under each of ours, and Table 2
+    under each model the paper printed; ``demo`` puts :data:`DEMO_NOTE` on both."""
+    note = DEMO_NOTE if demo else None
+    out = {}
+    if ((frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")).any():
+        t2, t2_note = table2(frame), note
+        if reference is not None:
+            paper = paper_table2(reference)
+
+            def match(model):
+                return paper_model(model, paper.index)
+
+            # Most models one runs are not the paper's; a paper row appears only under those that are.
+            if any(match(m) for m in t2.index):
+                t2, t2_note = beside_paper(t2, paper, match), beside_paper_note("2", t2, [], paper, demo)
+        out["table2"] = (t2, t2_note)
+    t3, t3_note = table3(frame), note
+    if reference is not None:
+        paper = paper_table3(reference)
+        t3_note = beside_paper_note("3", t3, frame.model.unique(), paper, demo)
+        t3 = beside_paper(t3, paper)
+    out["table3"] = (t3, t3_note)
+    return out
+
+
 # -- formatting ----------------------------------------------------------------------------------
-def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0) -> str:
-    """Markdown, CSV or LaTeX text of a table (values x ``scale``, two decimals)."""
+def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, note: str | None = None) -> str:
+    """Markdown, CSV or LaTeX text of a table (values x ``scale``, two decimals).
+
+    ``note`` (lines of text) goes above the table in Markdown and as ``%`` comments in LaTeX; a
+    CSV stays data only, so that it loads as it is.
+    """
     flat = table.copy()
     if isinstance(flat.index, pd.MultiIndex):
         flat.index = [" / ".join(map(str, i)) for i in flat.index]
@@ -138,19 +333,22 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0) -> 
         buffer = io.StringIO()
         table.to_csv(buffer, float_format="%.6f", lineterminator="\n")
         return buffer.getvalue()
-    shown = flat.map(lambda v: "" if pd.isna(v) else f"{v * scale:.2f}")
+    shown = flat.map(lambda v: _shown(v, scale))
     name = table.index.name or " / ".join(n for n in (table.index.names or []) if n) or ""
     if fmt == "md":
         head = [name, *map(str, shown.columns)]
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(shown.columns)) + "|"]
+        # One paragraph per note line: Markdown would run consecutive lines together.
+        lines = [part for line in (note or "").splitlines() for part in (line, "")]
+        lines += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(shown.columns)) + "|"]
         lines += ["| " + " | ".join([str(i), *row]) + " |" for i, row in zip(shown.index, shown.values.tolist())]
         return "\n".join(lines) + "\n"
     if fmt == "latex":
         def esc(text):
             return re.sub(r"([&%$#_{}])", r"\\\1", str(text))
 
-        lines = [r"\begin{tabular}{l" + "r" * len(shown.columns) + "}", r"\toprule",
-                 " & ".join([esc(name), *map(esc, shown.columns)]) + r" \\", r"\midrule"]
+        lines = [f"% {line}" for line in (note or "").splitlines()]
+        lines += [r"\begin{tabular}{l" + "r" * len(shown.columns) + "}", r"\toprule",
+                  " & ".join([esc(name), *map(esc, shown.columns)]) + r" \\", r"\midrule"]
         lines += [" & ".join([esc(i), *row]) + r" \\" for i, row in zip(shown.index, shown.values.tolist())]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"

@@ -93,7 +93,7 @@ def test_reference_table_is_read_with_its_spreadsheet_artifacts_repaired():
     gbert = reference[(reference.model == "GBERT-base") & (reference.algorithm == "minibatch_kmeans")
                       & (reference.reduction == "none") & (reference.mteb_name == "BlurbsClusteringS2S")]
     assert gbert.v_measure.item() == pytest.approx(0.112671049316939)
-    t3 = report.reference_table3(reference)
+    t3 = report.paper_table3(reference)
     assert list(t3.index) == PAPER_CONFIGURATIONS and "RedditClusteringP2P" in t3.columns
 
 
@@ -108,3 +108,116 @@ def test_side_by_side_plot_for_a_model_the_authors_ran(grid_run, tmp_path):
     frame.loc[frame.model == "tfidf-again", "model"] = "GBERT-base"  # pretend: a model the authors also ran
     written = export_all(frame, tmp_path, reference=SHARED_REFERENCE, log=lambda m: None)
     assert tmp_path / "vs-authors-GBERT-base.png" in written
+
+
+def _md_rows(text: str) -> dict[str, list[str]]:
+    return {cells[0]: cells[1:] for cells in
+            ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| "))}
+
+
+def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path, capsys):
+    if not SHARED_REFERENCE.is_file():
+        pytest.skip(f"{SHARED_REFERENCE} is absent")
+    from tecb_eval.export import export_all
+
+    root, args = grid_run
+    main(args)
+    capsys.readouterr()
+    frame = read_results(root / "results.jsonl")
+    export_all(frame, tmp_path / "a", reference=SHARED_REFERENCE, log=lambda m: None)
+    md = (tmp_path / "a" / "table3.md").read_text()
+    rows = _md_rows(md)
+    assert rows["algorithm / reduction / source"] == ["TenKGnadClusteringS2S", "TenKGnadClusteringP2P", "avg"]
+    # The paper's printed TenKGnad figures (12-model average); avg over the two datasets run here.
+    assert rows["minibatch_kmeans / none / paper"] == ["16.78", "32.21", "24.49"]
+    assert rows["hdbscan / pca / paper"][:2] == ["7.08", "10.60"]
+    ours = report.table3(frame)
+    assert rows["agglomerative / pca / ours"][:2] == [f"{100 * v:.2f}" for v in ours.loc[("agglomerative", "pca")].iloc[:2]]
+    assert "12 models" in md and "sentence-t5-large" in md and "not its printed avg" in md
+    assert "demo" not in md.lower()
+    with open(tmp_path / "a" / "table3.csv", encoding="utf-8", newline="") as fh:
+        table = list(csv.reader(fh))
+    assert table[0] == ["algorithm", "reduction", "source", "TenKGnadClusteringS2S", "TenKGnadClusteringP2P", "avg"]
+    assert [r[:3] for r in table[1:3]] == [["minibatch_kmeans", "none", "ours"], ["minibatch_kmeans", "none", "paper"]]
+    assert len(table) == 1 + 2 * len(CONFIGS)
+    # No model of this run is one the paper printed: Table 2 stays ours alone.
+    assert "| model |" in (tmp_path / "a" / "table2.md").read_text()
+    # `table --reference` prints what the export writes; every export is byte-identical.
+    results = str(root / "results.jsonl")
+    assert main(["table", results, "--table", "3", "--reference", str(SHARED_REFERENCE)]) == 0
+    assert capsys.readouterr().out == md
+    assert main(["export", results, "--out", str(tmp_path / "b"), "--reference", str(SHARED_REFERENCE)]) == 0
+    for name in ("table2.md", "table2.csv", "table3.md", "table3.csv", "table3.png", "results.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path, capsys):
+    if not SHARED_REFERENCE.is_file():
+        pytest.skip(f"{SHARED_REFERENCE} is absent")
+    root, args = grid_run
+    main(args)
+    capsys.readouterr()
+    frame = read_results(root / "results.jsonl")
+    frame.loc[frame.model == "tfidf-again", "model"] = "deepset/gbert-base"  # pretend: a model the paper printed
+    shown = report.tables(frame, report.read_reference(SHARED_REFERENCE))
+    rows = _md_rows(report.format_table(*shown["table2"][:1], note=shown["table2"][1]))
+    assert rows["deepset/gbert-base / paper"] == ["24.23", "37.16", "30.70"]
+    assert "tfidf-lsa / ours" in rows and "tfidf-lsa / paper" not in rows
+
+
+def test_table3_plot_labels_the_paper_bars_and_the_demo(grid_run, tmp_path, monkeypatch, capsys):
+    if not SHARED_REFERENCE.is_file():
+        pytest.skip(f"{SHARED_REFERENCE} is absent")
+    from tecb_eval import figures
+
+    seen = []
+    plot_bars = figures.plot_bars
+
+    def recording(series, path, title, *rest, **options):
+        seen.append((list(series), title))
+        return plot_bars(series, path, title, *rest, **options)
+
+    monkeypatch.setattr(figures, "plot_bars", recording)
+    root, args = grid_run
+    main(args)
+    capsys.readouterr()
+    results = str(root / "results.jsonl")
+    assert main(["export", results, "--out", str(tmp_path / "plain"), "--reference", str(SHARED_REFERENCE)]) == 0
+    capsys.readouterr()
+    labels, title = seen[-1]
+    assert labels == ["this run", report.PAPER_BARS_LABEL] and "comparable" not in title
+    assert "12 models" in labels[1] and "sentence-t5-large left out" in labels[1]
+
+    # The demo: its printed output, table3.md and table3.png all say it is not the paper's data.
+    demo = ["demo", "--data", str(root / "data" / "tenkgnad-clustering-s2s"), "--model", "tfidf-lsa",
+            "--out", str(tmp_path / "demo"), "--cache-dir", str(root / "cache"), "--limit-splits", "1",
+            "--quiet", "--no-figure1", "--reference", str(SHARED_REFERENCE)]
+    # A wrong --reference stops the demo before its grid runs.
+    assert main([*demo[:-1], results]) == 2
+    assert "not the authors'" in capsys.readouterr().err and not (tmp_path / "demo").exists()
+    assert main(demo) == 0
+    printed = capsys.readouterr()
+    assert printed.out.startswith(f"Note: {report.DEMO_NOTE}") and "NOT comparable" in printed.err
+    md = (tmp_path / "demo" / "table3.md").read_text()
+    assert md.startswith(report.DEMO_NOTE) and "| minibatch_kmeans / none / paper |" in md
+    assert (tmp_path / "demo" / "table2.md").read_text().startswith(report.DEMO_NOTE)
+    labels, title = seen[-1]
+    assert "NOT comparable with the paper" in title and "synthetic demo data" in labels[0]
+    # `export --demo` of the demo's store writes the same bytes; without --reference it still says so.
+    store = str(tmp_path / "demo" / "results.jsonl")
+    assert main(["export", store, "--out", str(tmp_path / "again"), "--demo", "--reference", str(SHARED_REFERENCE)]) == 0
+    for name in ("table2.md", "table3.md", "table3.csv", "table3.png"):
+        assert (tmp_path / "demo" / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+    assert main(["export", store, "--out", str(tmp_path / "alone"), "--demo"]) == 0
+    assert "NOT comparable" in seen[-1][1] and (tmp_path / "alone" / "table3.md").read_text().startswith(report.DEMO_NOTE)
+    assert main(["table", store, "--demo"]) == 0
+    assert capsys.readouterr().out.count(report.DEMO_NOTE) == 2
+
+
+def test_formats_carry_the_note_where_they_can():
+    import pandas as pd
+
+    table = pd.DataFrame({"A": [0.1234], "avg": [0.1234]}, index=pd.Index(["m"], name="model"))
+    assert report.format_table(table, "md", note="one\ntwo").startswith("one\n\ntwo\n\n| model | A | avg |")
+    assert report.format_table(table, "latex", note="one").startswith("% one\n\\begin{tabular}")
+    assert report.format_table(table, "csv", note="one") == "model,A,avg\nm,0.123400,0.123400\n"
