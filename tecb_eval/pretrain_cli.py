@@ -8,8 +8,10 @@ from pathlib import Path
 
 # (setting, type, help); each becomes --setting-name and overrides the method's default.
 _SETTINGS = (
-    ("epochs", int, "epochs (default: WWM 30, TSDAE 1)"),
+    ("epochs", int, "epochs (default: WWM 30, TSDAE 1; TSDAE 30 with --profile paper)"),
     ("eval_every", int, "optimizer steps between evaluations (default: WWM 25, TSDAE 512); the last step is always evaluated"),
+    ("eval_schedule", str, "global: eval_every counted over the run; per-epoch: counted within each epoch, plus each "
+                           "epoch's end, as sentence-transformers 2.2 (default global; TSDAE per-epoch with --profile paper)"),
     ("max_steps", int, "stop after this many optimizer steps"),
     ("learning_rate", float, "default: WWM 1e-4, TSDAE 3e-5"),
     ("weight_decay", float, "default: WWM 0.01, TSDAE 0"),
@@ -33,34 +35,50 @@ def _cmd_pretrain(args) -> int:
     overrides = {name: getattr(args, name) for name, _, _ in _SETTINGS}
     try:
         result = pretrain(
-            args.model, _datasets(args.data), method=args.method, seeds=args.seeds, output_dir=args.out,
-            overwrite=args.overwrite, progress=not args.quiet, precision=args.precision, device=args.device,
-            save_best=not args.no_save_best, **overrides,
+            args.model, _datasets(args.data), method=args.method, profile=args.profile, pool=args.pool,
+            seeds=args.seeds, output_dir=args.out, overwrite=args.overwrite, progress=not args.quiet,
+            precision=args.precision, device=args.device, save_best=not args.no_save_best, **overrides,
         )
     except KeyboardInterrupt:
         print(f"interrupted; what was written is in {args.out}.partial/ (a rerun starts afresh)", file=sys.stderr)
         return 130
     print((result.output_dir / "summary.md").read_text(encoding="utf-8"))
-    for seed, best in result.best.items():
-        where = best["path"] or "not saved (--no-save-best)"
-        print(f"seed {seed}: best at step {best['step']} (epoch {best['epoch']:g}), "
-              f"mean V-measure {100 * best['v_measure']:.2f}: {where}")
-    print(f"wrote {result.output_dir}/: evaluations.csv, evaluations_splits.csv, losses.csv, figure.png, "
-          "summary.csv, summary.md, run.json, timings.json")
+    for name, run in result.runs.items():
+        for seed, best in run.best.items():
+            where = best["path"] or "not saved (--no-save-best)"
+            print(f"{name} seed {seed}: best at step {best['step']} (epoch {best['epoch']:g}), "
+                  f"mean V-measure {100 * best['v_measure']:.2f}: {where}")
+    files = ("evaluations.csv, evaluations_splits.csv, losses.csv, figure.png, summary.csv, summary.md, run.json, "
+             "timings.json, seed-<seed>/best/")
+    how = "pooled: one model per seed on the union of the datasets" if result.pool else "one model per dataset and seed"
+    print(f"profile {result.profile.name}, {how}")
+    if result.pool:
+        print(f"wrote {result.output_dir}/: {files}")
+    else:
+        print(f"wrote {result.output_dir}/: summary.md, summary.csv, figure.png, evaluations.csv, run.json; "
+              f"per dataset {result.output_dir}/<dataset>/: {files}")
     return 0
 
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``pretrain`` command to the ``tecb-eval`` sub-commands."""
     from tecb_eval.pretraining.settings import METHODS, PRECISIONS
+    from tecb_eval.profiles import DEFAULT_PROFILE, PROFILES
 
     p = subparsers.add_parser("pretrain", help="continue pre-training a model on the datasets' texts (WWM or TSDAE)",
                               description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True,
                    help="transformers checkpoint folder, Hub repo id[@revision], or minilm-l6")
     p.add_argument("--data", action="append", required=True,
-                   help="dataset folder or folder of dataset folders (repeatable); training uses their unique texts")
+                   help="dataset folder or folder of dataset folders (repeatable); each dataset's model trains on its "
+                        "unique texts")
     p.add_argument("--method", choices=METHODS, default="wwm")
+    # No argparse choices: an unknown name is a one-line error from tecb_eval.profiles.
+    p.add_argument("--profile", default=None,
+                   help=f"{' or '.join(PROFILES)} (default {DEFAULT_PROFILE}): today's libraries, or what the paper's "
+                        "authors ran (classic whole word masking, logits pooling in WWM evaluations, 30 TSDAE epochs)")
+    p.add_argument("--pool", action="store_true",
+                   help="train one model on the union of the datasets, not one per dataset as the paper did")
     p.add_argument("--out", type=Path, required=True, help="output folder (written as OUT.partial, then renamed)")
     p.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2], help="one training run per seed (default 42 1 2)")
     for name, kind, text in _SETTINGS:

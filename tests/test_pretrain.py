@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import dataclasses
 import math
 import re
@@ -24,6 +25,7 @@ from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
 from tecb_eval.pretraining.tsdae import delete_words  # noqa: E402
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+S2S = "blurbs-clustering-s2s"
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +78,11 @@ WWM_FAST = dict(batch_size=16, grad_accumulation=1, learning_rate=5e-3, eval_eve
 def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tmp_path):
     from tecb_eval.encoders import get_encoder
 
-    out = tmp_path / "wwm"
-    result = pretrain(tiny_bert, [small], method="wwm", epochs=2, seeds=(42,), output_dir=out,
+    top = tmp_path / "wwm"
+    result = pretrain(tiny_bert, [small], method="wwm", epochs=2, seeds=(42,), output_dir=top,
                       progress=False, **WWM_FAST)
+    out = top / S2S  # one dataset, one run in its own folder
+    assert result[S2S].output_dir == out and list(result.runs) == [S2S]
     steps_per_epoch = math.ceil(len(unique_texts([small])) / WWM_FAST["batch_size"])
     losses = _losses(out)
     assert len(losses) == 2 * steps_per_epoch
@@ -94,7 +98,8 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
     at_step_6 = [float(r["v_measure"]) for r in split_rows if r["step"] == "6"]
     assert np.mean(at_step_6) == pytest.approx(next(r["v_measure"] for r in rows if r["step"] == 6))
 
-    best = result.best[42]
+    best = result[S2S].best[42]
+    assert result.best == {S2S: result[S2S].best}
     assert best["v_measure"] == max(np.mean([r["v_measure"] for r in rows if r["step"] == s]) for s in evaluated)
     encoder = get_encoder(best["path"])
     vectors = encoder.encode(["Ein Buch über Katzen", "Die Geschichte Berlins"])
@@ -107,28 +112,30 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
 
     for name in ("figure.png", "summary.csv", "summary.md", "run.json", "timings.json"):
         assert (out / name).is_file(), name
+    for name in ("figure.png", "summary.csv", "summary.md", "run.json", "evaluations.csv"):
+        assert (top / name).is_file(), name
     assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not out.with_name("wwm.partial").exists()
-    summary = (out / "summary.md").read_text()
-    assert "WWM" in summary and "blurbs-clustering-s2s" in summary
+    assert not top.with_name("wwm.partial").exists()
+    summary = (top / "summary.md").read_text()
+    assert "WWM" in summary and S2S in summary and "Profile `current`" in summary
 
 
 def test_tsdae_trains_with_a_tied_decoder(tiny_bert, small, tmp_path):
-    out = tmp_path / "tsdae"
-    result = pretrain(tiny_bert, small, method="tsdae", epochs=1, seeds=(1,), output_dir=out, progress=False,
-                      batch_size=16, learning_rate=3e-3, eval_every=4)
+    result = pretrain(tiny_bert, small, method="tsdae", epochs=1, seeds=(1,), output_dir=tmp_path / "tsdae",
+                      progress=False, batch_size=16, learning_rate=3e-3, eval_every=4)
+    out = tmp_path / "tsdae" / S2S
     steps = math.ceil(len(unique_texts([small])) / 16)
     losses = _losses(out)
     assert len(losses) == steps
     assert np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.3
     assert sorted({r["step"] for r in result.evaluations}) == sorted({0, *range(4, steps + 1, 4), steps})
-    checkpoint = result.best[1]["path"]
+    checkpoint = result[S2S].best[1]["path"]
     model = transformers.AutoModel.from_pretrained(checkpoint)
     assert model.config.hidden_size == 32
 
     from tecb_eval.pretraining.tsdae import Tsdae
 
-    objective = Tsdae(tiny_bert, settings_for("tsdae", max_length=64), seed=1, device="cpu")
+    objective = Tsdae(tiny_bert, settings_for("tsdae", max_length=64), seed=1, device="cpu", profile=None)
     decoder = objective.module.decoder.base_model
     assert decoder.embeddings.word_embeddings.weight is objective.encoder.embeddings.word_embeddings.weight
     assert decoder.encoder.layer[1].attention.self.query.weight is objective.encoder.encoder.layer[1].attention.self.query.weight
@@ -139,9 +146,11 @@ def test_same_seed_same_numbers(tiny_bert, small, tmp_path):
     first = pretrain(tiny_bert, small, output_dir=tmp_path / "a", **settings)
     pretrain(tiny_bert, small, output_dir=tmp_path / "b", **settings)
     for name in ("evaluations.csv", "evaluations_splits.csv", "losses.csv", "summary.csv"):
+        assert (tmp_path / "a" / S2S / name).read_bytes() == (tmp_path / "b" / S2S / name).read_bytes(), name
+    for name in ("evaluations.csv", "summary.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     other = pretrain(tiny_bert, small, output_dir=tmp_path / "c", **{**settings, "seeds": (3,)})
-    assert _losses(tmp_path / "c") != _losses(tmp_path / "a")
+    assert _losses(tmp_path / "c" / S2S) != _losses(tmp_path / "a" / S2S)
     # The model without pre-training does not depend on the seed.
     assert other.baseline == first.baseline
 
@@ -151,9 +160,9 @@ def test_bf16_autocast_on_cpu(tiny_bert, small, tmp_path):
                       precision="bf16", device="cpu", max_steps=2, eval_every=2, batch_size=16, grad_accumulation=1,
                       save_best=False)
     assert result.settings.precision == "bf16"
-    assert all(np.isfinite(_losses(tmp_path / "bf16")))
+    assert all(np.isfinite(_losses(tmp_path / "bf16" / S2S)))
     assert sorted({r["step"] for r in result.evaluations}) == [0, 2]
-    assert result.best[42]["path"] is None and not (tmp_path / "bf16" / "seed-42").exists()
+    assert result[S2S].best[42]["path"] is None and not (tmp_path / "bf16" / S2S / "seed-42").exists()
 
 
 def test_deletion_noise_is_seeded_and_keeps_a_word():
@@ -193,7 +202,8 @@ def test_cli_pretrain_prints_the_summary_and_the_best_checkpoints(tiny_bert, blu
                  "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
-    assert "TSDAE" in printed and "seed 7: best at step" in printed and str(out / "seed-7" / "best") in printed
+    assert "TSDAE" in printed and f"{S2S} seed 7: best at step" in printed and str(out / S2S / "seed-7" / "best") in printed
+    assert "profile current, one model per dataset" in printed
     with open(out / "evaluations.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["step"] for r in rows] == ["0", "2"] and {r["method"] for r in rows} == {"tsdae"}
@@ -201,3 +211,94 @@ def test_cli_pretrain_prints_the_summary_and_the_best_checkpoints(tiny_bert, blu
     code = main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--out", str(out), "--quiet"])
     error = capsys.readouterr().err
     assert code == 2 and error.count("\n") == 1 and "already exists" in error and "--overwrite" in error
+
+
+def _two_datasets(blurbs):
+    """Two small datasets with overlapping texts (three splits each), so pooling changes what is trained on."""
+    return [dataclasses.replace(blurbs, name="blurbs-a", splits=blurbs.splits[:3]),
+            dataclasses.replace(blurbs, name="blurbs-b", splits=blurbs.splits[3:6])]
+
+
+TWO_FAST = dict(method="wwm", seeds=(42,), progress=False, max_steps=2, eval_every=1, batch_size=16,
+                grad_accumulation=1, learning_rate=5e-3)
+
+
+def _read(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_one_model_per_dataset_by_default(tiny_bert, blurbs, tmp_path):
+    a, b = _two_datasets(blurbs)
+    result = pretrain(tiny_bert, [b, a], output_dir=tmp_path / "each", **TWO_FAST)
+    assert list(result.runs) == ["blurbs-a", "blurbs-b"] and not result.pool
+    for dataset in (a, b):
+        run = result[dataset.name]
+        assert run.output_dir == tmp_path / "each" / dataset.name and run.datasets == (dataset.name,)
+        # Trained on its own unique texts only, evaluated on itself only.
+        assert run.n_texts == len(unique_texts([dataset]))
+        assert {r["dataset"] for r in run.evaluations} == {dataset.name}
+        assert [r["step"] for r in _read(run.output_dir / "losses.csv")] == ["1", "2"]
+        assert (run.output_dir / "seed-42" / "best" / "pretraining.json").is_file()
+        assert run.best[42]["path"] == run.output_dir / "seed-42" / "best"
+        for name in ("evaluations_splits.csv", "figure.png", "summary.md", "summary.csv", "run.json", "timings.json"):
+            assert (run.output_dir / name).is_file(), name
+    top = tmp_path / "each"
+    summary = _read(top / "summary.csv")
+    assert [(r["checkpoint"], r["dataset"], r["trained_on"]) for r in summary] == [
+        (c, d, t) for c in ("last", "best")
+        for d, t in (("blurbs-a", "blurbs-a"), ("blurbs-b", "blurbs-b"), ("avg", "per-dataset"))]
+    assert {r["profile"] for r in summary} == {"current"}
+    best_a = next(r for r in summary if r["checkpoint"] == "best" and r["dataset"] == "blurbs-a")
+    assert float(best_a["mean"]) == result["blurbs-a"].best[42]["v_measure"]
+    markdown = (top / "summary.md").read_text()
+    assert "blurbs-a | blurbs-b | avg" in markdown and "One model per dataset" in markdown
+    # OUT/evaluations.csv holds the runs' evaluations, one after the other.
+    assert _read(top / "evaluations.csv") == _read(top / "blurbs-a" / "evaluations.csv") + _read(top / "blurbs-b" / "evaluations.csv")
+    run_json = json.loads((top / "run.json").read_text())
+    assert run_json["pool"] is False and run_json["profile"]["name"] == "current"
+    assert run_json["runs"]["blurbs-b"]["best"]["42"]["path"] == "blurbs-b/seed-42/best"
+
+    # A dataset's run does not depend on the datasets given with it.
+    alone = pretrain(tiny_bert, [a], output_dir=tmp_path / "alone", **TWO_FAST)
+    for name in ("evaluations.csv", "evaluations_splits.csv", "losses.csv", "summary.csv"):
+        assert (tmp_path / "alone" / "blurbs-a" / name).read_bytes() == (top / "blurbs-a" / name).read_bytes(), name
+    assert alone.baseline == {"blurbs-a": result.baseline["blurbs-a"]}
+
+
+def test_pool_trains_one_model_on_the_union(tiny_bert, blurbs, tmp_path):
+    a, b = _two_datasets(blurbs)
+    out = tmp_path / "pooled"
+    result = pretrain(tiny_bert, [a, b], pool=True, output_dir=out, **TWO_FAST)
+    assert list(result.runs) == ["pooled"] and result.pool
+    run = result["pooled"]
+    assert run.output_dir == out and run.datasets == ("blurbs-a", "blurbs-b")
+    assert run.n_texts == len(unique_texts([a, b])) > max(len(unique_texts([a])), len(unique_texts([b])))
+    # One model evaluated on both datasets at every step; its files are OUT's own.
+    steps = [0, 1, 2]
+    assert sorted((r["step"], r["dataset"]) for r in run.evaluations) == [(s, d) for s in steps for d in ("blurbs-a", "blurbs-b")]
+    assert (out / "seed-42" / "best").is_dir() and (out / "losses.csv").is_file()
+    assert not (out / "blurbs-a").exists()
+    summary = _read(out / "summary.csv")
+    assert {r["trained_on"] for r in summary} == {"pooled"} and {r["dataset"] for r in summary} == {"blurbs-a", "blurbs-b", "avg"}
+    assert "union of the 2 datasets" in (out / "summary.md").read_text()
+    assert json.loads((out / "run.json").read_text())["pool"] is True
+
+
+def test_cli_folder_of_datasets_one_run_each_or_pooled(tiny_bert, tmp_path, capsys):
+    from tecb_eval.cli import main
+
+    data = tmp_path / "data"
+    build("blurbs", demo_input("blurbs"), data)  # S2S and P2P side by side
+    common = ["pretrain", "--model", str(tiny_bert), "--data", str(data), "--max-steps", "1", "--eval-every", "1",
+              "--batch-size", "64", "--grad-accumulation", "1", "--seeds", "5", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "each")]) == 0
+    printed = capsys.readouterr().out
+    for name in ("blurbs-clustering-p2p", "blurbs-clustering-s2s"):
+        assert f"{name} seed 5: best at step" in printed and str(tmp_path / "each" / name / "seed-5" / "best") in printed
+    assert "profile current, one model per dataset and seed" in printed and "Profile `current`" in printed
+
+    assert main([*common, "--pool", "--out", str(tmp_path / "pooled")]) == 0
+    printed = capsys.readouterr().out
+    assert "pooled seed 5: best at step" in printed and "profile current, pooled" in printed
+    assert (tmp_path / "pooled" / "seed-5" / "best").is_dir()

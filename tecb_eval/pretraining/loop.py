@@ -99,10 +99,20 @@ class SeedOutcome:
     steps: int = 0
 
 
+def evaluation_due(settings: PretrainSettings, step: int, step_in_epoch: int, end_of_epoch: bool,
+                   total_steps: int) -> bool:
+    """Whether the model is evaluated after optimizer step ``step`` (``step_in_epoch`` within its epoch)."""
+    if step == total_steps:
+        return True
+    if settings.eval_schedule == "per-epoch":
+        return step_in_epoch % settings.eval_every == 0 or end_of_epoch
+    return step % settings.eval_every == 0
+
+
 def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: int, schedule: Schedule,
-               evaluate, tracker, *, device: str, autocast, progress: bool) -> SeedOutcome:
-    """Train ``objective`` on ``texts``; ``evaluate(step, epoch)`` is called every ``eval_every``
-    optimizer steps and after the last one."""
+               evaluate, tracker, *, device: str, autocast, progress: bool, label: str = "") -> SeedOutcome:
+    """Train ``objective`` on ``texts``; ``evaluate(step, epoch)`` is called as ``settings.eval_schedule``
+    says and after the last step. ``label`` (e.g. the dataset's name) heads the progress bar."""
     import torch
     from transformers import get_constant_schedule_with_warmup
 
@@ -120,10 +130,11 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
         chunks = [order[i:i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
         groups = [chunks[i:i + settings.grad_accumulation] for i in range(0, len(chunks), settings.grad_accumulation)]
         bar = tqdm(total=min(len(groups), schedule.total_steps - step), disable=not progress, unit=" step",
-                   desc=f"seed {seed}: {settings.method.upper()} epoch {epoch + 1}/{settings.epochs}")
+                   desc=f"{label + ' ' if label else ''}seed {seed}: {settings.method.upper()} "
+                        f"epoch {epoch + 1}/{settings.epochs}")
         training = 0.0
         started = time.perf_counter()
-        for group in groups:
+        for step_in_epoch, group in enumerate(groups, start=1):
             losses = []
             for chunk in group:
                 batch = to_device(objective.make_batch([texts[i] for i in chunk]), device)
@@ -148,7 +159,7 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
             mean_loss = sum(losses) / len(losses) if losses else float("nan")
             tracker.loss(seed, step, epoch_position, mean_loss, learning_rate)
             bar.set_postfix(loss=f"{mean_loss:.4f}")
-            if step % settings.eval_every == 0 or step == schedule.total_steps:
+            if evaluation_due(settings, step, step_in_epoch, step_in_epoch == len(groups), schedule.total_steps):
                 training += time.perf_counter() - started
                 evaluate(step, epoch_position)
                 started = time.perf_counter()

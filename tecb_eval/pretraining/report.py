@@ -1,15 +1,34 @@
 """The paper's Figure 2 (V-measure over training, mean over seeds with the min-max band and the
-model without pre-training as a line) and a Table-5 style summary, from ``evaluations.csv``."""
+model without pre-training as a line) and a Table-5 style summary, from ``evaluations.csv``.
+
+A summary covers one or several runs: one run per dataset (the default, as the paper), or one
+run on the pooled datasets. Each row says which profile it ran under and what its model was
+trained on.
+"""
 
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-SUMMARY_FIELDS = ("method", "checkpoint", "dataset", "seeds", "mean", "sd", "min", "max", "baseline", "delta")
+SUMMARY_FIELDS = ("profile", "method", "trained_on", "checkpoint", "dataset", "seeds", "mean", "sd", "min", "max",
+                  "baseline", "delta")
 AVERAGE = "avg"
+POOLED = "pooled"  # trained_on of a model trained on the union of the datasets
+PER_DATASET = "per-dataset"  # trained_on of the average over per-dataset runs
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """What the summary needs of one run: its evaluations, each seed's best step, what it trained on."""
+
+    trained_on: str  # the dataset's name, or POOLED
+    rows: list  # its evaluations.csv rows
+    best_steps: dict  # seed -> step of the best evaluation
+    epochs_done: float
 
 
 def _by_dataset(rows: list[dict]) -> dict[str, list[dict]]:
@@ -30,26 +49,41 @@ def _sd(values: list[float]) -> float:
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def summarize(rows: list[dict], best_steps: dict[int, int]) -> list[dict]:
-    """Per dataset and over datasets: the V-measure after the last step and at each seed's best
-    checkpoint (mean, SD, min, max over seeds) and the change from the model without pre-training."""
-    method = rows[0]["method"]
-    datasets = list(_by_dataset(rows))
-    baseline = baseline_scores(rows)
-    seeds = sorted({r["seed"] for r in rows})
-    last_steps = {seed: max(r["step"] for r in rows if r["seed"] == seed) for seed in seeds}
-    score = {(r["seed"], r["step"], r["dataset"]): r["v_measure"] for r in rows}
+def summarize(runs: list[RunRows], *, profile: str) -> list[dict]:
+    """Per dataset, and over datasets when there are several: the V-measure after the last step and
+    at each seed's best checkpoint (mean, SD, min, max over seeds) and the change from the model
+    without pre-training. A dataset's scores come from the run that evaluated it; the average over
+    datasets pairs the runs by seed."""
+    method = runs[0].rows[0]["method"]
+    seeds = sorted({r["seed"] for r in runs[0].rows})
+    per_seed: dict[tuple[str, str], list[float]] = {}
+    baseline: dict[str, float] = {}
+    trained_on: dict[str, str] = {}
+    for run in runs:
+        last_steps = {seed: max(r["step"] for r in run.rows if r["seed"] == seed) for seed in seeds}
+        score = {(r["seed"], r["step"], r["dataset"]): r["v_measure"] for r in run.rows}
+        for dataset, value in baseline_scores(run.rows).items():
+            baseline[dataset] = value
+            trained_on[dataset] = run.trained_on
+            for checkpoint, steps in (("last", last_steps), ("best", run.best_steps)):
+                per_seed[(checkpoint, dataset)] = [score[(s, steps[s], dataset)] for s in seeds]
+    datasets = list(trained_on)
+    if len(datasets) > 1:
+        baseline[AVERAGE] = float(np.mean([baseline[d] for d in datasets]))
+        trained_on[AVERAGE] = runs[0].trained_on if len(runs) == 1 else PER_DATASET
+        for checkpoint in ("last", "best"):
+            per_seed[(checkpoint, AVERAGE)] = [float(np.mean([per_seed[(checkpoint, d)][i] for d in datasets]))
+                                               for i in range(len(seeds))]
     summary = []
-    for checkpoint, steps in (("last", last_steps), ("best", best_steps)):
-        per_seed = {d: [score[(s, steps[s], d)] for s in seeds] for d in datasets}
-        per_seed[AVERAGE] = [float(np.mean([score[(s, steps[s], d)] for d in datasets])) for s in seeds]
-        base = {**baseline, AVERAGE: float(np.mean([baseline[d] for d in datasets]))}
-        for dataset, values in per_seed.items():
+    for checkpoint in ("last", "best"):
+        for dataset in trained_on:
+            values = per_seed[(checkpoint, dataset)]
             mean = float(np.mean(values))
             summary.append({
-                "method": method, "checkpoint": checkpoint, "dataset": dataset, "seeds": len(values),
-                "mean": mean, "sd": _sd(values), "min": float(min(values)), "max": float(max(values)),
-                "baseline": base[dataset], "delta": mean - base[dataset],
+                "profile": profile, "method": method, "trained_on": trained_on[dataset], "checkpoint": checkpoint,
+                "dataset": dataset, "seeds": len(values), "mean": mean, "sd": _sd(values),
+                "min": float(min(values)), "max": float(max(values)),
+                "baseline": baseline[dataset], "delta": mean - baseline[dataset],
             })
     return summary
 
@@ -62,37 +96,69 @@ def write_summary_csv(summary: list[dict], path: Path) -> None:
             writer.writerow([repr(row[f]) if isinstance(row[f], float) else row[f] for f in SUMMARY_FIELDS])
 
 
-def summary_markdown(summary: list[dict], *, model: str, epochs_done: float) -> str:
-    """Table 5's shape: V-measure x 100, mean over seeds, SD, and the change from no pre-training."""
+_POOLING_NOTE = {
+    "hidden": "Each evaluation mean-pools the last hidden layer (attention-masked), as the grid does for "
+              "transformers checkpoints.",
+    "logits": "Each WWM evaluation, the model without pre-training included, mean-pools the masked-LM head's "
+              "output, the vocabulary logits (attention-masked), as the authors' evaluator did; the best checkpoint "
+              "is chosen on these scores. The grid, and `tecb_eval.get_encoder` on a kept checkpoint, pool hidden "
+              "states instead: those scores differ from these.",
+}
+
+
+def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, float], profile,
+                     eval_pooling: str) -> str:
+    """Table 5's shape: V-measure x 100, mean over seeds, SD, and the change from no pre-training.
+
+    ``epochs_done``: epochs trained per run (trained_on -> epochs); ``profile``: a
+    :class:`tecb_eval.profiles.Profile`; ``eval_pooling``: "hidden" or "logits"."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    head = f"| model | method (epochs) | checkpoint | {' | '.join(datasets)} |"
-    lines = [head, "|" + " --- |" * (3 + len(datasets))]
+    real = [d for d in datasets if d != AVERAGE]
+    pooled = any(r["trained_on"] == POOLED for r in summary)
+    epochs = sorted(set(epochs_done.values()))
+    shown_epochs = f"{epochs[0]:g}" if len(epochs) == 1 else "see below"
+    trained = f"{len(real)} datasets pooled" if pooled else "its own dataset"
+    lines = [f"Profile `{profile.name}`: {profile.description}.", ""]
+    lines.append(f"| model | method (epochs) | trained on | checkpoint | {' | '.join(datasets)} |")
+    lines.append("|" + " --- |" * (4 + len(datasets)))
     base = {r["dataset"]: r["baseline"] for r in summary}
-    lines.append(f"| {model} | none | - | " + " | ".join(f"{100 * base[d]:.2f}" for d in datasets) + " |")
+    lines.append(f"| {model} | none | - | - | " + " | ".join(f"{100 * base[d]:.2f}" for d in datasets) + " |")
+    method = summary[0]["method"].upper()
     for checkpoint in ("last", "best"):
         cells = []
         for d in datasets:
             r = next(r for r in summary if r["checkpoint"] == checkpoint and r["dataset"] == d)
             cells.append(f"{100 * r['mean']:.2f} ± {100 * r['sd']:.2f} ({100 * r['delta']:+.2f})")
-        method = summary[0]["method"].upper()
-        lines.append(f"| {model} | {method} ({epochs_done:g}) | {checkpoint} | " + " | ".join(cells) + " |")
+        lines.append(f"| {model} | {method} ({shown_epochs}) | {trained} | {checkpoint} | " + " | ".join(cells) + " |")
     seeds = summary[0]["seeds"]
     lines.append("")
     lines.append(f"V-measure x 100 with Minibatch k-Means, mean ± SD over {seeds} seed(s), "
                  "(change from the model without pre-training); a dataset's score is the mean over its splits; "
                  "`last` is the model after training, `best` each seed's best evaluation by mean V-measure.")
+    if pooled:
+        lines.append(f"One model per seed, trained on the union of the {len(real)} datasets' unique texts (pooled) "
+                     "and evaluated on each; the paper trained one model per dataset.")
+    else:
+        lines.append("One model per dataset and seed, trained on that dataset's unique texts and evaluated on it, "
+                     "as the paper did" + ("; `avg` averages the datasets' runs seed by seed." if AVERAGE in datasets
+                                           else "."))
+    if len(epochs) > 1:
+        lines.append("Epochs trained: " + ", ".join(f"{name} {e:g}" for name, e in epochs_done.items()) + ".")
+    lines.append(_POOLING_NOTE[eval_pooling])
     return "\n".join(lines) + "\n"
 
 
-def plot_curves(rows: list[dict], path: Path, *, title: str) -> None:
-    """Figure 2: one panel per dataset (and their average), V-measure over epochs."""
+def plot_curves(rows: list[dict], path: Path, *, title: str, average: bool = True) -> None:
+    """Figure 2: one panel per dataset (and, with ``average``, their average), V-measure over epochs.
+
+    No average across separate runs per dataset: their evaluations fall on different steps."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     grouped = _by_dataset(rows)
-    if len(grouped) > 1:
+    if average and len(grouped) > 1:
         averaged: dict[tuple, list[float]] = {}
         for row in rows:
             averaged.setdefault((row["seed"], row["step"], row["epoch"]), []).append(row["v_measure"])

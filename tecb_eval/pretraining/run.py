@@ -1,5 +1,21 @@
 """``pretrain``: continued pre-training of a transformers checkpoint on the benchmark's own texts
-(the transductive setting), with V-measure tracked during training."""
+(the transductive setting), with V-measure tracked during training.
+
+One run per dataset by default, as the paper: each dataset's model trains on that dataset's unique
+texts and is evaluated on it. ``pool=True`` trains one model on the union of the datasets instead.
+
+Output folder, per dataset (default)::
+
+    OUT/summary.md, summary.csv   Table 5: one column (md) / rows (csv) per dataset, and their average
+    OUT/figure.png                Figure 2: one panel per dataset
+    OUT/evaluations.csv           every dataset's evaluations together
+    OUT/run.json                  profile, settings, versions, each run's schedule and best checkpoints
+    OUT/<dataset>/                one run: evaluations.csv, evaluations_splits.csv, losses.csv,
+                                  figure.png, summary.md, summary.csv, run.json, timings.json,
+                                  seed-<seed>/best/ (the seed's best checkpoint)
+
+Pooled (``pool=True``), the one run's files are OUT's own (OUT/seed-<seed>/best/, ...).
+"""
 
 from __future__ import annotations
 
@@ -14,9 +30,12 @@ from typing import Iterable
 from tecb_data.errors import UserError
 from tecb_eval.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, autocast_factory, deterministic, resolve_device, train_seed
-from tecb_eval.pretraining.report import plot_curves, summarize, summary_markdown, write_summary_csv
+from tecb_eval.pretraining.report import (POOLED, RunRows, plot_curves, summarize, summary_markdown,
+                                          write_summary_csv)
 from tecb_eval.pretraining.settings import PretrainSettings, as_dict, settings_for
-from tecb_eval.pretraining.tracking import EVALUATIONS_CSV, LiveMeanPoolingEncoder, Tracker, read_csv, replace_folder
+from tecb_eval.pretraining.tracking import (EVALUATIONS_CSV, LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder,
+                                            Tracker, read_csv, replace_folder)
+from tecb_eval.profiles import Profile, get_profile
 
 DEFAULT_SEEDS = (42, 1, 2)
 FIGURE = "figure.png"
@@ -27,17 +46,61 @@ TIMINGS_JSON = "timings.json"
 
 
 @dataclass(frozen=True)
+class PretrainRun:
+    """One run: a model per seed, trained on one dataset (or on the pooled datasets) and evaluated on it."""
+
+    name: str  # the dataset's name, or "pooled"
+    datasets: tuple  # the names of the datasets it trained on and was evaluated on
+    output_dir: Path  # its folder: OUT/<dataset>/, or OUT/ when pooled
+    n_texts: int  # unique texts trained on
+    baseline: dict  # dataset -> V-measure of the model without pre-training
+    evaluations: list  # the rows of its evaluations.csv
+    best: dict  # seed -> {"step", "epoch", "v_measure", "datasets", "path"}
+    summary: list  # the rows of its summary.csv
+    figure: Path
+    schedule: dict  # steps_per_epoch, total_steps, warmup_steps
+    timings: dict  # train_seconds_per_epoch (seed -> seconds), evaluations
+
+
+@dataclass(frozen=True)
 class PretrainResult:
+    """What ``pretrain`` did: its runs by name (each dataset's name, or "pooled") and the summary over them.
+
+    ``result["blurbs-clustering-s2s"].best[42]["path"]`` is that dataset's best checkpoint of seed
+    42; ``result.summary`` the rows of OUT/summary.csv (Table 5); ``result.baseline`` the V-measure of
+    the model without pre-training per dataset."""
+
     output_dir: Path
     method: str
+    profile: Profile
+    pool: bool
     settings: PretrainSettings
-    n_texts: int
-    baseline: dict  # dataset -> V-measure of the model without pre-training
-    evaluations: list  # the rows of evaluations.csv
-    best: dict  # seed -> {"step", "epoch", "v_measure", "datasets", "path"}
-    summary: list  # the rows of summary.csv
+    runs: dict  # name -> PretrainRun, in name order
+    summary: list  # the rows of OUT/summary.csv: per dataset (and their average), last and best
     figure: Path
-    timings: dict
+
+    def __getitem__(self, name: str) -> PretrainRun:
+        try:
+            return self.runs[name]
+        except KeyError:
+            raise KeyError(f"no run named {name!r}; the runs are {', '.join(self.runs)}") from None
+
+    @property
+    def datasets(self) -> list[str]:
+        return [d for run in self.runs.values() for d in run.datasets]
+
+    @property
+    def baseline(self) -> dict:
+        return {d: v for run in self.runs.values() for d, v in run.baseline.items()}
+
+    @property
+    def best(self) -> dict:
+        """run name -> seed -> the best checkpoint's step, epoch, V-measure and path."""
+        return {name: run.best for name, run in self.runs.items()}
+
+    @property
+    def evaluations(self) -> list:
+        return [row for run in self.runs.values() for row in run.evaluations]
 
 
 def _objective(method: str):
@@ -123,56 +186,105 @@ def _clip_max_length(settings: PretrainSettings, folder: Path) -> PretrainSettin
     return replace(settings, max_length=min(settings.max_length, limit)) if limit else settings
 
 
-def pretrain(model, datasets, method: str = "wwm", *, epochs: int | None = None, seeds: Iterable[int] = DEFAULT_SEEDS,
-             eval_every: int | None = None, output_dir, overwrite: bool = False, progress: bool = True,
-             **settings) -> PretrainResult:
-    """Continue pre-training ``model`` on the unique texts of ``datasets`` with ``method`` ("wwm" or
-    "tsdae"), once per seed, evaluating V-measure (Minibatch k-Means, every split) every
-    ``eval_every`` optimizer steps; keeps each seed's best checkpoint.
+def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | None = None, pool: bool = False,
+             epochs: int | None = None, seeds: Iterable[int] = DEFAULT_SEEDS, eval_every: int | None = None,
+             output_dir, overwrite: bool = False, progress: bool = True, **settings) -> PretrainResult:
+    """Continue pre-training ``model`` with ``method`` ("wwm" or "tsdae"), once per seed and per
+    dataset, each dataset's model on that dataset's unique texts (``pool=True``: one model on the
+    union of all datasets' unique texts), evaluating V-measure (Minibatch k-Means, every split)
+    during training; keeps each seed's best checkpoint per run.
 
-    ``model``: a transformers checkpoint folder, a Hub repo id, or ``minilm-l6``. Any field of
-    :class:`PretrainSettings` can be given by name (``learning_rate=...``, ``batch_size=...``,
-    ``precision="bf16"``, ``max_steps=...``); the others keep the paper's defaults for ``method``.
+    ``model``: a transformers checkpoint folder, a Hub repo id, or ``minilm-l6``. ``profile``:
+    "current" (default, today's libraries) or "paper" (what the authors ran: the classic whole word
+    masking, logits pooling in WWM evaluations, 30 TSDAE epochs on sentence-transformers 2.2's
+    evaluation schedule); see ``tecb_eval.profiles``. Any field of :class:`PretrainSettings` can be
+    given by name (``learning_rate=...``, ``batch_size=...``, ``precision="bf16"``, ``max_steps=...``);
+    the others keep the defaults of ``method`` under ``profile``.
 
-    Writes to ``output_dir``: evaluations.csv (method, seed, epoch, step, dataset, v_measure; a
-    dataset's score is the mean over its splits), evaluations_splits.csv, losses.csv,
-    seed-<seed>/best/ (checkpoint), figure.png, summary.csv, summary.md, run.json, timings.json.
-    The run is written to ``<output_dir>.partial`` and renamed when complete.
+    The output layout is in this module's docstring. The whole folder is written to
+    ``<output_dir>.partial`` and renamed when complete. The same seeds give the same CSVs, byte
+    for byte, and a dataset's run does not depend on which other datasets were given with it.
     """
-    s = settings_for(method, epochs=epochs, eval_every=eval_every, **settings)
+    profile = get_profile(profile)
+    s = settings_for(method, profile, epochs=epochs, eval_every=eval_every, **settings)
     seeds = _seeds(seeds)
     benchmarks = load_benchmarks(datasets)
-    texts = unique_texts(benchmarks)
-    if not texts:
-        raise UserError("the datasets hold no texts to train on")
+    groups = {POOLED: benchmarks} if pool else {b.name: [b] for b in benchmarks}
+    texts = {name: unique_texts(group) for name, group in groups.items()}
+    for name, found in texts.items():
+        if not found:
+            raise UserError("the datasets hold no texts to train on" if pool else f"{name}: the dataset holds no texts to train on")
     folder, model_id = model_folder(model)
     device = resolve_device(s.device)
     autocast = autocast_factory(s.precision, device)
     s = replace(_clip_max_length(s, folder), device=device)
-    schedule = Schedule.of(len(texts), s)
+    eval_pooling = profile.wwm_eval_pooling if method == "wwm" else "hidden"
+    shown = Path(str(model)).name if Path(str(model)).is_dir() else str(model)
+    common = {
+        "model": str(model), "model_id": model_id, "method": method, "profile": profile.as_dict(), "pool": pool,
+        "seeds": list(seeds), "settings": as_dict(s), "evaluation_pooling": eval_pooling,
+    }
     output_dir = Path(output_dir)
     work = _prepare_output(output_dir, overwrite)
-    tracker = Tracker(work, benchmarks, method, s.kmeans_seed, s.save_best)
+    done: dict[str, dict] = {}
     try:
-        outcomes = _train_seeds(folder, s, seeds, texts, schedule, tracker, device=device, autocast=autocast,
-                                progress=progress)
+        for name, group in groups.items():
+            run_dir = work if pool else work / name
+            run_dir.mkdir(exist_ok=True)
+            done[name] = _run(folder, s, seeds, group, texts[name], run_dir, name=name, shown=shown, common=common,
+                              profile=profile, eval_pooling=eval_pooling, device=device, autocast=autocast,
+                              progress=progress)
+        if pool:
+            summary = done[POOLED]["summary"]
+        else:
+            summary = _write_overview(work, done, shown=shown, common=common, profile=profile,
+                                      eval_pooling=eval_pooling)
     except KeyboardInterrupt:
         raise  # the partial folder stays for inspection; a rerun removes it
     except Exception:
-        tracker.close()
         shutil.rmtree(work, ignore_errors=True)
         raise
+    replace_folder(work, output_dir)
+
+    runs = {}
+    for name, d in done.items():
+        run_dir = output_dir if pool else output_dir / name
+        best = {seed: {**info, "path": run_dir / info["path"] if info["path"] else None}
+                for seed, info in d["best"].items()}
+        baseline = {r["dataset"]: r["v_measure"] for r in d["rows"] if r["step"] == 0 and r["seed"] == seeds[0]}
+        runs[name] = PretrainRun(name, tuple(b.name for b in groups[name]), run_dir, len(texts[name]), baseline,
+                                 d["rows"], best, d["summary"], run_dir / FIGURE, d["schedule"], d["timings"])
+    return PretrainResult(output_dir, method, profile, pool, s, runs, summary, output_dir / FIGURE)
+
+
+def _run(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], benchmarks: list, texts: list[str], work: Path,
+         *, name: str, shown: str, common: dict, profile: Profile, eval_pooling: str, device: str, autocast,
+         progress: bool) -> dict:
+    """One run (every seed) on ``texts``, evaluated on ``benchmarks``; writes its files into ``work``."""
+    schedule = Schedule.of(len(texts), s)
+    tracker = Tracker(work, benchmarks, s.method, s.kmeans_seed, s.save_best,
+                      checkpoint_info={"profile": profile.name, "evaluation_pooling": eval_pooling, "trained_on": name})
+    try:
+        outcomes = _train_seeds(folder, s, seeds, texts, schedule, tracker, profile=profile, eval_pooling=eval_pooling,
+                                device=device, autocast=autocast, progress=progress, label=name)
     finally:
         tracker.close()
-
-    name = Path(str(model)).name if Path(str(model)).is_dir() else str(model)
-    rows, summary = _write_reports(work, tracker, name, epochs_done=outcomes[0].steps / schedule.steps_per_epoch)
+    epochs_done = round(outcomes[0].steps / schedule.steps_per_epoch, 2)
+    rows = read_csv(work / EVALUATIONS_CSV)
+    run_rows = RunRows(name, rows, {seed: info["step"] for seed, info in tracker.best.items()}, epochs_done)
+    summary = summarize([run_rows], profile=profile.name)
+    write_summary_csv(summary, work / SUMMARY_CSV)
+    markdown = summary_markdown(summary, model=shown, epochs_done={name: epochs_done}, profile=profile,
+                                eval_pooling=eval_pooling)
+    (work / SUMMARY_MD).write_text(markdown, encoding="utf-8")
+    plot_curves(rows, work / FIGURE, title=f"{s.method.upper()} pre-training of {shown} on {name} "
+                                           f"(profile {profile.name})")
+    schedule_info = {"steps_per_epoch": schedule.steps_per_epoch, "total_steps": schedule.total_steps,
+                     "warmup_steps": schedule.warmup_steps}
     run = {
-        "model": str(model), "model_id": model_id, "method": method, "seeds": list(seeds),
-        "settings": as_dict(s), "texts": len(texts),
+        **common, "trained_on": name, "texts": len(texts),
         "datasets": [{"name": b.name, "fingerprint": b.fingerprint} for b in benchmarks],
-        "schedule": {"steps_per_epoch": schedule.steps_per_epoch, "total_steps": schedule.total_steps,
-                     "warmup_steps": schedule.warmup_steps},
+        "schedule": schedule_info, "epochs_done": epochs_done,
         "best": {str(seed): info for seed, info in tracker.best.items()},
         "versions": _versions(),
     }
@@ -183,17 +295,44 @@ def pretrain(model, datasets, method: str = "wwm", *, epochs: int | None = None,
         "evaluations": tracker.eval_timings,
     }
     (work / TIMINGS_JSON).write_text(json.dumps(timings, indent=2) + "\n", encoding="utf-8")
-    replace_folder(work, output_dir)
+    return {"rows": rows, "run_rows": run_rows, "summary": summary, "best": tracker.best, "schedule": schedule_info,
+            "timings": timings, "texts": len(texts), "datasets": run["datasets"]}
 
-    best = {seed: {**info, "path": output_dir / info["path"] if info["path"] else None}
-            for seed, info in tracker.best.items()}
-    baseline = {r["dataset"]: r["v_measure"] for r in rows if r["step"] == 0 and r["seed"] == seeds[0]}
-    return PretrainResult(output_dir, method, s, len(texts), baseline, rows, best, summary,
-                          output_dir / FIGURE, timings)
+
+def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: dict, profile: Profile,
+                    eval_pooling: str) -> list[dict]:
+    """OUT's own files over the per-dataset runs: summary, figure, all evaluations, run.json."""
+    summary = summarize([d["run_rows"] for d in done.values()], profile=profile.name)
+    write_summary_csv(summary, work / SUMMARY_CSV)
+    markdown = summary_markdown(summary, model=shown, profile=profile, eval_pooling=eval_pooling,
+                                epochs_done={name: d["run_rows"].epochs_done for name, d in done.items()})
+    (work / SUMMARY_MD).write_text(markdown, encoding="utf-8")
+    rows = [row for d in done.values() for row in d["rows"]]
+    plot_curves(rows, work / FIGURE, average=False,
+                title=f"{common['method'].upper()} pre-training of {shown}, one model per dataset "
+                      f"(profile {profile.name})")
+    # The runs' evaluations.csv share a header; joined as they are, so the bytes stay reproducible.
+    with open(work / EVALUATIONS_CSV, "w", encoding="utf-8", newline="") as out:
+        for i, name in enumerate(done):
+            lines = (work / name / EVALUATIONS_CSV).read_text(encoding="utf-8").splitlines(keepends=True)
+            out.writelines(lines if i == 0 else lines[1:])
+    run = {
+        **common,
+        "datasets": [ds for d in done.values() for ds in d["datasets"]],
+        "runs": {name: {"folder": name, "texts": d["texts"], "schedule": d["schedule"],
+                        "epochs_done": d["run_rows"].epochs_done,
+                        "best": {str(seed): {**info, "path": f"{name}/{info['path']}" if info["path"] else None}
+                                 for seed, info in d["best"].items()}}
+                 for name, d in done.items()},
+        "versions": _versions(),
+    }
+    (work / RUN_JSON).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return summary
 
 
 def _train_seeds(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], texts: list[str], schedule: Schedule,
-                 tracker: Tracker, *, device: str, autocast, progress: bool) -> list:
+                 tracker: Tracker, *, profile: Profile, eval_pooling: str, device: str, autocast, progress: bool,
+                 label: str) -> list:
     """One training run per seed, each from the original checkpoint."""
     import torch
 
@@ -202,9 +341,13 @@ def _train_seeds(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], text
     outcomes = []
     for seed in seeds:
         with deterministic(seed, device):
-            objective = objective_class(folder, s, seed, device)
-            encoder = LiveMeanPoolingEncoder(objective.encoder, objective.tokenizer, max_length=s.max_length,
-                                             batch_size=s.eval_batch_size, device=device, autocast=autocast)
+            objective = objective_class(folder, s, seed, device, profile)
+            if eval_pooling == "logits":
+                encoder = LiveLogitsPoolingEncoder(objective.module, objective.tokenizer, max_length=s.max_length,
+                                                   batch_size=s.eval_batch_size, device=device, autocast=autocast)
+            else:
+                encoder = LiveMeanPoolingEncoder(objective.encoder, objective.tokenizer, max_length=s.max_length,
+                                                 batch_size=s.eval_batch_size, device=device, autocast=autocast)
             if baseline_rows is None:
                 baseline_rows = tracker.baseline(encoder)
             tracker.record(seed, 0, 0.0, baseline_rows, objective)
@@ -213,21 +356,10 @@ def _train_seeds(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], text
                 return tracker.evaluate(seed, step, epoch, encoder, objective)
 
             outcomes.append(train_seed(objective, texts, s, seed, schedule, evaluate, tracker,
-                                       device=device, autocast=autocast, progress=progress))
+                                       device=device, autocast=autocast, progress=progress, label=label))
         # Free this seed's model (and optimizer state) before the next one is loaded.
         del objective, encoder, evaluate
         gc.collect()
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
     return outcomes
-
-
-def _write_reports(work: Path, tracker: Tracker, name: str, *, epochs_done: float) -> tuple[list, list]:
-    """summary.csv, summary.md and figure.png from the evaluations just logged."""
-    rows = read_csv(work / EVALUATIONS_CSV)
-    summary = summarize(rows, {seed: info["step"] for seed, info in tracker.best.items()})
-    write_summary_csv(summary, work / SUMMARY_CSV)
-    markdown = summary_markdown(summary, model=name, epochs_done=round(epochs_done, 2))
-    (work / SUMMARY_MD).write_text(markdown, encoding="utf-8")
-    plot_curves(rows, work / FIGURE, title=f"{tracker.method.upper()} pre-training of {name}")
-    return rows, summary

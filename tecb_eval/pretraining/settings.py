@@ -1,6 +1,8 @@
 """Training settings of the two adaptive pre-training methods, with the paper's defaults.
 
-Every field can be overridden by name; ``None`` in an override means "the method's default".
+Every field can be overridden by name; ``None`` in an override means "the method's default". A
+profile (``tecb_eval.profiles``) changes some defaults: the ``paper`` profile trains TSDAE for 30
+epochs and evaluates it on sentence-transformers 2.2's schedule, as the authors' script did.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from tecb_data.errors import UserError
 METHODS = ("wwm", "tsdae")
 PRECISIONS = ("fp32", "fp16", "bf16")
 POOLINGS = ("mean", "cls", "max")
+# "global": every eval_every optimizer steps counted from the start, plus the last step.
+# "per-epoch": eval_every counted from each epoch's start, plus the end of every epoch: what
+# sentence-transformers 2.2's fit did (its step counter restarts each epoch), so the authors' TSDAE
+# was evaluated at each epoch's end (Blurbs S2S from the dev set: 231 steps an epoch, under 512).
+EVAL_SCHEDULES = ("global", "per-epoch")
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,7 @@ class PretrainSettings:
     warmup_ratio: float  # share of all optimizer steps spent warming up, then constant
     max_length: int  # tokens, clipped to the model's position embeddings
     eval_every: int  # optimizer steps between evaluations (the last step is always evaluated)
+    eval_schedule: str = "global"  # one of EVAL_SCHEDULES
     mlm_probability: float = 0.15  # WWM: share of words masked
     deletion_ratio: float = 0.6  # TSDAE: share of words deleted (the TSDAE paper's best)
     # TSDAE: what the decoder sees of the sentence. Mean, because evaluation mean-pools too; the
@@ -51,14 +59,27 @@ DEFAULTS: dict[str, dict] = {
 FIELD_NAMES = tuple(f.name for f in fields(PretrainSettings) if f.name != "method")
 
 
-def settings_for(method: str, **overrides) -> PretrainSettings:
-    """The method's defaults with ``overrides`` applied (``None`` values are ignored), validated."""
+def profile_defaults(method: str, profile) -> dict:
+    """What ``profile`` changes in ``method``'s defaults (a :class:`tecb_eval.profiles.Profile`)."""
+    if method != "tsdae":
+        return {}
+    # Not (yet) a field of Profile: the paper profile is the one that follows sentence-transformers 2.2.
+    schedule = getattr(profile, "tsdae_eval_schedule", "per-epoch" if profile.name == "paper" else "global")
+    return {"epochs": profile.tsdae_epochs, "eval_schedule": schedule}
+
+
+def settings_for(method: str, profile=None, **overrides) -> PretrainSettings:
+    """The method's defaults under ``profile`` (a name or a Profile; None: the default profile) with
+    ``overrides`` applied (``None`` values are ignored), validated."""
+    from tecb_eval.profiles import get_profile
+
     if method not in METHODS:
         raise UserError(f"unknown pre-training method {method!r}; choose one of {', '.join(METHODS)}")
+    profile = get_profile(profile)
     unknown = sorted(k for k in overrides if k not in FIELD_NAMES)
     if unknown:
         raise TypeError(f"unknown pre-training setting(s) {', '.join(unknown)}; known: {', '.join(FIELD_NAMES)}")
-    base = PretrainSettings(method=method, **DEFAULTS[method])
+    base = PretrainSettings(method=method, **{**DEFAULTS[method], **profile_defaults(method, profile)})
     settings = replace(base, **{k: v for k, v in overrides.items() if v is not None})
     validate(settings)
     return settings
@@ -82,6 +103,8 @@ def validate(s: PretrainSettings) -> None:
         raise UserError("mlm_probability must be above 0: with nothing masked there is nothing to learn")
     if s.precision not in PRECISIONS:
         raise UserError(f"precision must be one of {', '.join(PRECISIONS)}, got {s.precision!r}")
+    if s.eval_schedule not in EVAL_SCHEDULES:
+        raise UserError(f"eval_schedule must be one of {', '.join(EVAL_SCHEDULES)}, got {s.eval_schedule!r}")
     if s.pooling not in POOLINGS:
         raise UserError(f"pooling must be one of {', '.join(POOLINGS)}, got {s.pooling!r}")
 

@@ -44,16 +44,54 @@ class LiveMeanPoolingEncoder(MeanPoolingEncoder):
         self.autocast = autocast
         self.identity = f"live:{type(model).__name__}|pooling=mean|layer=last|max_length={max_length}"
 
+    pooling = "hidden"
+
     def encode(self, texts: list[str]) -> np.ndarray:
         was_training = self.model.training
         self.model.eval()
         try:
             if self.autocast is None:
-                return super().encode(texts)
+                return self._pooled(texts)
             with self.autocast():
-                return super().encode(texts)
+                return self._pooled(texts)
         finally:
             self.model.train(was_training)
+
+    def _pooled(self, texts: list[str]) -> np.ndarray:
+        return MeanPoolingEncoder.encode(self, texts)
+
+
+class LiveLogitsPoolingEncoder(LiveMeanPoolingEncoder):
+    """The authors' evaluation during WWM (profile ``paper``): the attention-masked mean over the
+    masked-LM head's output, vocabulary logits (``AutoModelForMaskedLM(...)[0]`` in their
+    ``run_fine_tuned_cteb_de.py``), one vector of vocabulary size per text."""
+
+    pooling = "logits"
+
+    def __init__(self, mlm_model, tokenizer, *, max_length: int, batch_size: int, device: str, autocast=None):
+        super().__init__(mlm_model, tokenizer, max_length=max_length, batch_size=batch_size, device=device,
+                         autocast=autocast)
+        self.identity = f"live:{type(mlm_model).__name__}|pooling=mean-of-logits|max_length={max_length}"
+
+    def _pooled(self, texts: list[str]) -> np.ndarray:
+        torch = self._torch
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, int(self.model.config.vocab_size)), dtype=np.float32)
+        # Sorted by length so that each batch pads little, as the grid's encoder does.
+        order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
+        out: list[np.ndarray | None] = [None] * len(texts)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start:start + self.batch_size]
+                batch = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                                       max_length=self.max_length, return_tensors="pt").to(self.device)
+                logits = self.model(**batch).logits
+                mask = batch["attention_mask"].unsqueeze(-1).to(logits.dtype)
+                pooled = (logits * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                for i, vector in zip(idx, pooled.float().cpu().numpy()):
+                    out[i] = vector
+        return np.stack(out)
 
 
 def _fmt(value) -> str:
@@ -134,8 +172,11 @@ def replace_folder(source: Path, target: Path) -> None:
 class Tracker:
     """Writes the evaluation and loss logs of one run and keeps each seed's best checkpoint."""
 
-    def __init__(self, workdir: Path, benchmarks: Sequence, method: str, kmeans_seed: int, save_best: bool):
+    def __init__(self, workdir: Path, benchmarks: Sequence, method: str, kmeans_seed: int, save_best: bool,
+                 checkpoint_info: dict | None = None):
         self.workdir = workdir
+        # Written into each kept checkpoint's pretraining.json (profile, evaluation pooling, datasets).
+        self.checkpoint_info = checkpoint_info or {}
         self.benchmarks = benchmarks
         self.method = method
         self.kmeans_seed = kmeans_seed
@@ -191,7 +232,8 @@ class Tracker:
         finally:
             if bars:
                 hf_logging.enable_progress_bar()
-        info = {"method": self.method, "seed": seed, **{k: v for k, v in self.best[seed].items() if k != "path"}}
+        info = {"method": self.method, "seed": seed, **self.checkpoint_info,
+                **{k: v for k, v in self.best[seed].items() if k != "path"}}
         (temporary / "pretraining.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         replace_folder(temporary, target)
         return str(target.relative_to(self.workdir))

@@ -30,7 +30,8 @@ def delete_words(text: str, ratio: float, rng: np.random.Generator) -> str:
 class Tsdae:
     name = "tsdae"
 
-    def __init__(self, folder: Path, settings: PretrainSettings, seed: int, device: str):
+    def __init__(self, folder: Path, settings: PretrainSettings, seed: int, device: str, profile=None):
+        # The profile changes only TSDAE's epochs and evaluation schedule (its settings), not the objective.
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.base.modules import Transformer
         from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
