@@ -64,7 +64,8 @@ def _run(args, models, datasets, configurations=None):
 
     return run_grid(
         datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
-        configurations=configurations, protocol=args.protocol, seed=args.seed, cache_dir=args.cache_dir,
+        configurations=configurations, protocol=args.protocol, profile=args.profile, seed=args.seed,
+        cache_dir=args.cache_dir,
         results=args.results, limit_splits=args.limit_splits, progress=not args.quiet,
     )
 
@@ -175,6 +176,7 @@ def _cmd_export(args) -> int:
 
 def _grid_options(p: argparse.ArgumentParser) -> None:
     from tecb_eval.grid import DEFAULT_SEED
+    from tecb_eval.profiles import DEFAULT_PROFILE, PROFILES
     from tecb_eval.protocols import PROTOCOLS
 
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
@@ -183,6 +185,8 @@ def _grid_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--reference", type=Path, help="the authors' tecb-de-full-results.csv, to plot ours beside theirs")
     p.add_argument("--no-figure1", action="store_true", help="skip the UMAP scatter plots")
+    p.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
+                   help="current: today's libraries; paper: what the authors ran (river 0.14's DBSTREAM)")
     p.set_defaults(protocol=PROTOCOLS[0])
 
 

@@ -5,7 +5,8 @@
     OUT/results.csv           the authors' full-results layout (model x configuration x dataset)
     OUT/table2.md, .csv       the paper's Table 2 (k-means per model; V-measure x100 in .md, 0..1 in .csv)
     OUT/table3.md, .csv       the paper's Table 3 (algorithm x reduction, averaged over models)
-    OUT/mteb/<model>/<rev>/<Task>.json   MTEB result files (k-means on the embeddings)
+    OUT/mteb/results/<model>/<rev>/<Task>.json + model_meta.json   MTEB's results layout
+                              (k-means on the embeddings; ``mteb.ResultCache(OUT/mteb)`` reads it)
     OUT/table3.png            Table 3 as bars (beside the paper's with a reference CSV)
     OUT/vs-authors-<model>.png  per model the authors also ran: our configurations vs theirs
     OUT/figure1-<model>.png   2-D UMAP of one split per dataset, coloured by label
@@ -20,8 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import tecb_data
-from tecb_eval import figures, report
+from tecb_eval import figures, mteb_bridge, report
 from tecb_eval.encoders import get_encoder
 from tecb_eval.grid import encoder_for_dataset, load_dataset, model_spec
 
@@ -44,7 +44,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     for name, (table, note) in shown.items():
         written += _write_table(out / name, table, note)
     t3 = report.table3(frame)
-    written += report.write_mteb_results(frame, out / "mteb", tecb_data.__version__)
+    written += mteb_bridge.write_results(frame, out / "mteb")
     ref_t3 = report.paper_table3(ref) if ref is not None else None
     demo_title = report.DEMO_TITLE if demo else None
     written.append(figures.plot_table3(t3, out / "table3.png", ref_t3, report.PAPER_BARS_LABEL, demo_title))

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 import tecb_data
 from tecb_data.errors import UserError
 from tecb_eval import algorithms as algo, encoders, protocols
+from tecb_eval.profiles import DEFAULT_PROFILE, get_profile
 from tecb_eval.cache import EmbeddingStore, ReductionCache
 from tecb_eval.store import ResultsStore, cell_key, rows_frame
 
@@ -103,19 +104,19 @@ class _ModelRun:
 
 class Grid:
     def __init__(self, datasets, models, *, configurations, protocol, seed, cache_dir, store,
-                 limit_splits=None, fast_max_documents=None, progress=True, log: Callable[[str], None] | None = None):
+                 limit_splits=None, profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None):
         self.benchmarks = [load_dataset(d) for d in datasets]
         self.models = [model_spec(m) for m in models]
         self.configurations = configurations
         self.protocol = protocol
         self.seed = seed
+        self.profile = get_profile(profile)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.store = store
         self.progress = progress
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.units = {
-            b.fingerprint: protocols.units_for(b, protocol, seed, limit_splits=limit_splits,
-                                               fast_max_documents=fast_max_documents)
+            b.fingerprint: protocols.units_for(b, protocol, seed, limit_splits=limit_splits)
             for b in self.benchmarks
         }
         self.reductions = ReductionCache(self.cache_dir)
@@ -126,7 +127,7 @@ class Grid:
     # -- planning ---------------------------------------------------------------------------
     def _key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str) -> tuple:
         return cell_key({
-            "protocol": self.protocol, "seed": self.seed, "model": name, "model_identity": identity,
+            "protocol": self.protocol, "profile": self.profile.name, "seed": self.seed, "model": name, "model_identity": identity,
             "dataset_fingerprint": bench.fingerprint, "reduction": reduction, "algorithm": algorithm,
             "split": unit.name,
         })
@@ -230,7 +231,7 @@ class Grid:
             for unit, algorithm in cells:
                 X = reduced if unit.rows is None else reduced[unit.rows]
                 k = min(unit.k, X.shape[0])
-                estimator = algo.make_algorithm(algorithm, k, self.seed, self.protocol)
+                estimator = algo.make_algorithm(algorithm, k, self.seed, self.protocol, profile=self.profile)
                 started = time.perf_counter()
                 predicted = algo.cluster(estimator, X)
                 cluster_seconds = time.perf_counter() - started
@@ -242,6 +243,7 @@ class Grid:
                     "dataset_fingerprint": bench.fingerprint,
                     "dataset_location": bench.location,
                     "protocol": self.protocol,
+                    "profile": self.profile.name,
                     "seed": self.seed,
                     "split": unit.name,
                     "n_samples": int(X.shape[0]),
@@ -278,7 +280,7 @@ def run_grid(
     cache_dir: str | Path | None = None,
     results: str | Path | None = None,
     limit_splits: int | None = None,
-    fast_max_documents: int | None = None,
+    profile: str = DEFAULT_PROFILE,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
@@ -291,7 +293,9 @@ def run_grid(
     HDBSCAN and DBSTREAM on unreduced embeddings as the paper did. The legacy protocol runs all
     four algorithms by default, the fast one (MTEB v2's bootstrapped k-means) only k-means.
     ``cache_dir`` keeps embeddings and reductions across runs; ``results`` is the JSONL store that
-    makes the run resumable.
+    makes the run resumable. ``profile`` is ``"current"`` (today's libraries) or ``"paper"`` (what
+    the authors ran, e.g. river 0.14's DBSTREAM; see :mod:`tecb_eval.profiles`); every
+    row names it.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
     if protocol not in protocols.PROTOCOLS:
@@ -313,7 +317,7 @@ def run_grid(
         raise UserError("no models given")
     grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seed=int(seed),
                 cache_dir=cache_dir, store=ResultsStore(results), limit_splits=limit_splits,
-                fast_max_documents=fast_max_documents, progress=progress, log=say)
+                profile=profile, progress=progress, log=say)
     frame = grid.run()
     for name, seconds in grid.encode_seconds.items():
         say(f"{name}: encoded {grid.encoded_texts[name]:,} new unique texts in {seconds:.1f} s")

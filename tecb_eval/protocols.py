@@ -4,20 +4,18 @@ A protocol turns a benchmark into *units*. Each unit is clustered once per confi
 gives one row of the results store. A unit names a *base* set of texts (reduced once per
 reduction, shared by every algorithm) and the rows of that base it clusters.
 
-- ``legacy`` (the paper, MTEB v1): a unit per split; base = the split; every row once.
-- ``fast`` (MTEB v2, ``mteb/abstasks/clustering.py``): the splits are pooled into one set of
-  unique texts (a text keeps the label of its first split, as MTEB's ``_convert_to_fast`` does),
-  downsampled to ``max_documents``, and clustered in ``n_bootstrap`` samples of
-  ``cluster_size`` rows drawn with replacement; the units are those samples.
+- ``legacy`` (the paper, MTEB v1's ``AbsTaskClusteringLegacy``): a unit per split; base = the
+  split; every row once.
+- ``fast`` (MTEB v2's ``AbsTaskClustering``): what MTEB's own ``<Task>.v2`` clusters, taken from
+  MTEB's code by :func:`tecb_eval.mteb_bridge.fast_sample` (the task's own transform, its
+  downsampling and its bootstrap draws from ``random.Random(seed)``); the units are the
+  bootstrap samples, and the base is the embedded set they are drawn from.
 
-The fast protocol draws from ``random.Random(seed)`` in MTEB's order (downsample, then the
-samples) rather than from ``tecb_data.seeding``: on the same texts and embeddings it then draws
-the same samples as MTEB, so its scores can be compared with MTEB's.
+Both are tested equal to MTEB's scores on the same folders (``tests/test_mteb_referee.py``).
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,12 +23,6 @@ import numpy as np
 from tecb_data.errors import UserError
 
 PROTOCOLS = ("legacy", "fast")
-# MTEB v2's AbsTaskClustering defaults and its German tasks' downsampling (BlurbsClustering*.v2
-# embed 2048 documents; TenKGnadClustering*.v2 embed all of them).
-FAST_N_BOOTSTRAP = 10
-FAST_CLUSTER_SIZE = 16_384
-FAST_MAX_DOCUMENTS = {"BlurbsClusteringS2S": 2048, "BlurbsClusteringP2P": 2048}
-FAST_MAX_POOL = 100_000
 
 
 @dataclass(frozen=True)
@@ -54,44 +46,21 @@ def legacy_units(bench, limit_splits: int | None = None) -> list[Unit]:
     return [Unit(s.name, s.name, tuple(s.texts), None, tuple(s.labels), len(set(s.labels))) for s in splits]
 
 
-def pool_splits(bench) -> tuple[list[str], list[str]]:
-    """Unique texts over all splits in published order, each with its first label (MTEB v2)."""
-    seen: set[str] = set()
-    texts, labels = [], []
-    for split in bench.splits:
-        for text, label in zip(split.texts, split.labels):
-            if text not in seen:
-                seen.add(text)
-                texts.append(text)
-                labels.append(label)
-    return texts, labels
+def fast_units(bench, seed: int) -> list[Unit]:
+    from tecb_eval.mteb_bridge import fast_sample
+
+    sample = fast_sample(bench, seed)
+    # k as MTEB's bootstrapped k-means asks for it: the number of labels in the embedded set.
+    k = len(set(sample.labels))
+    return [
+        Unit(f"bootstrap-{b:02d}", "pooled", sample.texts, rows, tuple(sample.labels[i] for i in rows), k)
+        for b, rows in enumerate(sample.bootstraps)
+    ]
 
 
-def fast_units(bench, seed: int, *, max_documents: int | None = None, n_bootstrap: int = FAST_N_BOOTSTRAP,
-               cluster_size: int = FAST_CLUSTER_SIZE) -> list[Unit]:
-    texts, labels = pool_splits(bench)
-    pool_rng = random.Random(seed)
-    if len(texts) > FAST_MAX_POOL:
-        keep = pool_rng.sample(range(len(texts)), FAST_MAX_POOL)
-        texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
-    rng = random.Random(seed)
-    limit = max_documents if max_documents is not None else FAST_MAX_DOCUMENTS.get(bench.mteb_name)
-    if limit is not None and limit < len(texts):
-        chosen = rng.sample(range(len(texts)), k=limit)
-        texts, labels = [texts[i] for i in chosen], [labels[i] for i in chosen]
-    base = tuple(texts)
-    k = len(set(labels))
-    units = []
-    for b in range(n_bootstrap):
-        rows = np.array(rng.choices(range(len(base)), k=cluster_size), dtype=np.int64)
-        units.append(Unit(f"bootstrap-{b:02d}", "pooled", base, rows, tuple(labels[i] for i in rows), k))
-    return units
-
-
-def units_for(bench, protocol: str, seed: int, *, limit_splits: int | None = None,
-              fast_max_documents: int | None = None) -> list[Unit]:
+def units_for(bench, protocol: str, seed: int, *, limit_splits: int | None = None) -> list[Unit]:
     if protocol == "legacy":
         return legacy_units(bench, limit_splits)
     if protocol == "fast":
-        return fast_units(bench, seed, max_documents=fast_max_documents)
+        return fast_units(bench, seed)
     raise UserError(f"unknown protocol {protocol!r}; choose from {', '.join(PROTOCOLS)}")

@@ -7,7 +7,7 @@
   their figures as printed (x100, two decimals);
 - :func:`beside_paper`: one of our tables with the paper's row under each of our rows;
 - :func:`reference_layout`: the authors' full-results CSV layout, one row per model x configuration;
-- :func:`write_mteb_results`: MTEB's result JSON per model and task;
+- MTEB's results layout: :func:`tecb_eval.mteb_bridge.write_results`;
 - plots: Table 3 as bars, ours against the paper's, and the paper's Figure 1 (a 2-D UMAP scatter
   coloured by label, :mod:`tecb_eval.figures`).
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_eval.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
-from tecb_eval.cache import atomic_save, short_hash
+from tecb_eval.cache import atomic_save
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
 # The reference file's dataset columns (with its spellings) -> the MTEB task names we use.
@@ -42,7 +41,6 @@ REFERENCE_DATASETS = {
 DATASET_ORDER = list(REFERENCE_DATASETS.values())
 HEADER = ["transformer", "clustering\nalgorithm", "dimensionality\nreduction"]
 REDUCTION_SPELLING = {ours: theirs for theirs, ours in REFERENCE_REDUCTIONS.items()}
-MTEB_LANGUAGES = ["deu-Latn"]
 
 # The models the paper's Tables 2 and 3 are over, spelled and ordered as in the authors' CSV.
 # The CSV holds a 13th, sentence-t5-large, that the paper's tables leave out: only the average
@@ -366,44 +364,3 @@ def write_reference_csv(frame: pd.DataFrame, path: Path) -> Path:
     return write_text(path, buffer.getvalue())
 
 
-# -- MTEB result files ---------------------------------------------------------------------------
-def mteb_results(frame: pd.DataFrame, version: str) -> dict[tuple[str, str], dict]:
-    """{(model folder, task name): MTEB TaskResult dict} for k-means on the embeddings (MTEB's main
-    score); legacy -> ``BlurbsClusteringS2S`` with ``v_measures`` per split, fast -> the ``.v2``
-    task with ``v_measures`` per level as MTEB v2 writes it."""
-    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
-    out = {}
-    for (model, identity, task, fingerprint, protocol), group in kmeans.groupby(
-            ["model", "model_identity", "mteb_name", "dataset_fingerprint", "protocol"], sort=True):
-        group = group.sort_values("split")
-        scores = group.v_measure.to_numpy()
-        v2 = protocol == "fast"
-        task_name = f"{task}.v2" if v2 else task
-        score = {
-            "v_measure": float(scores.mean()),
-            "v_measure_std": float(scores.std()),
-            "v_measures": {"Level 0": scores.tolist()} if v2 else scores.tolist(),
-            "main_score": float(scores.mean()),
-            "hf_subset": "default",
-            "languages": MTEB_LANGUAGES,
-        }
-        # A per-dataset fitted encoder (tfidf-lsa) is one model: its revision leaves the corpus out.
-        revision = short_hash(re.sub(r"\|corpus=[^|]*", "", identity))[:16]
-        folder = f"{model.replace('/', '__')}/{revision}"
-        out[(folder, task_name)] = {
-            "dataset_revision": fingerprint,
-            "task_name": task_name,
-            "mteb_version": f"tecb-eval {version}",
-            "scores": {"test": [score]},
-            "evaluation_time": float(group[["encode_s", "reduce_s", "cluster_s"]].to_numpy().sum()),
-            "kg_co2_emissions": None,
-        }
-    return out
-
-
-def write_mteb_results(frame: pd.DataFrame, out: Path, version: str) -> list[Path]:
-    written = []
-    for (folder, task), result in mteb_results(frame, version).items():
-        path = Path(out) / folder / f"{task}.json"
-        written.append(write_text(path, json.dumps(result, indent=2, sort_keys=True) + "\n"))
-    return written

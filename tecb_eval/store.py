@@ -1,7 +1,7 @@
 """The results store: one JSON line per finished grid cell, appended and fsynced.
 
-A cell is (protocol, seed, model name and identity, dataset fingerprint, reduction, algorithm,
-split). A
+A cell is (protocol, profile, seed, model name and identity, dataset fingerprint, reduction,
+algorithm, split). A
 line is written with one ``write`` on a file opened for appending and fsynced before the next cell
 starts, so a killed run loses at most the cell it was working on; a torn last line (the process
 died inside the write) is ignored on reading and overwritten by the rerun's cell.
@@ -18,11 +18,14 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 
-KEY_FIELDS = ("protocol", "seed", "model", "model_identity", "dataset_fingerprint", "reduction", "algorithm", "split")
+KEY_FIELDS = ("protocol", "profile", "seed", "model", "model_identity", "dataset_fingerprint", "reduction",
+              "algorithm", "split")
+# Stores written before profiles existed hold rows of today's libraries.
+FIELD_DEFAULTS = {"profile": "current"}
 
 
 def cell_key(row: dict) -> tuple:
-    return tuple(row[f] for f in KEY_FIELDS)
+    return tuple(row[f] if f in row or f not in FIELD_DEFAULTS else FIELD_DEFAULTS[f] for f in KEY_FIELDS)
 
 
 class ResultsStore:
@@ -50,6 +53,8 @@ class ResultsStore:
                     self._truncate_tail(len(b"\n".join(lines[:number - 1])) + (1 if number > 1 else 0))
                     return
                 raise UserError(f"{self.path}:{number}: not a results line; is this a tecb-eval results file?") from None
+            for name, value in FIELD_DEFAULTS.items():
+                row.setdefault(name, value)
             self._remember(row, key)
 
     def _truncate_tail(self, size: int) -> None:

@@ -45,12 +45,13 @@ def test_run_prints_tables_and_writes_every_export(grid_run, capsys):
         rows = list(csv.reader(fh))
     assert rows[0] == report.HEADER + ["TenKGnadClusteringS2S", "TenKGnadClusteringP2P"]
     assert [r[1:3] for r in rows[1:4]] == [["minibatch_kmeans", "-"], ["agglomerative", "pca"], ["hdbscan", "pca"]]
-    result = json.loads(next((out / "mteb" / "tfidf-lsa").rglob("TenKGnadClusteringS2S.json")).read_text())
+    result = json.loads(next((out / "mteb" / "results" / "tfidf-lsa").rglob("TenKGnadClusteringS2S.json")).read_text())
     scores = result["scores"]["test"][0]
     assert result["task_name"] == "TenKGnadClusteringS2S" and len(scores["v_measures"]) == 3
+    assert scores["tecb_profile"] == "current" and result["dataset_revision"] == frame[frame.mteb_name == "TenKGnadClusteringS2S"].dataset_fingerprint.iloc[0]
     assert scores["main_score"] == pytest.approx(sum(scores["v_measures"]) / 3)
     # One MTEB model folder per model, though tfidf-lsa is fitted once per dataset.
-    assert len(list((out / "mteb" / "tfidf-lsa").iterdir())) == 1
+    assert len(list((out / "mteb" / "results" / "tfidf-lsa").iterdir())) == 1
     assert (out / "table3.png").read_bytes()[:4] == b"\x89PNG"
     # A rerun resumes: nothing new in the store, same tables.
     assert main(args) == 0

@@ -5,7 +5,6 @@ protocol against MTEB v2's procedure, and the results store."""
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from collections import Counter
@@ -186,7 +185,7 @@ def test_umap_reductions_are_computed_once_and_shared(demo, tmp_path):
 
     pairs = configurations(explicit=["minibatch_kmeans:umap", "agglomerative:umap", "minibatch_kmeans:pca50+umap"])[0]
     args = dict(configurations=pairs,
-                protocol="legacy", seed=42, cache_dir=tmp_path, limit_splits=2, fast_max_documents=None, progress=False)
+                protocol="legacy", seed=42, cache_dir=tmp_path, limit_splits=2, progress=False)
     first = grid_module.Grid([demo / "tenkgnad-clustering-s2s"], ["tfidf-lsa"], store=ResultsStore(None), **args)
     frame = first.run()
     assert first.reductions.computed == 2 * 2  # (umap, pca50+umap) x 2 splits, shared by both algorithms
@@ -195,38 +194,18 @@ def test_umap_reductions_are_computed_once_and_shared(demo, tmp_path):
     assert second.run()[METRICS].equals(frame[METRICS]) and second.reductions.computed == 0
 
 
-def _mteb_v2_reference(texts_by_split, labels_by_split, embed, seed, max_documents, n_bootstrap=10, size=16384):
-    """MTEB v2's ClusteringFast steps, written out: pool unique texts (first label), downsample,
-    bootstrap with replacement, MiniBatchKMeans(batch 512, n_init 1)."""
-    seen, texts, labels = set(), [], []
-    for split_texts, split_labels in zip(texts_by_split, labels_by_split):
-        for t, lab in zip(split_texts, split_labels):
-            if t not in seen:
-                seen.add(t), texts.append(t), labels.append(lab)
-    rng = random.Random(seed)
-    if max_documents < len(texts):
-        idx = rng.sample(range(len(texts)), k=max_documents)
-        texts, labels = [texts[i] for i in idx], [labels[i] for i in idx]
-    X, y = embed(texts), np.array(labels)
-    model = MiniBatchKMeans(n_clusters=len(set(labels)), batch_size=512, init="k-means++", n_init=1, random_state=seed)
-    scores = []
-    for _ in range(n_bootstrap):
-        idx = rng.choices(range(len(texts)), k=size)
-        scores.append(v_measure_score(y[idx], model.fit_predict(X[idx])))
-    return scores
-
-
-def test_fast_protocol_follows_mteb_v2(demo, tmp_path):
+def test_fast_protocol_rows_are_mteb_v2_bootstraps_and_rows_name_their_profile(demo, tmp_path):
+    # The scores themselves are refereed by MTEB in test_mteb_referee.py; here: the grid's shape.
     folder = demo / "tenkgnad-clustering-s2s"
-    frame = run_grid([folder], ["tfidf-lsa"], protocol="fast", reductions=["none"], fast_max_documents=60,
-                     cache_dir=tmp_path, progress=False)
+    frame = run_grid([folder], ["tfidf-lsa"], protocol="fast", reductions=["none"], cache_dir=tmp_path, progress=False)
     assert sorted(frame.split) == [f"bootstrap-{i:02d}" for i in range(10)]
-    assert set(frame.algorithm) == {"minibatch_kmeans"}
-    bench = tecb_data.load(folder)
-    encoder = get_encoder("tfidf-lsa").fit_corpus([t for s in bench.splits for t in s.texts])
-    expected = _mteb_v2_reference([s.texts for s in bench.splits], [s.labels for s in bench.splits],
-                                  encoder.encode, 42, 60)
-    assert frame.sort_values("split").v_measure.tolist() == pytest.approx(expected, abs=1e-12)
+    assert set(frame.algorithm) == {"minibatch_kmeans"} and set(frame.profile) == {"current"}
+    paper = run_grid([folder], ["tfidf-lsa"], protocol="fast", reductions=["none"], cache_dir=tmp_path,
+                     profile="paper", progress=False)
+    # k-means is the same in both profiles: only DBSTREAM's clean-up and pre-training differ.
+    assert set(paper.profile) == {"paper"} and paper.v_measure.tolist() == frame.v_measure.tolist()
+    with pytest.raises(UserError, match="unknown profile 'papr'"):
+        run_grid([folder], ["tfidf-lsa"], profile="papr", progress=False)
 
 
 def test_store_rejects_foreign_files_and_bad_inputs(tmp_path):
@@ -239,3 +218,26 @@ def test_store_rejects_foreign_files_and_bad_inputs(tmp_path):
         ResultsStore(bad)
     with pytest.raises(UserError, match="no such dataset folder"):
         run_grid([tmp_path / "missing"], ["tfidf-lsa"], progress=False)
+
+
+def test_profiles_differ_only_in_dbstream_and_old_stores_read_as_current(demo, tmp_path):
+    import json as _json
+
+    folder = demo / "tenkgnad-clustering-s2s"
+    common = dict(configurations=["dbstream:pca", "minibatch_kmeans:pca"], cache_dir=tmp_path, limit_splits=2,
+                  progress=False)
+    current = run_grid([folder], ["tfidf-lsa"], results=tmp_path / "r.jsonl", **common)
+    paper = run_grid([folder], ["tfidf-lsa"], results=tmp_path / "r.jsonl", profile="paper", **common)
+    for frame, cleanup in ((current, "river"), (paper, "river-0.14")):
+        db = frame[frame.algorithm == "dbstream"]
+        assert {_json.loads(p)["cleanup"] for p in db.algorithm_params} == {cleanup}
+    km = [f[f.algorithm == "minibatch_kmeans"].v_measure.tolist() for f in (current, paper)]
+    assert km[0] == km[1]
+    # One store holds both profiles apart.
+    assert len(ResultsStore(tmp_path / "r.jsonl").rows) == len(current) + len(paper)
+    # A store written before profiles existed: its rows are today's libraries' and resume as such.
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(_json.dumps({k: v for k, v in row.items() if k != "profile"}) + "\n"
+                           for row in current.to_dict("records")))
+    again = run_grid([folder], ["tfidf-lsa"], results=old, **common)
+    assert set(again.profile) == {"current"} and len(ResultsStore(old).rows) == len(current)

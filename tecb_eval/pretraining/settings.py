@@ -63,9 +63,7 @@ def profile_defaults(method: str, profile) -> dict:
     """What ``profile`` changes in ``method``'s defaults (a :class:`tecb_eval.profiles.Profile`)."""
     if method != "tsdae":
         return {}
-    # Not (yet) a field of Profile: the paper profile is the one that follows sentence-transformers 2.2.
-    schedule = getattr(profile, "tsdae_eval_schedule", "per-epoch" if profile.name == "paper" else "global")
-    return {"epochs": profile.tsdae_epochs, "eval_schedule": schedule}
+    return {"epochs": profile.tsdae_epochs, "eval_schedule": profile.tsdae_eval_schedule}
 
 
 def settings_for(method: str, profile=None, **overrides) -> PretrainSettings:

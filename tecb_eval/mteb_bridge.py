@@ -1,0 +1,342 @@
+"""Our datasets as MTEB tasks, MTEB's v2 sampling for the fast protocol, and MTEB's results layout.
+
+MTEB is the referee for what a legacy or v2 clustering score is, so this module calls MTEB's own
+code wherever it can instead of keeping a copy in step by hand:
+
+- :func:`mteb_tasks` returns MTEB's own task objects (``BlurbsClusteringS2S``,
+  ``BlurbsClusteringS2S.v2``, ``TenKGnadClusteringP2P.v2``, ...) whose dataset is one of our
+  folders or ``repo_id@revision``, so ``mteb.evaluate(model, tasks=tecb_eval.mteb_tasks([...]))``
+  runs any MTEB model on rebuilt data.
+- :func:`fast_units` gives the grid's ``fast`` protocol the texts and bootstrap samples MTEB v2
+  clusters: each task's own ``dataset_transform`` (Blurbs v2: all rows flattened without
+  de-duplication, labels seen once dropped, a stratified subsample of 2048; TenKGnad v2: MTEB's
+  generic pooling), then the downsampling and the bootstrap draws from the task's own
+  ``rng_state``, with the task's own sizes. The order of those draws is the one thing kept here in
+  step with ``AbsTaskClustering._evaluate_subset``; ``tests/test_mteb_referee.py`` runs MTEB on the
+  same folders and asserts equal scores per bootstrap.
+- :class:`MtebEncoder` lets MTEB call any tecb encoder; :func:`write_results` writes MTEB's results
+  layout (``results/<model>/<revision>/<Task>.json`` + ``model_meta.json``) with MTEB's own
+  ``TaskResult``, so ``mteb.ResultCache(OUT).load_results(include_remote=False)`` reads it.
+
+Datasets MTEB has no task for (the German Reddit sets) get a task of the same kind built from our
+own metadata: legacy as MTEB v1 clusters, v2 through MTEB's generic ``_convert_to_fast`` pooling
+with every text embedded (as the TenKGnad v2 tasks do).
+
+``mteb`` is imported on first use: it takes seconds to import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tecb_data.errors import UserError
+
+VERSIONS = ("legacy", "v2")
+SPLIT = "test"
+
+
+def _mteb():
+    import mteb
+
+    return mteb
+
+
+# -- task classes -------------------------------------------------------------------------------
+_GENERIC: dict[str, type] = {}
+
+
+def _generic_class(version: str) -> type:
+    """A clustering task of MTEB's kind for datasets MTEB has no task for (made once, on first use)."""
+    if version in _GENERIC:
+        return _GENERIC[version]
+    mteb = _mteb()
+    from mteb.abstasks.clustering import AbsTaskClustering, _convert_to_fast
+    from mteb.abstasks.clustering_legacy import AbsTaskClusteringLegacy
+
+    template = mteb.get_task("TenKGnadClusteringS2S" + (".v2" if version == "v2" else "")).metadata
+    metadata = template.model_copy(update={
+        "name": "TecbClustering" + (".v2" if version == "v2" else ""),
+        "description": "A tecb clustering dataset that MTEB has no task for.",
+        "reference": None, "bibtex_citation": "", "superseded_by": None, "adapted_from": None,
+        "domains": ["Written"],
+    })
+    if version == "legacy":
+        cls = type("TecbClustering", (AbsTaskClusteringLegacy,), {"metadata": metadata})
+    else:
+        def dataset_transform(self, num_proc=None, **kwargs):
+            self.dataset = _convert_to_fast(self.dataset, self.input_column_name, self.label_column_name, self.seed)
+
+        cls = type("TecbClusteringFast", (AbsTaskClustering,), {
+            "metadata": metadata, "dataset_transform": dataset_transform,
+            # Every pooled text embedded, as MTEB's TenKGnad v2 tasks do.
+            "max_document_to_embed": None, "max_fraction_of_documents_to_embed": None,
+        })
+    _GENERIC[version] = cls
+    return cls
+
+
+def _check_version(version: str) -> str:
+    if version not in VERSIONS:
+        raise UserError(f"unknown MTEB task version {version!r}; choose from {', '.join(VERSIONS)}")
+    return version
+
+
+def task_name(mteb_name: str, version: str) -> str:
+    return f"{mteb_name}.v2" if _check_version(version) == "v2" else mteb_name
+
+
+def _task_for(mteb_name: str, version: str, dataset: dict, seed: int, description: str | None = None):
+    """MTEB's own task object for ``mteb_name`` (or a generic one), reading ``dataset``."""
+    mteb = _mteb()
+    name = task_name(mteb_name, version)
+    try:
+        cls = type(mteb.get_task(name))
+        updates = {"dataset": dataset}
+    except KeyError:
+        cls = _generic_class(version)
+        updates = {"dataset": dataset, "name": name,
+                   "description": description or f"{mteb_name} rebuilt by tecb (no MTEB task of this name)."}
+    task = cls(seed=seed)
+    # The instance's metadata shadows the class's: the task reads our data under its own name,
+    # and MTEB's registry of task classes is left as it was.
+    task.metadata = cls.metadata.model_copy(update=updates)
+    return task
+
+
+def _dataset_reference(bench) -> dict:
+    """``datasets.load_dataset`` arguments for a benchmark: its folder, or its Hub repo at the commit."""
+    location = str(bench.location)
+    if Path(location).is_dir():
+        # datasets caches a local folder's arrow files under the folder's name and card metadata
+        # alone, not its data: a rebuilt folder of the same name (another seed, another source)
+        # would be read from the old build's cache. Regenerating it from the folder is cheap.
+        return {"path": location, "revision": bench.fingerprint, "download_mode": "force_redownload"}
+    repo_id, _, revision = location.partition("@")
+    return {"path": repo_id, "revision": revision or None}
+
+
+def mteb_tasks(datasets, version: str = "legacy", *, seed: int = 42) -> list:
+    """MTEB task objects bound to our datasets: folders, ``repo_id@revision`` strings or loaded
+    benchmarks. ``version="legacy"`` gives MTEB v1's per-split tasks (``BlurbsClusteringS2S``),
+    ``"v2"`` the fast ones (``BlurbsClusteringS2S.v2``). A folder's revision is its fingerprint, a
+    Hub repo's the commit it was loaded at.
+
+    >>> import mteb, tecb_eval
+    >>> tasks = tecb_eval.mteb_tasks(["out/blurbs-clustering-s2s"], version="v2")
+    >>> mteb.evaluate(model, tasks=tasks)
+    """
+    from tecb_eval.grid import load_dataset
+
+    _check_version(version)
+    if isinstance(datasets, (str, Path)) or hasattr(datasets, "splits"):
+        datasets = [datasets]
+    tasks = []
+    for item in datasets:
+        bench = load_dataset(item)
+        tasks.append(_task_for(bench.mteb_name, version, _dataset_reference(bench), seed))
+    return tasks
+
+
+# -- the fast protocol's samples ----------------------------------------------------------------
+@dataclass(frozen=True)
+class FastSample:
+    """What MTEB v2 clusters for one dataset: the embedded texts and the bootstrap row indices."""
+
+    texts: tuple[str, ...]
+    labels: tuple[str, ...]
+    bootstraps: tuple[np.ndarray, ...]
+    kmeans_batch_size: int
+
+
+def _in_memory(bench):
+    """The benchmark as the DatasetDict ``datasets.load_dataset`` gives for its folder's test.jsonl."""
+    from datasets import Dataset, DatasetDict
+
+    return DatasetDict({SPLIT: Dataset.from_dict({
+        "sentences": [list(s.texts) for s in bench.splits],
+        "labels": [list(s.labels) for s in bench.splits],
+    })})
+
+
+@contextlib.contextmanager
+def _quiet_datasets():
+    """No "Casting the dataset" bars from inside the grid's own progress bar."""
+    from datasets.utils import logging as ds_logging
+
+    shown = ds_logging.is_progress_bar_enabled()
+    ds_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            ds_logging.enable_progress_bar()
+
+
+def fast_sample(bench, seed: int) -> FastSample:
+    """MTEB v2's sample of ``bench``: the task's own transform, downsampling and bootstrap draws."""
+    task = _task_for(bench.mteb_name, "v2", {"path": str(bench.location), "revision": bench.fingerprint}, seed)
+    # The rows are already loaded and verified; the transform is MTEB's (tested equal to MTEB
+    # loading the folder itself).
+    task.dataset = _in_memory(bench)
+    with _quiet_datasets():
+        task.dataset_transform()
+    task.data_loaded = True
+    data = task.dataset[SPLIT]
+    texts = data[task.input_column_name]
+    feature = data.features[task.label_column_name]
+    labels = [feature.int2str(v) if hasattr(feature, "int2str") else str(v) for v in data[task.label_column_name]]
+    # AbsTaskClustering._evaluate_subset: the downsampling draw is made whenever a cap is set (it
+    # reorders the texts and advances rng_state even when nothing is dropped) ...
+    n = len(texts)
+    cap = task.max_document_to_embed
+    if task.max_fraction_of_documents_to_embed is not None:
+        cap = int(task.max_fraction_of_documents_to_embed * n)
+    if cap is not None:
+        chosen = task.rng_state.sample(range(n), k=min(n, cap))
+        texts, labels = [texts[i] for i in chosen], [labels[i] for i in chosen]
+    # ... then _evaluate_clustering_bootstrapped draws n_clusters samples with replacement.
+    bootstraps = tuple(
+        np.array(task.rng_state.choices(range(len(texts)), k=task.max_documents_per_cluster), dtype=np.int64)
+        for _ in range(task.n_clusters)
+    )
+    return FastSample(tuple(texts), tuple(labels), bootstraps, int(task.k_mean_batch_size))
+
+
+# -- MTEB calling our encoders ------------------------------------------------------------------
+class MtebEncoder:
+    """Any tecb encoder (``encode(list[str]) -> array``) as an MTEB encoder.
+
+    >>> mteb.evaluate(MtebEncoder(tecb_eval.get_encoder("minilm-l6")), tasks=tecb_eval.mteb_tasks([...]))
+    """
+
+    def __init__(self, encoder, name: str | None = None, revision: str | None = None):
+        self.encoder = encoder
+        identity = getattr(encoder, "identity", None) or type(encoder).__name__
+        self.name = name or _model_name(identity)
+        self.revision = revision or _revision(identity)
+
+    @property
+    def mteb_model_meta(self):
+        from mteb.models.model_meta import ModelMeta
+
+        return ModelMeta.create_empty(overwrites={"name": self.name, "revision": self.revision})
+
+    def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None, **kwargs):
+        texts = [text for batch in inputs for text in batch["text"]]
+        return np.asarray(self.encoder.encode(texts))
+
+    def similarity(self, embeddings1, embeddings2):
+        a = np.asarray(embeddings1, dtype=float)
+        b = np.asarray(embeddings2, dtype=float)
+        a = a / np.clip(np.linalg.norm(a, axis=1, keepdims=True), 1e-12, None)
+        b = b / np.clip(np.linalg.norm(b, axis=1, keepdims=True), 1e-12, None)
+        return a @ b.T
+
+    def similarity_pairwise(self, embeddings1, embeddings2):
+        return np.diag(self.similarity(embeddings1, embeddings2))
+
+
+class HashingEncoder:
+    """Signed character-trigram hashing into ``dims`` dimensions, L2-normalised.
+
+    Each text's vector depends on that text alone, so it is the same whatever batch MTEB or our
+    grid put it in: the encoder for checking that two evaluations agree exactly (a neural
+    encoder's CPU float sums move by ~1e-7 with batch composition, which k-means can amplify).
+    """
+
+    def __init__(self, dims: int = 64):
+        self.dims = dims
+        self.identity = f"tecb:char-trigram-hash-{dims}"
+        self.calls = 0
+
+    def encode(self, texts) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for i, text in enumerate(texts):
+            b = np.frombuffer(f"  {text.lower()} ".encode("utf-8"), dtype=np.uint8).astype(np.uint64)
+            if len(b) < 3:
+                continue
+            # A trigram's hash in integer arithmetic (the same on every machine), then mixed.
+            h = (b[:-2] << np.uint64(16)) | (b[1:-1] << np.uint64(8)) | b[2:]
+            h = (h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+            signs = np.where(h & np.uint64(1 << 20), 1.0, -1.0).astype(np.float32)
+            np.add.at(out[i], (h % np.uint64(self.dims)).astype(np.int64), signs)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+
+def _model_name(identity: str) -> str:
+    # MTEB names models "org/name"; its results folder replaces "/" by "__".
+    return identity.split("|", 1)[0].removeprefix("st:").removeprefix("hf:") or "model"
+
+
+def _revision(identity: str) -> str:
+    from tecb_eval.cache import short_hash
+
+    # A per-dataset fitted encoder (tfidf-lsa) is one model: its revision leaves the corpus out.
+    return short_hash(re.sub(r"\|corpus=[^|]*", "", identity))[:16]
+
+
+# -- MTEB's results layout ----------------------------------------------------------------------
+def _scores(group, version: str) -> dict:
+    """MTEB's ScoresDict for one (model, task): what its legacy / v2 clustering tasks return."""
+    scores = group.v_measure.to_numpy(dtype=float)
+    result = {"v_measure": float(scores.mean()), "v_measure_std": float(scores.std())}
+    if version == "v2":
+        result["v_measures"] = {"Level 0": scores.tolist()}
+        ami = group.ami.to_numpy(dtype=float)
+        result.update(ami=float(ami.mean()), ami_std=float(ami.std()), ami_scores={"Level 0": ami.tolist()})
+    else:
+        result["v_measures"] = scores.tolist()
+    result["main_score"] = result["v_measure"]
+    return result
+
+
+def task_results(frame) -> list[tuple[str, str, object, dict]]:
+    """[(model folder name, revision, TaskResult, extra)] for k-means on the embeddings (MTEB's
+    clustering) in ``frame``; one per (model, identity, dataset fingerprint, protocol, profile)."""
+    from mteb.results import TaskResult
+
+    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    if "profile" not in kmeans.columns:
+        kmeans = kmeans.assign(profile="current")
+    out = []
+    keys = ["model", "model_identity", "mteb_name", "dataset_fingerprint", "dataset_location", "protocol", "profile", "seed"]
+    for key, group in kmeans.groupby(keys, sort=True):
+        model, identity, mteb_name, fingerprint, location, protocol, profile, seed = key
+        version = "v2" if protocol == "fast" else "legacy"
+        # Split names sort in published order (coarse-00 ..., sample-00 ..., bootstrap-00 ...).
+        group = group.sort_values("split")
+        task = _task_for(mteb_name, version, {"path": str(location), "revision": str(fingerprint)}, int(seed))
+        seconds = float(group[["encode_s", "reduce_s", "cluster_s"]].to_numpy().sum())
+        result = TaskResult.from_task_results(task, {SPLIT: {"default": _scores(group, version)}}, seconds)
+        extra = {"tecb_protocol": protocol, "tecb_profile": profile, "tecb_seed": int(seed),
+                 "tecb_model_identity": identity, "tecb_model": model}
+        out.append((model, _revision(identity), result, extra))
+    return out
+
+
+def write_results(frame, out: Path) -> list[Path]:
+    """MTEB's results layout under ``out``: ``results/<model>/<revision>/<Task>.json`` and a
+    ``model_meta.json`` per revision, as ``mteb.ResultCache(out)`` reads it."""
+    from mteb.models.model_meta import ModelMeta
+
+    from tecb_eval.report import write_text
+
+    written = []
+    for model, revision, result, extra in task_results(frame):
+        folder = Path(out) / "results" / model.replace("/", "__") / revision
+        data = result.model_dump(mode="json")
+        data["date"] = None  # MTEB writes a timestamp; ours stay byte-identical across runs
+        for score in data["scores"][SPLIT]:
+            score.update(extra)  # MTEB keeps unknown score keys: which protocol and profile made it
+        written.append(write_text(folder / f"{result.task_name}.json", json.dumps(data, indent=2, sort_keys=True) + "\n"))
+        meta = ModelMeta.create_empty(overwrites={"name": model, "revision": revision}).to_dict()
+        written.append(write_text(folder / "model_meta.json", json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"))
+    return sorted(set(written))
