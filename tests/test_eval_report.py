@@ -116,15 +116,20 @@ def _md_rows(text: str) -> dict[str, list[str]]:
             ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| "))}
 
 
-def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path, capsys):
+def _finished_grid_with_reference(grid_run, capsys):
+    """The grid run (a rerun only resumes it) and its results, for the tests that need the paper's CSV."""
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")
-    from tecb_eval.export import export_all
-
     root, args = grid_run
     main(args)
     capsys.readouterr()
-    frame = read_results(root / "results.jsonl")
+    return root, read_results(root / "results.jsonl")
+
+
+def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path, capsys):
+    from tecb_eval.export import export_all
+
+    root, frame = _finished_grid_with_reference(grid_run, capsys)
     export_all(frame, tmp_path / "a", reference=SHARED_REFERENCE, log=lambda m: None)
     md = (tmp_path / "a" / "table3.md").read_text()
     rows = _md_rows(md)
@@ -153,12 +158,7 @@ def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path,
 
 
 def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path, capsys):
-    if not SHARED_REFERENCE.is_file():
-        pytest.skip(f"{SHARED_REFERENCE} is absent")
-    root, args = grid_run
-    main(args)
-    capsys.readouterr()
-    frame = read_results(root / "results.jsonl")
+    root, frame = _finished_grid_with_reference(grid_run, capsys)
     frame.loc[frame.model == "tfidf-again", "model"] = "deepset/gbert-base"  # pretend: a model the paper printed
     shown = report.tables(frame, report.read_reference(SHARED_REFERENCE))
     rows = _md_rows(report.format_table(*shown["table2"][:1], note=shown["table2"][1]))
