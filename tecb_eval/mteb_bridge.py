@@ -51,33 +51,34 @@ def _mteb():
 _GENERIC: dict[str, type] = {}
 
 
-def _generic_class(version: str) -> type:
-    """A clustering task of MTEB's kind for datasets MTEB has no task for (made once, on first use)."""
-    if version in _GENERIC:
-        return _GENERIC[version]
+def _generic_class(name: str, version: str) -> type:
+    """A clustering task of MTEB's kind named ``name``, for a dataset MTEB has no task for (made once
+    per name, on first use; the name lives on the class, where MTEB's evaluation looks for it)."""
+    if name in _GENERIC:
+        return _GENERIC[name]
     mteb = _mteb()
     from mteb.abstasks.clustering import AbsTaskClustering, _convert_to_fast
     from mteb.abstasks.clustering_legacy import AbsTaskClusteringLegacy
 
     template = mteb.get_task("TenKGnadClusteringS2S" + (".v2" if version == "v2" else "")).metadata
     metadata = template.model_copy(update={
-        "name": "TecbClustering" + (".v2" if version == "v2" else ""),
-        "description": "A tecb clustering dataset that MTEB has no task for.",
+        "name": name,
+        "description": f"{name}: a tecb clustering dataset that MTEB has no task for.",
         "reference": None, "bibtex_citation": "", "superseded_by": None, "adapted_from": None,
         "domains": ["Written"],
     })
     if version == "legacy":
-        cls = type("TecbClustering", (AbsTaskClusteringLegacy,), {"metadata": metadata})
+        cls = type("Tecb" + name.replace(".", "_"), (AbsTaskClusteringLegacy,), {"metadata": metadata})
     else:
         def dataset_transform(self, num_proc=None, **kwargs):
             self.dataset = _convert_to_fast(self.dataset, self.input_column_name, self.label_column_name, self.seed)
 
-        cls = type("TecbClusteringFast", (AbsTaskClustering,), {
+        cls = type("Tecb" + name.replace(".", "_"), (AbsTaskClustering,), {
             "metadata": metadata, "dataset_transform": dataset_transform,
             # Every pooled text embedded, as MTEB's TenKGnad v2 tasks do.
             "max_document_to_embed": None, "max_fraction_of_documents_to_embed": None,
         })
-    _GENERIC[version] = cls
+    _GENERIC[name] = cls
     return cls
 
 
@@ -91,21 +92,18 @@ def task_name(mteb_name: str, version: str) -> str:
     return f"{mteb_name}.v2" if _check_version(version) == "v2" else mteb_name
 
 
-def _task_for(mteb_name: str, version: str, dataset: dict, seed: int, description: str | None = None):
+def _task_for(mteb_name: str, version: str, dataset: dict, seed: int):
     """MTEB's own task object for ``mteb_name`` (or a generic one), reading ``dataset``."""
     mteb = _mteb()
     name = task_name(mteb_name, version)
     try:
         cls = type(mteb.get_task(name))
-        updates = {"dataset": dataset}
     except KeyError:
-        cls = _generic_class(version)
-        updates = {"dataset": dataset, "name": name,
-                   "description": description or f"{mteb_name} rebuilt by tecb (no MTEB task of this name)."}
+        cls = _generic_class(name, version)
     task = cls(seed=seed)
     # The instance's metadata shadows the class's: the task reads our data under its own name,
     # and MTEB's registry of task classes is left as it was.
-    task.metadata = cls.metadata.model_copy(update=updates)
+    task.metadata = cls.metadata.model_copy(update={"dataset": dataset})
     return task
 
 

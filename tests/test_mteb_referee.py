@@ -120,3 +120,28 @@ def test_export_writes_mtebs_results_layout_that_mteb_reads(folders, tmp_path):
     assert all(f.startswith("results/hashing/") for f in files) and any(f.endswith("/model_meta.json") for f in files)
     meta = json.loads(next(root.rglob("model_meta.json")).read_text())
     assert meta["name"] == "hashing"
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "fast"])
+def test_a_dataset_mteb_has_no_task_for_gets_one_of_mtebs_kind(folders, protocol, tmp_path):
+    """Reddit has no MTEB task: the same data under its name is scored by a task of MTEB's kind."""
+    import dataclasses
+
+    import tecb_data
+
+    bench = tecb_data.load(folders["TenKGnadClusteringP2P"])
+    reddit = dataclasses.replace(bench, manifest={**bench.manifest, "mteb_name": "RedditClusteringP2P"})
+    version = "v2" if protocol == "fast" else "legacy"
+    (task,) = mteb_bridge.mteb_tasks([reddit], version=version)
+    name = "RedditClusteringP2P" + (".v2" if version == "v2" else "")
+    assert task.metadata.name == name
+    result = mteb.evaluate(mteb_bridge.MtebEncoder(HashingEncoder()), tasks=[task], cache=None,
+                           show_progress_bar=False)
+    (task_result,) = result.task_results
+    assert task_result.task_name == name
+    scores = task_result.scores["test"][0]
+    theirs = scores["v_measures"]["Level 0"] if version == "v2" else scores["v_measures"]
+    frame = run_grid([reddit], [HashingEncoder()], configurations=["minibatch_kmeans:none"], protocol=protocol,
+                     cache_dir=tmp_path, progress=False, log=lambda m: None)
+    ours = frame.sort_values("split").v_measure.tolist()
+    assert len(ours) == len(theirs) and max(abs(a - b) for a, b in zip(ours, theirs)) < TOLERANCE
