@@ -149,7 +149,6 @@ class FastSample:
     texts: tuple[str, ...]
     labels: tuple[str, ...]
     bootstraps: tuple[np.ndarray, ...]
-    kmeans_batch_size: int
 
 
 def _in_memory(bench):
@@ -203,7 +202,7 @@ def fast_sample(bench, seed: int) -> FastSample:
         np.array(task.rng_state.choices(range(len(texts)), k=task.max_documents_per_cluster), dtype=np.int64)
         for _ in range(task.n_clusters)
     )
-    return FastSample(tuple(texts), tuple(labels), bootstraps, int(task.k_mean_batch_size))
+    return FastSample(tuple(texts), tuple(labels), bootstraps)
 
 
 # -- MTEB calling our encoders ------------------------------------------------------------------
