@@ -177,7 +177,7 @@ def _quiet_datasets():
 
 def fast_sample(bench, seed: int) -> FastSample:
     """MTEB v2's sample of ``bench``: the task's own transform, downsampling and bootstrap draws."""
-    task = _task_for(bench.mteb_name, "v2", {"path": str(bench.location), "revision": bench.fingerprint}, seed)
+    task = _task_for(bench.mteb_name, "v2", _dataset_reference(bench), seed)
     # The rows are already loaded and verified; the transform is MTEB's (tested equal to MTEB
     # loading the folder itself).
     task.dataset = _in_memory(bench)
