@@ -25,7 +25,7 @@ from tecb_data.errors import UserError
 from tecb_eval import algorithms as algo, encoders, protocols
 from tecb_eval.profiles import DEFAULT_PROFILE, get_profile
 from tecb_eval.cache import EmbeddingStore, ReductionCache
-from tecb_eval.store import ResultsStore, cell_key, rows_frame
+from tecb_eval.store import ResultsStore, cell_key, rows_frame, seed_set_name
 
 DEFAULT_SEED = 42
 
@@ -127,7 +127,7 @@ class Grid:
     # -- planning ---------------------------------------------------------------------------
     def _key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str) -> tuple:
         return cell_key({
-            "protocol": self.protocol, "profile": self.profile.name, "seed": self.seed, "model": name, "model_identity": identity,
+            "protocol": self.protocol, "profile": self.profile.name, "seeds": seed_set_name([self.seed]), "seed": self.seed, "model": name, "model_identity": identity,
             "dataset_fingerprint": bench.fingerprint, "reduction": reduction, "algorithm": algorithm,
             "split": unit.name,
         })
@@ -244,6 +244,7 @@ class Grid:
                     "dataset_location": bench.location,
                     "protocol": self.protocol,
                     "profile": self.profile.name,
+                    "seeds": seed_set_name([self.seed]),
                     "seed": self.seed,
                     "split": unit.name,
                     "n_samples": int(X.shape[0]),

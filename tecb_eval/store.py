@@ -1,7 +1,8 @@
 """The results store: one JSON line per finished grid cell, appended and fsynced.
 
-A cell is (protocol, profile, seed, model name and identity, dataset fingerprint, reduction,
-algorithm, split). A
+A cell is (protocol, profile, seed set, seed, model name and identity, dataset fingerprint,
+reduction, algorithm, split). The seed set (``seeds``, e.g. ``"1,2,42"``) is the run's: a run with
+several seeds is one version of its results, apart from a one-seed run that shares a seed. A
 line is written with one ``write`` on a file opened for appending and fsynced before the next cell
 starts, so a killed run loses at most the cell it was working on; a torn last line (the process
 died inside the write) is ignored on reading and overwritten by the rerun's cell.
@@ -18,14 +19,27 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 
-KEY_FIELDS = ("protocol", "profile", "seed", "model", "model_identity", "dataset_fingerprint", "reduction",
-              "algorithm", "split")
-# Stores written before profiles existed hold rows of today's libraries.
-FIELD_DEFAULTS = {"profile": "current"}
+KEY_FIELDS = ("protocol", "profile", "seeds", "seed", "model", "model_identity", "dataset_fingerprint",
+               "reduction", "algorithm", "split")
+# Stores written before profiles existed hold rows of today's libraries; before seed sets, of a
+# run with one seed.
+FIELD_DEFAULTS = {"profile": lambda row: "current", "seeds": lambda row: seed_set_name([row["seed"]])}
+
+
+def seed_set_name(seeds) -> str:
+    """The canonical name of a run's seed set: sorted, comma-separated (order of asking is not a version)."""
+    return ",".join(str(s) for s in sorted({int(s) for s in seeds}))
+
+
+def with_defaults(row: dict) -> dict:
+    for name, default in FIELD_DEFAULTS.items():
+        if name not in row:
+            row[name] = default(row)
+    return row
 
 
 def cell_key(row: dict) -> tuple:
-    return tuple(row[f] if f in row or f not in FIELD_DEFAULTS else FIELD_DEFAULTS[f] for f in KEY_FIELDS)
+    return tuple(row[f] if f in row or f not in FIELD_DEFAULTS else FIELD_DEFAULTS[f](row) for f in KEY_FIELDS)
 
 
 class ResultsStore:
@@ -53,9 +67,7 @@ class ResultsStore:
                     self._truncate_tail(len(b"\n".join(lines[:number - 1])) + (1 if number > 1 else 0))
                     return
                 raise UserError(f"{self.path}:{number}: not a results line; is this a tecb-eval results file?") from None
-            for name, value in FIELD_DEFAULTS.items():
-                row.setdefault(name, value)
-            self._remember(row, key)
+            self._remember(with_defaults(row), key)
 
     def _truncate_tail(self, size: int) -> None:
         # Later appends must start on a fresh line, not glue onto the torn one.
