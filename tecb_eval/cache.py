@@ -146,18 +146,36 @@ class ReductionCache:
         self.computed = 0
 
     def get(self, fingerprint: str, reduction: str, seed: int, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        value = self.lookup(fingerprint, reduction, seed)
+        if value is None:
+            value = compute()
+            self.put(fingerprint, reduction, seed, value)
+        return value
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / f"{key}.npy"
+
+    def lookup(self, fingerprint: str, reduction: str, seed: int) -> np.ndarray | None:
+        """The cached reduction, or None (a grid worker then computes it and the grid puts it)."""
         key = short_hash(fingerprint, reduction, str(seed))
         if key in self._memory:
             return self._memory[key]
-        path = None if self.folder is None else self.folder / f"{key}.npy"
-        if path is not None and path.is_file():
-            value = np.load(path)
-        else:
-            value = compute()
-            self.computed += 1
-            if path is not None:
-                atomic_save(path, lambda fh: np.save(fh, value), ".npy")
+        path = self._path(key)
+        if path is None or not path.is_file():
+            return None
+        value = np.load(path)
+        self._remember(key, reduction, value)
+        return value
+
+    def put(self, fingerprint: str, reduction: str, seed: int, value: np.ndarray) -> None:
+        key = short_hash(fingerprint, reduction, str(seed))
+        self.computed += 1
+        path = self._path(key)
+        if path is not None:
+            atomic_save(path, lambda fh: np.save(fh, value), ".npy")
+        self._remember(key, reduction, value)
+
+    def _remember(self, key: str, reduction: str, value: np.ndarray) -> None:
         # Only the reduced (small, 2-D) matrices are kept; "none" is the embeddings themselves.
         if reduction != "none":
             self._memory[key] = value
-        return value
