@@ -7,17 +7,25 @@ interrupted run keeps what it finished. Each shard is written to a temporary fil
 
 Reductions: one ``.npy`` per (embeddings of a split, reduction, seed), shared by the algorithms
 and by later runs.
+
+A cache file that cannot be read (damaged on disk, cut short by a full disk, edited) is never
+fatal: a warning names it, it is removed, and what it held is computed again. A cache folder that
+cannot be written is one line naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
+
+from tecb_data.errors import UserError
 
 KEY_BYTES = 16
 ENCODE_CHUNK = 4096
@@ -36,17 +44,38 @@ def short_hash(*parts: str) -> str:
 
 def atomic_save(path: Path, write: Callable[[object], None], suffix: str) -> None:
     """Write through ``write(fileobj)`` into a temporary sibling, fsync, then rename into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"{path.parent}: cannot write to the cache ({exc.strerror}); choose a writable --cache-dir") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UserError(f"{path}: writing the cache file failed ({exc.strerror}); free space or choose another "
+                        "--cache-dir") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# What numpy raises on a damaged .npy / .npz (cut short, not a zip, a member missing or garbled).
+_UNREADABLE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
+
+
+def discard_damaged(path: Path, problem: str) -> None:
+    """Warn about a cache file that cannot be used and remove it: it is ours, and it is recomputed."""
+    print(f"warning: {path}: damaged cache file ({problem}); removed, what it held is computed again",
+          file=sys.stderr)
+    try:
+        path.unlink()
+    except OSError:
+        pass  # a read-only cache: the file is skipped again next time
 
 
 class Embeddings:
@@ -86,8 +115,25 @@ class EmbeddingStore:
         if not self.folder.is_dir():
             return
         for shard in sorted(self.folder.glob("shard-*.npz")):
-            with np.load(shard) as data:
-                self._add([bytes(k) for k in data["keys"]], data["vectors"])
+            loaded = self._read_shard(shard)
+            if loaded is not None:
+                self._add(*loaded)
+
+    def _read_shard(self, shard: Path) -> tuple[list[bytes], np.ndarray] | None:
+        """A shard's keys and vectors, or None (with a warning, the shard removed) if it is damaged."""
+        try:
+            with np.load(shard, allow_pickle=False) as data:
+                keys, vectors = data["keys"], data["vectors"]
+        except _UNREADABLE as exc:
+            discard_damaged(shard, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+            return None
+        width = self._blocks[0].shape[1] if self._blocks else None
+        if (keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != KEY_BYTES or vectors.ndim != 2
+                or len(vectors) != len(keys) or (width is not None and vectors.shape[1] != width)
+                or not np.issubdtype(vectors.dtype, np.number)):
+            discard_damaged(shard, f"keys {keys.shape} {keys.dtype}, vectors {vectors.shape} {vectors.dtype}")
+            return None
+        return [bytes(k) for k in keys], vectors
 
     def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:
         fresh = [i for i, k in enumerate(keys) if k not in self._index]
@@ -163,7 +209,14 @@ class ReductionCache:
         path = self._path(key)
         if path is None or not path.is_file():
             return None
-        value = np.load(path)
+        try:
+            value = np.load(path, allow_pickle=False)
+        except _UNREADABLE as exc:
+            discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+            return None
+        if value.ndim != 2 or not np.issubdtype(value.dtype, np.number):
+            discard_damaged(path, f"array {value.shape} {value.dtype}")
+            return None
         self._remember(key, reduction, value)
         return value
 
