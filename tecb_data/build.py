@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -47,7 +48,7 @@ def _sample_rows(splits: list[Split], items: dict[str, Item], view: str):
             )
 
 
-def publish(
+def prepare(
     spec: DatasetSpec,
     splits: list[Split],
     items: dict[str, Item],
@@ -60,8 +61,9 @@ def publish(
     data_files: dict | None = None,
     manifest_extra: dict | None = None,
     paired: bool = False,
-) -> tuple[Path, dict]:
-    """Write one dataset folder (card, clustering rows, sample table, manifest), atomically.
+) -> layout.Dataset:
+    """One dataset folder's contents (card, clustering rows, sample table, manifest), to be written
+    with :func:`publish_all` together with the other views of the same build.
 
     ``data_files`` replaces the clustering rows and sample table (for a dataset without texts, such as
     reddit-clustering-ids); ``manifest_extra`` adds top-level manifest fields. ``paired`` says the
@@ -102,8 +104,17 @@ def publish(
         "report": report,
         **(manifest_extra or {}),
     }
-    folder = layout.write_dataset(out, spec.name, files, manifest)
-    return folder, layout.read_manifest(folder)
+    return layout.Dataset(spec.name, files, manifest)
+
+
+def publish_all(out: Path, datasets: list[layout.Dataset]) -> list[tuple[Path, dict]]:
+    """Write every dataset of one build and publish them together: all of them or none."""
+    return [(folder, layout.read_manifest(folder)) for folder in layout.write_datasets(Path(out), datasets)]
+
+
+def publish(spec: DatasetSpec, splits: list[Split], items: dict[str, Item], *, out: Path, **options) -> tuple[Path, dict]:
+    """Write one dataset folder on its own (see :func:`prepare` for the options)."""
+    return publish_all(out, [prepare(spec, splits, items, out=out, **options)])[0]
 
 
 def build(
@@ -146,12 +157,14 @@ def build(
     if not all(splits.values()):
         raise UserError(f"{input_path}: too few labelled records to make any split with two or more labels")
     items = {item.id: item for item in result.items}
-    layout.remove_stale_temporaries(Path(out))
-    built = []
-    for spec in tqdm(specs, desc="writing datasets", unit=" dataset", disable=None if progress else True):
-        built.append(publish(spec, splits[spec.view], items, out=Path(out), seed=seed, inputs=result.inputs,
-                             report=result.report, paired=paired))
-    return built
+    prepared = [
+        prepare(spec, splits[spec.view], items, out=Path(out), seed=seed, inputs=result.inputs,
+                report=result.report, paired=paired)
+        for spec in specs
+    ]
+    if progress:
+        print(f"writing {', '.join(spec.name for spec in specs)} into {out}", file=sys.stderr)
+    return publish_all(Path(out), prepared)
 
 
 def dataset_spec(name: str) -> DatasetSpec:

@@ -205,7 +205,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command("tecb-data", parser(), argv, interrupted="nothing was published")
+    from tecb_data.publication import interrupted_state
+
+    return run_command("tecb-data", parser(), argv, interrupted=interrupted_state)
 
 
 if __name__ == "__main__":

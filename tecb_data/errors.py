@@ -13,9 +13,10 @@ class VerificationError(UserError):
     exit_code = 1
 
 
-def run_command(prog: str, parser, argv, *, interrupted: str) -> int:
+def run_command(prog: str, parser, argv, *, interrupted) -> int:
     """Run a parsed sub-command: a UserError becomes one line on stderr and its exit code
-    (``--debug`` re-raises it for the traceback); Ctrl-C says what state it left behind."""
+    (``--debug`` re-raises it for the traceback); Ctrl-C says what state it left behind:
+    ``interrupted`` is that sentence, or a function that tells it when the interruption comes."""
     import sys
 
     args = parser.parse_args(argv)
@@ -27,5 +28,6 @@ def run_command(prog: str, parser, argv, *, interrupted: str) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted; {interrupted}", file=sys.stderr)
+        state = interrupted() if callable(interrupted) else interrupted
+        print(f"{prog}: interrupted; {state}", file=sys.stderr)
         return 130

@@ -10,9 +10,10 @@
 
 Every file is written by this module's own serializer (sorted keys, UTF-8, "\\n" line ends), never
 by a library whose output embeds its version, so the same content is the same bytes on any machine.
-The folder is assembled in a temporary sibling and renamed into place: a build that dies leaves no
-dataset folder behind, only a ``.tecb-tmp-<pid>-*`` folder that the next build removes once that
-process is gone.
+Each folder is assembled in a temporary sibling; all folders of one build are then renamed into
+place together by :mod:`tecb_data.publication` (all or none, on Ctrl-C and SIGTERM too). A build
+that dies leaves no new dataset folder behind, only ``.tecb-tmp-<pid>-*`` folders (and, if it died
+while renaming, a journal) that the next build cleans up once that process is gone.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from tecb_data import publication
 from tecb_data.errors import UserError, VerificationError
 
 MANIFEST = "manifest.json"
@@ -82,11 +85,49 @@ def _writer_alive(folder: Path) -> bool:
 
 
 def remove_stale_temporaries(out: Path) -> None:
-    """Remove what killed builds left behind (their writer process is gone)."""
+    """Remove what killed builds left behind (their writer process is gone). A publication they
+    left unfinished is finished or rolled back first: its old folders are among the temporaries."""
+    out = Path(out)
+    publication.recover(out)
     if out.is_dir():
         for stale in out.glob(TMP_PREFIX + "*"):
             if not _writer_alive(stale):
                 shutil.rmtree(stale, ignore_errors=True)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the platform allows (another thread may be
+    creating files right now)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _as_mkdir_would(folder: Path) -> None:
+    # mkdtemp makes a folder only its owner can read, and rename keeps that mode: published folders
+    # get the mode a plain mkdir would have given them, so others on a shared machine can read them.
+    os.chmod(folder, 0o777 & ~_umask())
+
+
+def _filesystem_error(where: Path, exc: OSError) -> UserError:
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return UserError(f"{exc.filename or where}: cannot write the dataset ({what}); choose a writable --out")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One folder to publish: its name under OUT, its files (relative path -> text chunks), its manifest."""
+
+    name: str
+    files: dict[str, Iterable[str]]
+    manifest: dict
 
 
 def write_dataset(out: Path, name: str, files: dict[str, Iterable[str]], manifest: dict) -> Path:
@@ -94,40 +135,55 @@ def write_dataset(out: Path, name: str, files: dict[str, Iterable[str]], manifes
 
     The manifest gets ``files`` (SHA-256 per file) and ``fingerprint`` added. Returns the folder.
     """
+    return write_datasets(out, [Dataset(name, files, manifest)])[0]
+
+
+def write_datasets(out: Path, datasets: list[Dataset]) -> list[Path]:
+    """Write every dataset into a temporary sibling, then publish them all together (see
+    :mod:`tecb_data.publication`): afterwards OUT holds all of them or, if anything failed or
+    interrupted the build before the publication step, none of the new ones."""
     out = Path(out)
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"dataset names repeat: {names}")
     try:
         out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"--out {out}: a file, not a folder; choose another --out") from None
     except OSError as exc:
-        raise UserError(f"{out}: cannot create the output folder ({exc.strerror})") from None
-    target = out / name
-    tmp = Path(tempfile.mkdtemp(prefix=_temporary_prefix(name), dir=out))
+        raise UserError(f"--out {out}: cannot create the output folder ({exc.strerror})") from None
+    remove_stale_temporaries(out)
+    for name in names:
+        check_replaceable(out / name)
+    staged: dict[str, Path] = {}
     try:
-        for relative, chunks in files.items():
-            _write_text(tmp / relative, chunks)
-        hashes = {relative: sha256_file(tmp / relative) for relative in sorted(files)}
-        manifest = {**manifest, "files": hashes, "fingerprint": fingerprint(hashes)}
-        _write_text(tmp / MANIFEST, [json_document(manifest)])
-        _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+        for dataset in datasets:
+            tmp = Path(tempfile.mkdtemp(prefix=_temporary_prefix(dataset.name), dir=out))
+            staged[dataset.name] = tmp
+            _as_mkdir_would(tmp)
+            for relative, chunks in dataset.files.items():
+                _write_text(tmp / relative, chunks)
+            hashes = {relative: sha256_file(tmp / relative) for relative in sorted(dataset.files)}
+            manifest = {**dataset.manifest, "files": hashes, "fingerprint": fingerprint(hashes)}
+            _write_text(tmp / MANIFEST, [json_document(manifest)])
+        publication.publish(out, [(staged[name], out / name) for name in names])
+    except OSError as exc:
+        raise _filesystem_error(out, exc) from None
+    finally:
+        for tmp in staged.values():  # after a publication they are gone; after a failure they go now
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [out / name for name in names]
 
 
-def _replace_dir(new: Path, target: Path) -> None:
-    """Put ``new`` at ``target``. An existing dataset is moved aside first and removed only after
-    the new one is in place, so at no moment is a half-written folder at ``target``."""
-    if target.exists():
-        aside = Path(tempfile.mkdtemp(prefix=_temporary_prefix("old"), dir=target.parent))
-        os.replace(target, aside / "old")
-        try:
-            os.replace(new, target)
-        except BaseException:
-            os.replace(aside / "old", target)
-            raise
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        os.replace(new, target)
+def check_replaceable(target: Path) -> None:
+    """A build replaces only a dataset folder it wrote: refuse a file or a foreign folder in the way."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise UserError(f"{target}: a file, not a dataset folder, is in the way; move it away or choose another --out")
+    if target.is_dir() and not (target / MANIFEST).is_file():
+        raise UserError(
+            f"{target}: a folder without {MANIFEST} (not written by `tecb-data build`) is in the way; "
+            "move it away or choose another --out"
+        )
 
 
 def read_manifest(folder: Path) -> dict:
@@ -149,6 +205,15 @@ def read_manifest(folder: Path) -> dict:
 def verify(folder: Path) -> dict:
     """Recompute every hash; raise VerificationError naming the first file that differs."""
     folder = Path(folder)
+    if publication.pending(folder.parent):
+        # A build killed while publishing may have left this folder in between; settle that first.
+        try:
+            publication.recover(folder.parent)
+        except OSError as exc:
+            raise UserError(
+                f"{folder.parent}: a build was killed while publishing here and it cannot be rolled back "
+                f"({exc.strerror}); run `tecb-data build` into {folder.parent} again with write access"
+            ) from None
     manifest = read_manifest(folder)
     files = manifest["files"]
     for relative in sorted(files):

@@ -167,7 +167,7 @@ def test_a_failure_while_writing_leaves_no_dataset_folder(tmp_path):
         yield "{}\n"
         raise OSError("disk full")
 
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="cannot write the dataset .disk full"):
         layout.write_dataset(tmp_path, "x", {"data/test.jsonl": rows()}, {"dataset": "x"})
     assert list(tmp_path.iterdir()) == []
 
@@ -179,7 +179,7 @@ def test_a_failed_rebuild_keeps_the_previous_dataset(tmp_path):
         yield "new\n"
         raise OSError("disk full")
 
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="disk full"):
         layout.write_dataset(tmp_path, "x", {"a.txt": rows()}, {"dataset": "x"})
     assert (tmp_path / "x" / "a.txt").read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x"]

@@ -126,7 +126,7 @@ def _submission_rows(items: list[Item]):
 
 def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> list[tuple[Path, dict]]:
     """The two text datasets and the ids dataset, from the same splits."""
-    from tecb_data.build import publish
+    from tecb_data.build import prepare, publish_all as publish_together
 
     splits = reddit_splits(result.items, seed, result.universe)
     if not splits:
@@ -136,9 +136,8 @@ def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> li
         )
     items = {item.id: item for item in result.items}
     extra = {"subreddits": list(result.universe)}
-    layout.remove_stale_temporaries(Path(out))
-    built = [
-        publish(DATASETS[name], splits, items, out=Path(out), seed=seed, inputs=inputs, report=result.report,
+    prepared = [
+        prepare(DATASETS[name], splits, items, out=Path(out), seed=seed, inputs=inputs, report=result.report,
                 manifest_extra=extra)
         for name in TEXT_DATASETS
     ]
@@ -148,11 +147,12 @@ def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> li
         layout.SAMPLES_FILE: _id_sample_rows(splits),
         reddit_ids.SUBMISSIONS_FILE: _submission_rows(result.items),
     }
-    built.append(
-        publish(DATASETS[IDS_DATASET], splits, id_items, out=Path(out), seed=seed, inputs=inputs, report=result.report,
+    prepared.append(
+        prepare(DATASETS[IDS_DATASET], splits, id_items, out=Path(out), seed=seed, inputs=inputs, report=result.report,
                 data_files=data_files, manifest_extra=extra)
     )
-    return built
+    # The three folders come from one rehydration: published together, or none of them.
+    return publish_together(Path(out), prepared)
 
 
 def build_from_ids(
