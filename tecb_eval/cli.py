@@ -49,24 +49,44 @@ def _datasets(paths: list[str]) -> list[str]:
     return out
 
 
-def _print_tables(frame, fmt: str = "md") -> None:
+def _print_tables(frame, fmt: str = "md", selection: dict | None = None) -> None:
     from tecb_eval import report
 
-    if ((frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")).any():
-        print("Table 2: V-measure x100, Minibatch k-Means on the embeddings (mean over splits)\n")
-        print(report.format_table(report.table2(frame), fmt))
-    print("Table 3: V-measure x100 per algorithm / reduction (mean over splits, averaged over models)\n")
-    print(report.format_table(report.table3(frame), fmt))
+    # The same tables as `table` and `export` write: one version, its seeds' spread, the markers.
+    for table, note in report.tables(frame, selection=selection).values():
+        print(report.format_table(table, fmt, note=note))
+
+
+def _selection(args) -> dict:
+    """Which version of each result a table shows (tecb_eval.versions.select); default the newest."""
+    return {"protocol": args.protocol, "profile": args.profile, "seeds": args.seeds,
+            "fingerprints": args.fingerprint or (), "identities": args.model_identity or ()}
+
+
+def _selection_options(p: argparse.ArgumentParser) -> None:
+    from tecb_eval.profiles import PROFILES
+    from tecb_eval.protocols import PROTOCOLS
+
+    p.add_argument("--protocol", choices=PROTOCOLS, help="show this protocol's results (default: the newest's)")
+    p.add_argument("--profile", choices=list(PROFILES), help="show this profile's results (default: the newest's)")
+    p.add_argument("--seeds", help="show the run with this seed set, e.g. 42,1,2 (default: the newest per dataset)")
+    p.add_argument("--fingerprint", action="append",
+                   help="show this dataset build (a fingerprint prefix; repeatable; default: the newest per dataset)")
+    p.add_argument("--model-identity", action="append",
+                   help="show this model identity (a prefix; repeatable; default: the newest per model and dataset)")
 
 
 def _run(args, models, datasets, configurations=None):
+    from tecb_data.outputs import writable_folder
     from tecb_eval.grid import run_grid
 
+    if getattr(args, "out", None) is not None:
+        writable_folder(args.out, option="--out")  # a read-only or file-typed --out fails now, not after the grid
     return run_grid(
         datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
         configurations=configurations, protocol=args.protocol, profile=args.profile, seed=args.seed,
         cache_dir=args.cache_dir,
-        results=args.results, limit_splits=args.limit_splits, progress=not args.quiet,
+        results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
     )
 
 
@@ -89,6 +109,10 @@ def _cmd_run(args) -> int:
         args.reduction = list(REDUCTIONS)
     models = [parse_model(m) for m in args.model]
     datasets = _datasets(args.data)
+    if args.out and args.reference is not None:
+        from tecb_eval.report import read_reference
+
+        read_reference(args.reference)  # a wrong file fails now, not after the grid
     frame = _run(args, models, datasets, args.config)
     _print_tables(frame, args.format)
     if args.out:
@@ -129,7 +153,7 @@ def _print_paper_tables(reference, which: str, fmt: str) -> None:
 
 def _cmd_table(args) -> int:
     from tecb_eval import report
-    from tecb_eval.store import read_results
+    from tecb_eval.versions import read_store, select, versions
 
     reference = report.read_reference(args.reference) if args.reference else None
     if args.paper:
@@ -141,10 +165,17 @@ def _cmd_table(args) -> int:
         return 0
     if args.results is None:
         raise UserError("name a results store (JSONL), or pass --paper --reference CSV for the paper's tables alone")
-    frame = read_results(args.results)
+    frame = read_store(args.results)
+    if args.versions:
+        print(report.format_table(versions(frame).astype(str), "csv" if args.format == "csv" else "md",
+                                  note="Versions in the store (shown: what `table` and `export` show by default)."), end="")
+        return 0
     if args.table == "full":
         if reference is not None:
             raise UserError("--reference sets the paper's figures beside Tables 2 and 3, not beside --table full")
+        frame, left_out = select(frame, **_selection(args))
+        if left_out:
+            print(left_out, file=sys.stderr)
         layout = report.reference_layout(frame)
         if args.format == "csv":
             print(layout.to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
@@ -152,9 +183,9 @@ def _cmd_table(args) -> int:
             layout = layout.set_index(report.HEADER)
             print(report.format_table(layout, args.format), end="")
     elif reference is None and not args.demo and args.table == "both":
-        _print_tables(frame, args.format)
+        _print_tables(frame, args.format, _selection(args))
     else:
-        shown = report.tables(frame, reference, demo=args.demo)
+        shown = report.tables(frame, reference, demo=args.demo, selection=_selection(args))
         if args.table == "2" and "table2" not in shown:
             raise UserError(f"{args.results}: no minibatch_kmeans:none cells, which Table 2 reports")
         for number in ("2", "3") if args.table == "both" else (args.table,):
@@ -164,12 +195,51 @@ def _cmd_table(args) -> int:
     return 0
 
 
-def _cmd_export(args) -> int:
-    from tecb_eval.export import export_all
-    from tecb_eval.store import read_results
+def _cmd_layers(args) -> int:
+    from tecb_eval.layers import SUMMARY_MD, layer_sweep
 
-    written = export_all(read_results(args.results), args.out, reference=args.reference,
-                         log=lambda m: print(m, file=sys.stderr), demo=args.demo)
+    table = layer_sweep(args.model, _datasets(args.data), layers=args.layers, seed=args.seed, cache_dir=args.cache_dir,
+                        output_dir=args.out, max_length=args.max_length, batch_size=args.batch_size, device=args.device,
+                        results=args.results, profile=args.profile, progress=not args.quiet)
+    print((args.out / SUMMARY_MD).read_text(encoding="utf-8"), end="")
+    print(f"wrote {args.out}/: layers.csv, splits.csv, figure.png, summary.md "
+          f"({len(table)} dataset x layer rows; vectors cached in {args.cache_dir}/ under each layer's identity)",
+          file=sys.stderr)
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from tecb_eval import compare, report
+    from tecb_eval.versions import read_store, select
+
+    if len(args.model) != 2:
+        raise UserError(f"compare takes two models, --model A --model B; got {len(args.model)}")
+    algorithm, _, reduction = args.config.partition(":")
+    frame, left_out = select(read_store(args.results), **_selection(args))
+    results = compare.compare(frame, *args.model, args.dataset, algorithm=algorithm, reduction=reduction or "none",
+                              confidence=args.confidence, resamples=args.resamples, seed=args.seed)
+    table = compare.comparison_table(results)
+    if args.format == "csv":
+        print(table.to_csv(float_format="%.6f", lineterminator="\n"), end="")
+    else:
+        shown = table[["mean_a", "mean_b", "difference", "low", "high"]].copy()
+        note = (f"A = {args.model[0]}, B = {args.model[1]}, {algorithm}:{reduction or 'none'}; V-measure x100; "
+                f"A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over splits and seeds.")
+        print(report.format_table(shown, args.format, note=note), end="")
+        print("\n" + "\n".join(c.sentence() for c in results))
+    if left_out:
+        print(left_out, file=sys.stderr)
+    return 0
+
+
+def _cmd_export(args) -> int:
+    from tecb_data.outputs import writable_folder
+    from tecb_eval.export import export_all
+    from tecb_eval.versions import read_store
+
+    writable_folder(args.out, option="--out")
+    written = export_all(read_store(args.results), args.out, reference=args.reference,
+                         log=lambda m: print(m, file=sys.stderr), demo=args.demo, selection=_selection(args))
     print(f"wrote {len(written)} files to {args.out}/")
     return 0
 
@@ -212,7 +282,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--protocol", choices=PROTOCOLS, default="legacy",
                      help="legacy: per split (the paper, MTEB v1); fast: MTEB v2 bootstrapped k-means")
     run.add_argument("--results", type=Path, required=True, help="results store (JSONL); a rerun resumes it")
-    run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy)")
+    run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy; 0 = all)")
     run.add_argument("--format", choices=["md", "csv", "latex"], default="md")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here")
     _grid_options(run)
@@ -238,6 +308,9 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("--paper", action="store_true",
                        help="print the paper's Table 2 / 3 alone, from --reference (no results store)")
     table.add_argument("--demo", action="store_true", help="mark the tables as synthetic demo data")
+    table.add_argument("--versions", action="store_true",
+                       help="list the versions (dataset build, seed set, protocol, profile, model identity) in the store")
+    _selection_options(table)
     table.set_defaults(func=_cmd_table)
 
     export = commands.add_parser("export", help="write CSV, tables, MTEB JSON and plots from a results store")
@@ -247,7 +320,43 @@ def parser() -> argparse.ArgumentParser:
                         help="the authors' tecb-de-full-results.csv: the paper's figures beside ours")
     export.add_argument("--demo", action="store_true",
                         help="results of `tecb-eval demo`: mark tables and plots as not comparable with the paper")
+    _selection_options(export)
     export.set_defaults(func=_cmd_export)
+
+    compare = commands.add_parser("compare", help="A - B paired over splits and seeds: interval, p-value, does the ranking hold")
+    compare.add_argument("results", type=Path, help="results store (JSONL)")
+    compare.add_argument("--model", action="append", required=True, help="model A, then model B (as named in the tables)")
+    compare.add_argument("--dataset", action="append", help="MTEB name of a dataset (repeatable; default: all both have)")
+    compare.add_argument("--config", default="minibatch_kmeans:none", metavar="ALGORITHM:REDUCTION",
+                         help="configuration compared (default minibatch_kmeans:none, Table 2's)")
+    compare.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    compare.add_argument("--resamples", type=int, default=9999, help="bootstrap and permutation resamples (default 9999)")
+    compare.add_argument("--seed", type=int, default=42, help="seed of the bootstrap and permutations (default 42)")
+    compare.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    _selection_options(compare)
+    compare.set_defaults(func=_cmd_compare)
+
+    layers = commands.add_parser("layers", help="V-measure of every layer of a transformers model, one forward pass")
+    layers.add_argument("--model", required=True,
+                        help="transformers or sentence-transformers folder, Hub id[@revision], or minilm-l6")
+    layers.add_argument("--data", action="append", required=True,
+                        help="dataset folder, folder of dataset folders, or Hub repo_id@revision (repeatable)")
+    layers.add_argument("--layers", default=None,
+                        help="e.g. 0-12 or 0,4,6-8 (0 = embedding layer; default: all of the model's)")
+    layers.add_argument("--out", type=Path, required=True, help="where layers.csv, splits.csv, figure.png, summary.md go")
+    layers.add_argument("--results", type=Path, help="also append the cells to this grid results store (JSONL)")
+    layers.add_argument("--max-length", type=int, help="tokens per text (default 512, clipped to the model's)")
+    layers.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
+    layers.add_argument("--device", help="cpu, cuda, ... (default: CUDA when present)")
+    from tecb_eval.grid import DEFAULT_SEED
+    from tecb_eval.profiles import DEFAULT_PROFILE, PROFILES
+
+    layers.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means seed (default {DEFAULT_SEED})")
+    layers.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                        help=f"embedding cache shared with `run` (default {DEFAULT_CACHE})")
+    layers.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE, help="named in every row")
+    layers.add_argument("--quiet", action="store_true", help="no progress bars")
+    layers.set_defaults(func=_cmd_layers)
 
     from tecb_eval.pretrain_cli import register as register_pretrain
 

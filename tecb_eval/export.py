@@ -7,6 +7,8 @@
     OUT/table3.md, .csv       the paper's Table 3 (algorithm x reduction, averaged over models)
     OUT/mteb/results/<model>/<rev>/<Task>.json + model_meta.json   MTEB's results layout
                               (k-means on the embeddings; ``mteb.ResultCache(OUT/mteb)`` reads it)
+    OUT/table2.png            Table 2 as a dot plot: per dataset and model the figure with its
+                              bootstrap interval over splits and seeds; the best per dataset filled
     OUT/table3.png            Table 3 as bars (beside the paper's with a reference CSV)
     OUT/vs-authors-<model>.png  per model the authors also ran: our configurations vs theirs
     OUT/figure1-<model>.png   2-D UMAP of one split per dataset, coloured by label
@@ -14,6 +16,11 @@
 With the authors' CSV (``reference``), Table 3 gets the paper's printed row under each of ours
 (``source`` ours / paper), and Table 2 under each model the paper printed. ``demo=True`` marks
 every table and the Table 3 plot as synthetic demo data that is not comparable with the paper.
+
+A store may hold several versions of a result (dataset builds, seed sets, protocols, profiles,
+model identities): every file is written from one version per table, the newest unless
+``selection`` asks for another (:func:`tecb_eval.versions.select`); what was left out is logged and
+said in the tables' notes, so tables, CSV and MTEB JSON always show the same figures.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tecb_eval import figures, mteb_bridge, report
+from tecb_eval import figures, mteb_bridge, report, versions
 from tecb_eval.encoders import get_encoder
 from tecb_eval.grid import encoder_for_dataset, load_dataset, model_spec
 
@@ -35,18 +42,26 @@ def _write_table(stem: Path, table, note: str | None) -> list[Path]:
             report.write_text(stem.with_suffix(".csv"), report.format_table(table, "csv"))]
 
 
-def export_all(frame, out: Path, *, reference: Path | None = None, log=print, demo: bool = False) -> list[Path]:
+def export_all(frame, out: Path, *, reference: Path | None = None, log=print, demo: bool = False,
+               selection: dict | None = None) -> list[Path]:
     out = Path(out)
     # Read first: a wrong --reference fails before anything in OUT is replaced.
     ref = report.read_reference(reference) if reference is not None else None
+    frame, left_out = versions.select(frame, **(selection or {}))
+    if left_out:
+        log(left_out)
     shown = report.tables(frame, ref, demo=demo)
     written = [report.write_reference_csv(frame, out / "results.csv")]
     for name, (table, note) in shown.items():
+        if left_out:
+            note = f"{note}\n{left_out}"
         written += _write_table(out / name, table, note)
     t3 = report.table3(frame)
     written += mteb_bridge.write_results(frame, out / "mteb")
     ref_t3 = report.paper_table3(ref) if ref is not None else None
     demo_title = report.DEMO_TITLE if demo else None
+    if "table2" in shown:
+        written.append(figures.plot_table2_dots(frame, out / "table2.png", demo_title))
     written.append(figures.plot_table3(t3, out / "table3.png", ref_t3, report.PAPER_BARS_LABEL, demo_title))
     if ref is not None:
         means = report.split_means(frame)

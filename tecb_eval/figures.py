@@ -147,3 +147,49 @@ def plot_umap_scatter(panels: list[tuple[str, np.ndarray, list[str]]], path: Pat
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_table2_dots(frame: pd.DataFrame, path: Path, demo_note: str | None = None, *,
+                     confidence: float = 0.95) -> Path:
+    """Table 2 as a dot plot, one panel per dataset: each model's figure (the mean over seeds of
+    the split means of k-means on the embeddings) with its bootstrap interval over splits and seeds
+    (:func:`tecb_eval.compare.mean_interval`), coloured by the paired comparison with the best
+    model of the panel (:func:`tecb_eval.compare.against_best`)."""
+    from tecb_eval.compare import against_best, mean_interval
+    from tecb_eval.report import _dataset_columns
+
+    plt = _pyplot()
+    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    datasets = _dataset_columns(set(kmeans.mteb_name))
+    models = sorted(set(kmeans.model))
+    marks = against_best(kmeans, confidence=confidence)
+    colours = {"*": ("tab:red", "best"), "=": ("tab:orange", "difference to the best does not hold"),
+               "": ("tab:blue", "the best is surely ahead"), "?": ("tab:gray", "not paired with the best")}
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets) + 1.5, 0.45 * len(models) + 1.6),
+                             sharey=True, squeeze=False)
+    seen = set()
+    for ax, dataset in zip(axes[0], datasets):
+        of = kmeans[kmeans.mteb_name == dataset]
+        for y, model in enumerate(models):
+            scores = of[of.model == model].set_index(["split", "seed"]).v_measure.sort_index()
+            if scores.empty:
+                continue
+            mean, low, high = mean_interval(scores, confidence=confidence, name=f"{dataset}\x1f{model}")
+            colour, label = colours[marks.get((model, dataset), "?")]
+            ax.errorbar(100 * mean, y, xerr=[[100 * (mean - low)], [100 * (high - mean)]], fmt="o", color=colour,
+                        capsize=3, label=None if label in seen else label)
+            seen.add(label)
+        ax.set_title(dataset, fontsize=9)
+        ax.set_xlabel("V-measure x100")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].set_yticks(range(len(models)))
+    axes[0, 0].set_yticklabels(models, fontsize=8)
+    axes[0, 0].invert_yaxis()
+    title = (f"Table 2: k-means on the embeddings, mean over splits and seeds with its "
+             f"{100 * confidence:g} % bootstrap interval")
+    if demo_note:
+        title += "\n" + demo_note
+    fig.suptitle(title, fontsize=10)
+    fig.legend(fontsize=7, loc="lower center", ncol=4, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return _save(fig, path)

@@ -282,15 +282,32 @@ def _revision(identity: str) -> str:
 
 # -- MTEB's results layout ----------------------------------------------------------------------
 def _scores(group, version: str) -> dict:
-    """MTEB's ScoresDict for one (model, task): what its legacy / v2 clustering tasks return."""
-    scores = group.v_measure.to_numpy(dtype=float)
-    result = {"v_measure": float(scores.mean()), "v_measure_std": float(scores.std())}
+    """MTEB's ScoresDict for one (model, task): what its legacy / v2 clustering tasks return.
+
+    With several seeds (one run's seed set) ``v_measure`` is the mean over seeds of the split
+    means, as our Table 2; ``v_measure_std`` the SD over splits averaged over seeds; ``v_measures``
+    per split the mean over seeds (legacy: the same splits) or every seed's bootstrap draws one
+    after another (v2: each seed draws its own); ours (``tecb_*``) add each seed's figures."""
+    by_seed = {int(seed): g.sort_values("split") for seed, g in group.groupby("seed", sort=True)}
+    seeds = list(by_seed)
+    per_seed = {s: g.v_measure.to_numpy(dtype=float) for s, g in by_seed.items()}
+    means = np.array([v.mean() for v in per_seed.values()])
+    result = {"v_measure": float(means.mean()), "v_measure_std": float(np.mean([v.std() for v in per_seed.values()]))}
     if version == "v2":
-        result["v_measures"] = {"Level 0": scores.tolist()}
-        ami = group.ami.to_numpy(dtype=float)
-        result.update(ami=float(ami.mean()), ami_std=float(ami.std()), ami_scores={"Level 0": ami.tolist()})
+        result["v_measures"] = {"Level 0": [float(x) for s in seeds for x in per_seed[s]]}
+        ami = {s: g.ami.to_numpy(dtype=float) for s, g in by_seed.items()}
+        result.update(ami=float(np.mean([a.mean() for a in ami.values()])),
+                      ami_std=float(np.mean([a.std() for a in ami.values()])),
+                      ami_scores={"Level 0": [float(x) for s in seeds for x in ami[s]]})
+    elif len(seeds) == 1:
+        result["v_measures"] = per_seed[seeds[0]].tolist()
     else:
-        result["v_measures"] = scores.tolist()
+        splits = sorted(set.intersection(*(set(g.split) for g in by_seed.values())))
+        result["v_measures"] = [float(np.mean([g.set_index("split").at[name, "v_measure"] for g in by_seed.values()]))
+                                for name in splits]
+    if len(seeds) > 1:
+        result["tecb_v_measure_sd_seeds"] = float(means.std(ddof=1))
+        result["tecb_v_measure_per_seed"] = {str(s): float(m) for s, m in zip(seeds, means)}
     result["main_score"] = result["v_measure"]
     return result
 
@@ -304,17 +321,23 @@ def task_results(frame) -> list[tuple[str, str, object, dict]]:
     if "profile" not in kmeans.columns:
         kmeans = kmeans.assign(profile="current")
     out = []
-    keys = ["model", "model_identity", "mteb_name", "dataset_fingerprint", "dataset_location", "protocol", "profile", "seed"]
+    if "seeds" not in kmeans.columns:
+        kmeans = kmeans.assign(seeds=kmeans.seed.astype(str))
+    # One result per version (a run's seed set is one: its seeds are summarised together).
+    keys = ["model", "model_identity", "mteb_name", "dataset_fingerprint", "dataset_location", "protocol", "profile", "seeds"]
     for key, group in kmeans.groupby(keys, sort=True):
-        model, identity, mteb_name, fingerprint, location, protocol, profile, seed = key
+        model, identity, mteb_name, fingerprint, location, protocol, profile, seeds = key
         version = "v2" if protocol == "fast" else "legacy"
         # Split names sort in published order (coarse-00 ..., sample-00 ..., bootstrap-00 ...).
-        group = group.sort_values("split")
-        task = _task_for(mteb_name, version, {"path": str(location), "revision": str(fingerprint)}, int(seed))
+        group = group.sort_values(["split", "seed"])
+        seed = int(group.seed.min())
+        task = _task_for(mteb_name, version, {"path": str(location), "revision": str(fingerprint)}, seed)
         seconds = float(group[["encode_s", "reduce_s", "cluster_s"]].to_numpy().sum())
         result = TaskResult.from_task_results(task, {SPLIT: {"default": _scores(group, version)}}, seconds)
-        extra = {"tecb_protocol": protocol, "tecb_profile": profile, "tecb_seed": int(seed),
+        extra = {"tecb_protocol": protocol, "tecb_profile": profile, "tecb_seeds": str(seeds),
                  "tecb_model_identity": identity, "tecb_model": model}
+        if group.seed.nunique() == 1:
+            extra["tecb_seed"] = seed
         out.append((model, _revision(identity), result, extra))
     return out
 
@@ -327,8 +350,14 @@ def write_results(frame, out: Path) -> list[Path]:
     from tecb_eval.report import write_text
 
     written = []
+    seen = set()
     for model, revision, result, extra in task_results(frame):
         folder = Path(out) / "results" / model.replace("/", "__") / revision
+        if (folder, result.task_name) in seen:
+            # Two versions (builds, seed sets, protocols...) would write one file: the last would win.
+            raise UserError(f"{model} on {result.task_name}: the results hold several versions; take one first "
+                            "(tecb_eval.versions.select, as the export does)")
+        seen.add((folder, result.task_name))
         data = result.model_dump(mode="json")
         data["date"] = None  # MTEB writes a timestamp; ours stay byte-identical across runs
         for score in data["scores"][SPLIT]:

@@ -81,11 +81,24 @@ def _dataset_columns(names) -> list[str]:
     return known + sorted(set(names) - set(known))
 
 
-def split_means(frame: pd.DataFrame, metric: str = "v_measure") -> pd.DataFrame:
-    """Mean and SD over splits per (model, dataset, algorithm, reduction)."""
-    keys = ["model", "mteb_name", "algorithm", "reduction"]
-    grouped = frame.groupby(keys, sort=False)[metric]
+def seed_split_means(frame: pd.DataFrame, metric: str = "v_measure") -> pd.DataFrame:
+    """Mean and SD over splits per (model, dataset, algorithm, reduction, seed)."""
+    frame = frame if "seed" in frame.columns else frame.assign(seed=0)
+    keys = ["model", "mteb_name", "algorithm", "reduction", "seed"]
+    grouped = frame.groupby(keys, sort=True)[metric]
     return pd.DataFrame({"mean": grouped.mean(), "sd": grouped.std(ddof=0), "splits": grouped.size()}).reset_index()
+
+
+def split_means(frame: pd.DataFrame, metric: str = "v_measure") -> pd.DataFrame:
+    """Per (model, dataset, algorithm, reduction): ``mean``, the mean over seeds of the mean over
+    splits; ``sd``, the SD over splits (population, as MTEB's ``v_measure_std``) averaged over
+    seeds; ``sd_seeds``, the sample SD over seeds of the split means (NaN with one seed);
+    ``splits`` and ``seeds``. With one seed: mean and SD over splits, as MTEB reports them."""
+    per_seed = seed_split_means(frame, metric)
+    grouped = per_seed.groupby(["model", "mteb_name", "algorithm", "reduction"], sort=True)
+    return pd.DataFrame({"mean": grouped["mean"].mean(), "sd": grouped["sd"].mean(),
+                         "sd_seeds": grouped["mean"].std(ddof=1), "splits": grouped["splits"].max(),
+                         "seeds": grouped.size()}).reset_index()
 
 
 def _order_configurations(index) -> list:
@@ -93,24 +106,99 @@ def _order_configurations(index) -> list:
     return known + sorted(set(index) - set(known))
 
 
-def table2(frame: pd.DataFrame) -> pd.DataFrame:
-    """Model x dataset: mean V-measure over splits of k-means on unreduced embeddings, plus the average."""
-    means = split_means(frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")])
-    if means.empty:
+# A table with uncertainty: columns (column, stat); format_table writes the stats of a cell
+# together in Markdown / LaTeX and as their own columns in CSV.
+STATS = ("mean", "sd_seeds", "sd_splits", "marker")
+
+
+def _stat_table(parts: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    mean = parts["mean"]
+    table = pd.concat({stat: parts[stat].reindex(index=mean.index, columns=mean.columns)
+                       for stat in STATS if stat in parts}, axis=1)
+    table = table.swaplevel(axis=1)
+    order = [(c, s) for c in mean.columns for s in STATS if (c, s) in table.columns]
+    table = table[order]
+    table.columns = pd.MultiIndex.from_tuples(order, names=[None, "stat"])
+    return table
+
+
+def has_stats(table: pd.DataFrame) -> bool:
+    return isinstance(table.columns, pd.MultiIndex) and table.columns.names[-1] == "stat"
+
+
+def means_of(table: pd.DataFrame) -> pd.DataFrame:
+    """The figures (means) of a table, with or without its stats."""
+    return table.xs("mean", axis=1, level="stat") if has_stats(table) else table
+
+
+def _aggregate(per_seed: pd.DataFrame, row_keys: list[str]) -> dict[str, pd.DataFrame]:
+    """Cells (row keys x dataset, plus ``avg``) from per-seed split means, averaged over models.
+
+    mean: over models of each model's mean over seeds. sd_seeds: the SD over seeds of the per-seed
+    figure (the average over models, and for ``avg`` over datasets, of that seed's split means);
+    only where every model (and dataset) of the cell ran the same seeds, else NaN. sd_splits: the
+    SD over splits averaged over models and seeds (none for ``avg``).
+    """
+    cells, seeds_of = {}, {}
+    for key, group in per_seed.groupby([*row_keys, "mteb_name"], sort=True):
+        *row, dataset = key
+        row = tuple(row) if len(row) > 1 else row[0]
+        by_model = {m: g.set_index("seed") for m, g in group.groupby("model", sort=True)}
+        seed_sets = {tuple(sorted(g.index)) for g in by_model.values()}
+        per_model = [g["mean"].mean() for g in by_model.values()]
+        per_seed_figure = None
+        if len(seed_sets) == 1:
+            (seeds,) = seed_sets
+            per_seed_figure = pd.Series({s: np.mean([g.at[s, "mean"] for g in by_model.values()]) for s in seeds})
+        cells[(row, dataset)] = {"mean": float(np.mean(per_model)),
+                                 "sd_seeds": per_seed_figure.std(ddof=1) if per_seed_figure is not None and len(per_seed_figure) > 1 else np.nan,
+                                 "sd_splits": float(np.mean([g["sd"].mean() for g in by_model.values()]))}
+        seeds_of[(row, dataset)] = per_seed_figure
+    rows = sorted({r for r, _ in cells}, key=lambda r: r if isinstance(r, tuple) else (r,))
+    datasets = _dataset_columns({d for _, d in cells})
+    out = {}
+    for stat in ("mean", "sd_seeds", "sd_splits"):
+        out[stat] = pd.DataFrame([[cells.get((r, d), {}).get(stat, np.nan) for d in datasets] for r in rows],
+                                 index=pd.MultiIndex.from_tuples(rows, names=row_keys) if len(row_keys) > 1
+                                 else pd.Index(rows, name=row_keys[0]), columns=datasets)
+    out["mean"]["avg"] = out["mean"][datasets].mean(axis=1)
+    avg_sd = []
+    for r in rows:
+        figures = [seeds_of.get((r, d)) for d in datasets if (r, d) in cells]
+        same = all(f is not None for f in figures) and len({tuple(f.index) for f in figures}) == 1
+        avg_sd.append(pd.concat(figures, axis=1).mean(axis=1).std(ddof=1) if same and len(figures[0]) > 1 else np.nan)
+    out["sd_seeds"]["avg"] = avg_sd
+    out["sd_splits"]["avg"] = np.nan
+    return out
+
+
+def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -> pd.DataFrame:
+    """Model x dataset: V-measure of k-means on unreduced embeddings, the mean over seeds of the
+    mean over splits, plus the average over datasets. ``stats``: a table with, per cell, the SD
+    over seeds and over splits too (columns (dataset, stat)); ``markers``: and the paired
+    comparison with the best model per dataset (:func:`tecb_eval.compare.against_best`)."""
+    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    if kmeans.empty:
         raise UserError("the results hold no minibatch_kmeans:none cells, which Table 2 reports")
-    table = means.pivot(index="model", columns="mteb_name", values="mean")
-    table = table[_dataset_columns(table.columns)]
-    table["avg"] = table.mean(axis=1)
-    return table.sort_index()
+    parts = _aggregate(seed_split_means(kmeans), ["model"])
+    if not stats:
+        return parts["mean"]
+    if markers:
+        from tecb_eval.compare import against_best
+
+        marks = against_best(kmeans)
+        parts["marker"] = pd.DataFrame([[marks.get((m, d), "") for d in parts["mean"].columns]
+                                        for m in parts["mean"].index], index=parts["mean"].index,
+                                       columns=parts["mean"].columns)
+    return _stat_table(parts)
 
 
-def table3(frame: pd.DataFrame) -> pd.DataFrame:
-    """(algorithm, reduction) x dataset: split means averaged over models, plus the average."""
-    means = split_means(frame)
-    table = means.groupby(["algorithm", "reduction", "mteb_name"])["mean"].mean().unstack("mteb_name")
-    table = table[_dataset_columns(table.columns)]
-    table["avg"] = table.mean(axis=1)
-    return table.loc[_order_configurations(table.index)]
+def table3(frame: pd.DataFrame, *, stats: bool = False) -> pd.DataFrame:
+    """(algorithm, reduction) x dataset: the models' figures (mean over seeds of the split means)
+    averaged over models, plus the average over datasets; ``stats`` as in :func:`table2`."""
+    parts = _aggregate(seed_split_means(frame), ["algorithm", "reduction"])
+    parts = {stat: table.loc[_order_configurations(table.index)] for stat, table in parts.items()}
+    return _stat_table(parts) if stats else parts["mean"]
 
 
 def reference_layout(frame: pd.DataFrame) -> pd.DataFrame:
@@ -237,24 +325,41 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, match=None) -> pd.Data
     The index gains a last level, ``source`` (``ours`` / ``paper``); the columns are our datasets
     and ``avg``, which for both rows is over the datasets both sides have, so the two averages
     stay comparable when a run covers only some of the paper's datasets. ``match`` maps one of our
-    row keys to the paper's (default: the same key).
+    row keys to the paper's (default: the same key). A table with stats (:func:`table2`
+    ``stats=True``) keeps them on our rows; its ``avg`` keeps its SD over seeds only where the
+    datasets both have are all of ours.
     """
+    stats = {}
+    if has_stats(ours):
+        stats = {stat: ours.xs(stat, axis=1, level="stat") for stat in STATS
+                 if stat in ours.columns.get_level_values("stat")}
+        ours = stats["mean"]
     datasets = [c for c in ours.columns if c != "avg"]
     shared = [d for d in datasets if d in paper.columns]
     if not shared:
         raise UserError(f"none of this run's datasets ({', '.join(datasets)}) is in the paper's tables")
     match = match or (lambda key: key)
-    keys, rows = [], []
+    keys, rows, extra = [], [], {stat: [] for stat in stats if stat != "mean"}
     for key in ours.index:
         parts = key if isinstance(key, tuple) else (key,)
         keys.append((*parts, "ours"))
         rows.append([*ours.loc[key, datasets], ours.loc[key, shared].mean()])
+        for stat in extra:
+            keep_avg = shared == datasets or stat == "marker"
+            extra[stat].append([*stats[stat].loc[key, datasets], stats[stat].loc[key, "avg"] if keep_avg else np.nan])
         theirs = match(key)
         if theirs is not None and theirs in paper.index:
             keys.append((*parts, "paper"))
             rows.append([paper.loc[theirs].get(d, np.nan) for d in datasets] + [paper.loc[theirs, shared].mean()])
+            for stat in extra:
+                extra[stat].append(["" if stat == "marker" else np.nan] * (len(datasets) + 1))
     names = [*(ours.index.names if isinstance(ours.index, pd.MultiIndex) else [ours.index.name]), "source"]
-    return pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(keys, names=names), columns=[*datasets, "avg"])
+    index = pd.MultiIndex.from_tuples(keys, names=names)
+    table = pd.DataFrame(rows, index=index, columns=[*datasets, "avg"])
+    if not stats:
+        return table
+    return _stat_table({"mean": table, **{stat: pd.DataFrame(values, index=index, columns=[*datasets, "avg"])
+                                          for stat, values in extra.items()}})
 
 
 def beside_paper_note(table: str, ours: pd.DataFrame, models, paper: pd.DataFrame, demo: bool = False) -> str:
@@ -289,15 +394,54 @@ def paper_note(table: str) -> str:
             f"{len(PAPER_MODELS)} models ({', '.join(REFERENCE_ONLY_MODELS)} is in that file but not in the paper).")
 
 
-def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: bool = False) -> dict[str, tuple]:
+def _seeds_phrase(frame: pd.DataFrame) -> tuple[str, bool]:
+    """How the seeds enter a cell, in words, and whether any cell has several seeds."""
+    if "seeds" in frame.columns:
+        by_dataset = {d: sorted({str(s) for s in g.seeds}) for d, g in frame.groupby("mteb_name", sort=True)}
+    else:
+        by_dataset = {d: [",".join(str(s) for s in sorted(set(g.seed)))] for d, g in frame.groupby("mteb_name", sort=True)}
+    sets = sorted({s for v in by_dataset.values() for s in v})
+    several = any(len(s.split(",")) > 1 for s in sets)
+    if len(sets) == 1:
+        (only,) = sets
+        if not several:
+            return f"seed {only}", False
+        return f"averaged over seeds {only}, ±SD over seeds", True
+    listed = "; ".join(f"{d}: {', '.join(v)}" for d, v in by_dataset.items())
+    return f"averaged over the seeds of each dataset's run ({listed}), ±SD over seeds where several", several
+
+
+def legend(table: str, frame: pd.DataFrame, confidence: float = 0.95) -> str:
+    """One line saying what a cell of our Table 2 / 3 is."""
+    seeds, _ = _seeds_phrase(frame)
+    if table == "2":
+        return (f"Table 2: V-measure x100 of Minibatch k-Means on the embeddings; a cell is the mean over splits "
+                f"({seeds}) with the SD over splits in brackets. * best model on the dataset; = its difference "
+                f"to the best does not hold (paired {100 * confidence:g} % bootstrap interval over splits and seeds "
+                f"includes 0, or sign-flip p >= {1 - confidence:.2g}); unmarked: the best is surely ahead.")
+    return (f"Table 3: V-measure x100 per algorithm / reduction, averaged over models; a cell is the mean over "
+            f"splits ({seeds}) with the SD over splits (averaged over models) in brackets.")
+
+
+def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: bool = False,
+           selection: dict | None = None) -> dict[str, tuple]:
     """{"table2": (table, note), "table3": (table, note)} as the export writes and ``tecb-eval table``
-    prints them (Table 2 only when the results hold k-means on the embeddings). With the authors'
-    results (:func:`read_reference`), Table 3 gets the paper's row under each of ours, and Table 2
-    under each model the paper printed; ``demo`` puts :data:`DEMO_NOTE` on both."""
-    note = DEMO_NOTE if demo else None
+    and ``run`` print them (Table 2 only when the results hold k-means on the embeddings).
+
+    Tables never average across versions: one version per table is taken first
+    (:func:`tecb_eval.versions.select` with ``selection``; default the newest), and the note says
+    in one line what was left out. Cells carry the SD over seeds and over splits, Table 2 the
+    markers against the best model per dataset. With the authors' results
+    (:func:`read_reference`), Table 3 gets the paper's row under each of ours, and Table 2 under
+    each model the paper printed; ``demo`` puts :data:`DEMO_NOTE` on both."""
+    from tecb_eval.versions import select
+
+    frame, left_out = select(frame, **(selection or {}))
     out = {}
+    tail = [left_out] if left_out else []
     if ((frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")).any():
-        t2, t2_note = table2(frame), note
+        t2 = table2(frame, stats=True, markers=True)
+        t2_note = [DEMO_NOTE] if demo else []
         if reference is not None:
             paper = paper_table2(reference)
 
@@ -306,32 +450,68 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
 
             # Most models one runs are not the paper's; a paper row appears only under those that are.
             if any(match(m) for m in t2.index):
-                t2, t2_note = beside_paper(t2, paper, match), beside_paper_note("2", t2, [], paper, demo)
-        out["table2"] = (t2, t2_note)
-    t3, t3_note = table3(frame), note
+                t2_note = [beside_paper_note("2", means_of(t2), [], paper, demo)]
+                t2 = beside_paper(t2, paper, match)
+        out["table2"] = (t2, "\n".join([*t2_note, legend("2", frame), *tail]))
+    t3 = table3(frame, stats=True)
+    t3_note = [DEMO_NOTE] if demo else []
     if reference is not None:
         paper = paper_table3(reference)
-        t3_note = beside_paper_note("3", t3, frame.model.unique(), paper, demo)
+        t3_note = [beside_paper_note("3", means_of(t3), frame.model.unique(), paper, demo)]
         t3 = beside_paper(t3, paper)
-    out["table3"] = (t3, t3_note)
+    out["table3"] = (t3, "\n".join([*t3_note, legend("3", frame), *tail]))
     return out
 
 
 # -- formatting ----------------------------------------------------------------------------------
+def _cell(values: dict, scale: float) -> str:
+    """One cell of a table with stats: mean, ±SD over seeds, (SD over splits), marker."""
+    text = _shown(values.get("mean"), scale)
+    if not text:
+        return ""
+    if not pd.isna(values.get("sd_seeds", np.nan)):
+        text += f" ±{_shown(values['sd_seeds'], scale)}"
+    if not pd.isna(values.get("sd_splits", np.nan)):
+        text += f" ({_shown(values['sd_splits'], scale)})"
+    marker = values.get("marker")
+    if isinstance(marker, str) and marker:
+        text += f" {marker}"
+    return text
+
+
+def _csv_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """A table with stats as plain columns: ``<column>`` (the mean), ``<column> sd_seeds``, ...;
+    a stat column with nothing in it (one seed: no SD over seeds) is left out."""
+    flat = {}
+    for column, stat in table.columns:
+        values = table[(column, stat)]
+        if stat != "mean" and (values.isna() | (values == "")).all():
+            continue
+        flat[column if stat == "mean" else f"{column} {stat}"] = values
+    return pd.DataFrame(flat, index=table.index)
+
+
 def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, note: str | None = None) -> str:
     """Markdown, CSV or LaTeX text of a table (values x ``scale``, two decimals).
 
     ``note`` (lines of text) goes above the table in Markdown and as ``%`` comments in LaTeX; a
-    CSV stays data only, so that it loads as it is.
+    CSV stays data only, so that it loads as it is. A table with stats (columns (column, stat))
+    shows a cell as ``mean ±SD-over-seeds (SD-over-splits) marker`` in Markdown and LaTeX, and its
+    stats as columns of their own in CSV (0..1, like the means).
     """
+    if fmt == "csv":
+        buffer = io.StringIO()
+        (_csv_columns(table) if has_stats(table) else table).to_csv(buffer, float_format="%.6f", lineterminator="\n")
+        return buffer.getvalue()
     flat = table.copy()
     if isinstance(flat.index, pd.MultiIndex):
         flat.index = [" / ".join(map(str, i)) for i in flat.index]
-    if fmt == "csv":
-        buffer = io.StringIO()
-        table.to_csv(buffer, float_format="%.6f", lineterminator="\n")
-        return buffer.getvalue()
-    shown = flat.map(lambda v: _shown(v, scale))
+    if has_stats(table):
+        columns = list(dict.fromkeys(table.columns.get_level_values(0)))
+        shown = pd.DataFrame([[_cell({stat: flat.loc[i, (c, stat)] for stat in STATS if (c, stat) in flat.columns}, scale)
+                               for c in columns] for i in flat.index], index=flat.index, columns=columns)
+    else:
+        shown = flat.map(lambda v: _shown(v, scale))
     name = table.index.name or " / ".join(n for n in (table.index.names or []) if n) or ""
     if fmt == "md":
         head = [name, *map(str, shown.columns)]
@@ -342,12 +522,12 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, not
         return "\n".join(lines) + "\n"
     if fmt == "latex":
         def esc(text):
-            return re.sub(r"([&%$#_{}])", r"\\\1", str(text))
+            return re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("±", r"$\pm$")
 
         lines = [f"% {line}" for line in (note or "").splitlines()]
         lines += [r"\begin{tabular}{l" + "r" * len(shown.columns) + "}", r"\toprule",
                   " & ".join([esc(name), *map(esc, shown.columns)]) + r" \\", r"\midrule"]
-        lines += [" & ".join([esc(i), *row]) + r" \\" for i, row in zip(shown.index, shown.values.tolist())]
+        lines += [" & ".join([esc(i), *map(esc, row)]) + r" \\" for i, row in zip(shown.index, shown.values.tolist())]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
     raise UserError(f"unknown table format {fmt!r}; choose md, csv or latex")

@@ -66,7 +66,11 @@ def test_table_command_formats(grid_run, capsys):
     results = str(root / "results.jsonl")
     assert main(["table", results, "--table", "2", "--format", "latex"]) == 0
     latex = capsys.readouterr().out
-    assert latex.startswith("\\begin{tabular}") and "tfidf-again" in latex and "\\bottomrule" in latex
+    assert latex.startswith("% Table 2: ") and "\n\\begin{tabular}" in latex and "tfidf-again" in latex
+    assert "\\bottomrule" in latex
+    # The same model under two names: one is the best (*), the other's difference to it does not hold (=).
+    rows = {line.split(" & ")[0]: line for line in latex.splitlines() if line.startswith("tfidf")}
+    assert rows["tfidf-again"].count(" * ") == 2 and rows["tfidf-lsa"].count(" = ") == 2
     assert main(["table", results, "--table", "3", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("algorithm,reduction,TenKGnadClusteringS2S") and len(lines) == 1 + len(CONFIGS)
@@ -138,12 +142,15 @@ def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path,
     assert rows["minibatch_kmeans / none / paper"] == ["16.78", "32.21", "24.49"]
     assert rows["hdbscan / pca / paper"][:2] == ["7.08", "10.60"]
     ours = report.table3(frame)
-    assert rows["agglomerative / pca / ours"][:2] == [f"{100 * v:.2f}" for v in ours.loc[("agglomerative", "pca")].iloc[:2]]
+    assert [c.split()[0] for c in rows["agglomerative / pca / ours"][:2]] == [
+        f"{100 * v:.2f}" for v in ours.loc[("agglomerative", "pca")].iloc[:2]]
     assert "12 models" in md and "sentence-t5-large" in md and "not its printed avg" in md
     assert "demo" not in md.lower()
     with open(tmp_path / "a" / "table3.csv", encoding="utf-8", newline="") as fh:
         table = list(csv.reader(fh))
-    assert table[0] == ["algorithm", "reduction", "source", "TenKGnadClusteringS2S", "TenKGnadClusteringP2P", "avg"]
+    # One seed: the SD over splits beside each figure, no SD over seeds.
+    assert table[0] == ["algorithm", "reduction", "source", "TenKGnadClusteringS2S", "TenKGnadClusteringS2S sd_splits",
+                        "TenKGnadClusteringP2P", "TenKGnadClusteringP2P sd_splits", "avg"]
     assert [r[:3] for r in table[1:3]] == [["minibatch_kmeans", "none", "ours"], ["minibatch_kmeans", "none", "paper"]]
     assert len(table) == 1 + 2 * len(CONFIGS)
     # No model of this run is one the paper printed: Table 2 stays ours alone.

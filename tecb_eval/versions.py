@@ -1,0 +1,163 @@
+"""Which version of each result a table shows: a store may hold many, a table never mixes them.
+
+A *version* of a (model, dataset) result is its (dataset fingerprint, protocol, profile, model
+identity, seed set). A results store keeps every version it was given (another build of a dataset,
+another seed set, the fast protocol beside the legacy one...); averaging rows of two versions
+gives a figure no run produced (issue 11: 36.38, the mean of 38.68 and 34.09, while MTEB's JSON of
+the same export said 0.3409). :func:`select` therefore keeps one version per table:
+
+- one protocol and one profile for the whole table (its rows are compared and averaged together);
+- per dataset one build (fingerprint) and one seed set, so that every model in a column (and
+  Table 3's average over models) is on the same data and seeds, and paired comparisons pair;
+- per (model, dataset) one model identity.
+
+Each choice is the one asked for (``protocol=``, ``profile=``, ``seeds=``, ``fingerprints=``,
+``identities=``), else the newest: the version of the row written last to the store
+(``store_order``, from :func:`read_store`; a grid's own frame holds one version per cell). What is
+left out is said in one line (:func:`select` returns it), and :func:`versions` lists them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from tecb_data.errors import UserError
+from tecb_eval.store import ResultsStore, rows_frame, seed_set_name
+
+ORDER = "store_order"  # position of a row's cell in the store: later lines are newer
+CHOICES = "--protocol/--profile/--seeds/--fingerprint/--model-identity"
+
+
+def read_store(path: Path) -> pd.DataFrame:
+    """The results store as a frame, each row with its ``store_order`` (0 = written first)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+    rows = [{**row, ORDER: i} for i, row in enumerate(ResultsStore(path).rows)]
+    if not rows:
+        raise UserError(f"{path}: holds no results yet")
+    return rows_frame(rows)
+
+
+def _complete(frame: pd.DataFrame) -> pd.DataFrame:
+    """The version fields on every row (frames built by hand or from old stores may lack some)."""
+    frame = frame.copy()
+    if "profile" not in frame.columns:
+        frame["profile"] = "current"
+    if "seeds" not in frame.columns:
+        frame["seeds"] = [seed_set_name([s]) for s in frame["seed"]]
+    for name in ("protocol", "dataset_fingerprint", "model_identity"):
+        if name not in frame.columns:
+            frame[name] = ""
+    if ORDER not in frame.columns:
+        frame[ORDER] = 0
+    return frame
+
+
+def _newest(rows: pd.DataFrame, fields: list[str]) -> tuple:
+    """The values of ``fields`` on the newest row; ties (a frame without store order) go to the
+    largest value tuple, so the choice never depends on the frame's row order."""
+    keyed = rows.assign(_tie=rows[fields].astype(str).agg("\x1f".join, axis=1))
+    best = keyed.sort_values([ORDER, "_tie"], kind="stable").iloc[-1]
+    return tuple(best[f] for f in fields)
+
+
+def _short(fingerprint) -> str:
+    return str(fingerprint)[:8]
+
+
+def _asked(rows: pd.DataFrame, field: str, wanted, what: str, match=lambda value, w: value == w) -> pd.DataFrame:
+    if wanted is None:
+        return rows
+    kept = rows[[match(v, wanted) for v in rows[field]]]
+    if kept.empty:
+        have = ", ".join(sorted({str(v) for v in rows[field]}))
+        raise UserError(f"no results with {what} {wanted}; the store has {have}")
+    return kept
+
+
+def _prefixed(rows: pd.DataFrame, field: str, prefixes, by: str, what: str) -> pd.DataFrame:
+    """Rows of the groups (``by``: a dataset or a model) where one of ``prefixes`` matches, only
+    those matching; groups no prefix matches are left as they are."""
+    if not prefixes:
+        return rows
+    hits = {p: rows[rows[field].astype(str).str.startswith(p)] for p in prefixes}
+    for prefix, found in hits.items():
+        if found.empty:
+            raise UserError(f"no results with {what} starting {prefix!r}; list them with `tecb-eval table RESULTS --versions`")
+    chosen = pd.concat(hits.values())
+    touched = set(chosen[by])
+    return pd.concat([rows[~rows[by].isin(touched)], chosen[~chosen.index.duplicated()]]).sort_index()
+
+
+def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | None = None,
+           seeds=None, fingerprints=(), identities=()) -> tuple[pd.DataFrame, str | None]:
+    """(rows of one version per table as described in the module, one line saying what was left
+    out or None). ``seeds``: a seed set (``"42,1,2"`` or ints) — the run's set, not one seed of it;
+    ``fingerprints`` / ``identities``: prefixes of dataset fingerprints / model identities, each
+    choosing for the datasets / models it matches."""
+    if frame.empty:
+        return frame, None
+    rows = _complete(frame)
+    if seeds is not None:
+        items = seeds.split(",") if isinstance(seeds, str) else list(seeds)
+        try:
+            seeds = seed_set_name(items)
+        except ValueError:
+            raise UserError(f"seed set {seeds!r}: give non-negative integers separated by commas, e.g. 42,1,2") from None
+    rows = _asked(rows, "protocol", protocol, "protocol")
+    rows = _asked(rows, "profile", profile, "profile")
+    rows = _asked(rows, "seeds", seeds, "seed set")
+    rows = _prefixed(rows, "dataset_fingerprint", fingerprints, "mteb_name", "dataset fingerprint")
+    rows = _prefixed(rows, "model_identity", identities, "model", "model identity")
+    asked = rows
+
+    left: list[str] = []
+    wanted_protocol, wanted_profile = _newest(rows, ["protocol", "profile"])
+    keep = (rows.protocol == wanted_protocol) & (rows.profile == wanted_profile)
+    for (proto, prof), dropped in rows[~keep].groupby(["protocol", "profile"], sort=True):
+        left.append(f"protocol {proto} / profile {prof} ({len(dropped)} rows)")
+    rows = rows[keep]
+    parts = []
+    for dataset in sorted(rows.mteb_name.unique()):
+        of = rows[rows.mteb_name == dataset]
+        fingerprint, seed_set = _newest(of, ["dataset_fingerprint", "seeds"])
+        kept = of[(of.dataset_fingerprint == fingerprint) & (of.seeds == seed_set)]
+        others = of.drop(kept.index)
+        for (fp, ss), dropped in others.groupby(["dataset_fingerprint", "seeds"], sort=True):
+            left.append(f"{dataset} build {_short(fp)} seeds {ss} ({len(dropped)} rows; shown: build "
+                        f"{_short(fingerprint)} seeds {seed_set})")
+        for model in sorted(kept.model.unique()):
+            mine = kept[kept.model == model]
+            (identity,) = _newest(mine, ["model_identity"])
+            for other, dropped in mine[mine.model_identity != identity].groupby("model_identity", sort=True):
+                left.append(f"{model} on {dataset} as {other} ({len(dropped)} rows)")
+            parts.append(mine[mine.model_identity == identity])
+    chosen = rows_frame(pd.concat(parts).to_dict("records")) if parts else rows.iloc[0:0]
+    if frame.columns.difference(chosen.columns).empty:
+        chosen = chosen[[c for c in frame.columns]]
+    note = None
+    if left:
+        note = (f"Left out {len(asked) - len(chosen)} rows of other versions (the newest of each is shown): "
+                + "; ".join(left) + f". List them with `tecb-eval table RESULTS --versions`; choose with {CHOICES}.")
+    return chosen, note
+
+
+def versions(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every version in ``frame``: one row per (model, dataset, protocol, profile, seed set,
+    dataset build, model identity) with its row and split counts and whether :func:`select` shows
+    it by default (``shown``)."""
+    rows = _complete(frame)
+    chosen, _ = select(frame)
+    shown_keys = set(map(tuple, _complete(chosen)[list(VERSION_KEY)].astype(str).to_numpy()))
+    out = []
+    for key, group in rows.groupby(list(VERSION_KEY), sort=True):
+        out.append({**dict(zip(VERSION_KEY, key)), "rows": len(group), "splits": group.split.nunique(),
+                    "shown": "yes" if tuple(map(str, key)) in shown_keys else "no"})
+    table = pd.DataFrame(out)
+    return table.set_index(["model", "mteb_name"]).rename_axis(["model", "dataset"])
+
+
+VERSION_KEY = ("model", "mteb_name", "protocol", "profile", "seeds", "dataset_fingerprint", "model_identity")
