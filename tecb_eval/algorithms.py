@@ -356,3 +356,14 @@ def configurations(algorithms=ALGORITHMS, reductions=REDUCTIONS, explicit=None):
 
 
 PAPER_CONFIGURATIONS = configurations()[0]
+
+
+def params_json(estimator) -> str:
+    """An estimator's (or reducer's) own parameters as canonical JSON; ``{}`` for None."""
+    import json
+
+    if estimator is None:
+        return "{}"
+    params = estimator.get_params(deep=False)
+    return json.dumps({k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+                       for k, v in sorted(params.items())}, sort_keys=True)

@@ -1,15 +1,19 @@
 """The model x dataset x reduction x algorithm grid: plan, encode once, reduce once, cluster, store.
 
 Per model: every text that any remaining cell needs and the embedding cache lacks is encoded in
-one pass (chunks saved as they finish). Per (split, reduction): the reduction is computed once
-(or read from the reduction cache) and every algorithm clusters it. Every finished cell is one
-fsynced line in the results store; a rerun skips the cells the store already holds.
+one pass (chunks saved as they finish), in this process. The rest is split into units, one per
+(dataset, split or sample set, reduction, seed): the reduction is computed once (or read from the
+reduction cache) and every algorithm clusters it. Units run here (``jobs=1``), in local worker
+processes (``jobs=N``) or on a Dask cluster (``scheduler=``), with the same scores bit for bit
+(:mod:`tecb_eval.work`). Only this process writes: every finished cell is one fsynced line in the
+results store; a rerun skips the cells the store already holds.
 """
 
 from __future__ import annotations
 
-import json
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,17 +21,18 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn import metrics
 from tqdm.auto import tqdm
 
 import tecb_data
 from tecb_data.errors import UserError
-from tecb_eval import algorithms as algo, encoders, protocols
+from tecb_eval import algorithms as algo, encoders, executors, protocols, work as work_module
 from tecb_eval.profiles import DEFAULT_PROFILE, get_profile
-from tecb_eval.cache import EmbeddingStore, ReductionCache
+from tecb_eval.cache import EmbeddingStore, ReductionCache, short_hash
+from tecb_eval.work import UnitResult, WorkUnit
 from tecb_eval.store import ResultsStore, cell_key, rows_frame, seed_set_name
 
 DEFAULT_SEED = 42
+MAX_SEED = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -73,24 +78,7 @@ def encoder_for_dataset(encoder, bench):
     return encoder.fit_corpus(sorted({t for s in bench.splits for t in s.texts}))
 
 
-def clustering_metrics(gold: Sequence[str], predicted: np.ndarray) -> dict:
-    homogeneity, completeness, v_measure = metrics.homogeneity_completeness_v_measure(gold, predicted)
-    return {
-        "v_measure": float(v_measure),
-        "homogeneity": float(homogeneity),
-        "completeness": float(completeness),
-        "ami": float(metrics.adjusted_mutual_info_score(gold, predicted)),
-        "ari": float(metrics.adjusted_rand_score(gold, predicted)),
-        "noise_fraction": float(np.mean(predicted == -1)) if len(predicted) else 0.0,
-        "n_clusters_found": int(len(set(predicted.tolist()) - {-1})),
-    }
-
-
-def _jsonable_params(estimator) -> dict:
-    if estimator is None:
-        return {}
-    params = estimator.get_params(deep=False)
-    return {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v) for k, v in sorted(params.items())}
+clustering_metrics = work_module.clustering_metrics  # re-exported: tests and benches use it
 
 
 @dataclass
@@ -102,34 +90,56 @@ class _ModelRun:
     dataset_encoders: dict = field(default_factory=dict)  # dataset fingerprint -> fitted encoder
 
 
+@dataclass
+class _Pending:
+    """A model's pending cells on one dataset for one seed."""
+
+    bench: object
+    encoder: object
+    seed: int
+    cells: list  # (protocol unit, reduction, algorithm)
+
+
 class Grid:
-    def __init__(self, datasets, models, *, configurations, protocol, seed, cache_dir, store,
-                 limit_splits=None, profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None):
+    def __init__(self, datasets, models, *, configurations, protocol, seed: int | None = None,
+                 seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None,
+                 profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
+                 jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
+                 scheduler_timeout: float = executors.DASK_CONNECT_TIMEOUT):
         self.benchmarks = [load_dataset(d) for d in datasets]
         self.models = [model_spec(m) for m in models]
         self.configurations = configurations
         self.protocol = protocol
-        self.seed = seed
+        # Several seeds: every reduction, clustering and fast-protocol sample varies with the seed;
+        # encoding happens once, seeded (for encoders that take a seed) by the first one.
+        self.seeds = tuple(int(s) for s in seeds) if seeds else (DEFAULT_SEED if seed is None else int(seed),)
+        self.seed = self.seeds[0]
+        self.seed_set = seed_set_name(self.seeds)
         self.profile = get_profile(profile)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.store = store
         self.progress = progress
         self.log = log or (lambda message: print(message, file=sys.stderr))
+        self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
+                                     timeout=scheduler_timeout)
         self.units = {
-            b.fingerprint: protocols.units_for(b, protocol, seed, limit_splits=limit_splits)
-            for b in self.benchmarks
+            (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits)
+            for b in self.benchmarks for s in self.seeds
         }
         self.reductions = ReductionCache(self.cache_dir)
         self.encode_seconds: dict[str, float] = {}
         self.encoded_texts: dict[str, int] = {}
         self.rows: list[dict] = []
+        self.new_rows: list[dict] = []  # the cells this run computed (the rest came from the store)
+        self.wall_seconds: dict[str, float] = {}  # phase -> wall-clock seconds of this run
+        self.worker_rss: dict[int, int] = {}  # worker pid -> its peak RSS in bytes
 
     # -- planning ---------------------------------------------------------------------------
-    def _key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str) -> tuple:
+    def _key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str, seed: int) -> tuple:
         return cell_key({
-            "protocol": self.protocol, "profile": self.profile.name, "seeds": seed_set_name([self.seed]), "seed": self.seed, "model": name, "model_identity": identity,
-            "dataset_fingerprint": bench.fingerprint, "reduction": reduction, "algorithm": algorithm,
-            "split": unit.name,
+            "protocol": self.protocol, "profile": self.profile.name, "seeds": self.seed_set, "seed": seed,
+            "model": name, "model_identity": identity, "dataset_fingerprint": bench.fingerprint,
+            "reduction": reduction, "algorithm": algorithm, "split": unit.name,
         })
 
     def total_cells(self) -> int:
@@ -164,109 +174,198 @@ class Grid:
 
     # -- running ----------------------------------------------------------------------------
     def run(self) -> pd.DataFrame:
-        total = self.total_cells()
-        with tqdm(total=total, desc="grid cells", unit=" cells", disable=not self.progress, smoothing=0.05) as bar:
+        with _Interruptible() as interrupt, executors.open_executor(log=self.log, **self.executor_options) as executor, \
+                tqdm(total=self.total_cells(), desc="grid cells", unit=" cells", disable=not self.progress,
+                     smoothing=0.05) as bar:
             for spec in self.models:
-                self._run_model(spec, bar)
+                self._run_model(spec, executor, bar, interrupt)
         return rows_frame(self.rows)
 
-    def _pending(self, name: str, identity: str, bench) -> list[tuple]:
-        return [
-            (unit, reduction, algorithm)
-            for unit in self.units[bench.fingerprint]
-            for algorithm, reduction in self.configurations
-            if self._key(name, identity, bench, unit, reduction, algorithm) not in self.store
-        ]
-
-    def _run_model(self, spec: ModelSpec, bar) -> None:
+    def _run_model(self, spec: ModelSpec, executor, bar, interrupt) -> None:
         run = self._open_model(spec)
-        work = []  # (bench, encoder, embedding store, pending cells)
+        work: list[_Pending] = []
         for bench in self.benchmarks:
             encoder = self._encoder_for(run, bench)
-            pending = self._pending(spec.name, encoder.identity, bench)
-            done = len(self.units[bench.fingerprint]) * len(self.configurations) - len(pending)
-            for unit in self.units[bench.fingerprint]:
-                for algorithm, reduction in self.configurations:
-                    row = self.store.get(self._key(spec.name, encoder.identity, bench, unit, reduction, algorithm))
-                    if row is not None:
-                        self.rows.append(row)
-            bar.update(done)
-            work.append((bench, encoder, pending))
-        # One encoding pass per encoder over every text a pending cell needs, across datasets.
+            for seed in self.seeds:
+                pending = []
+                for unit in self.units[(bench.fingerprint, seed)]:
+                    for algorithm, reduction in self.configurations:
+                        row = self.store.get(self._key(spec.name, encoder.identity, bench, unit, reduction, algorithm, seed))
+                        if row is None:
+                            pending.append((unit, reduction, algorithm))
+                        else:
+                            self.rows.append(row)
+                            bar.update(1)
+                if pending:
+                    work.append(_Pending(bench, encoder, seed, pending))
+        if not work:
+            return
+        # One encoding pass per encoder over every text a pending cell needs, across datasets and seeds.
         stores: dict[str, EmbeddingStore] = {}
         needed: dict[str, list[str]] = {}
-        for bench, encoder, pending in work:
-            if not pending:
-                continue
-            if encoder.identity not in stores:
-                stores[encoder.identity] = self._embedding_store(encoder)
-            needed.setdefault(encoder.identity, []).extend(t for unit, _, _ in pending for t in unit.base_texts)
-        for bench, encoder, pending in work:
-            if encoder.identity in needed:
-                self._encode(run, encoder, needed.pop(encoder.identity), stores[encoder.identity])
-        for bench, encoder, pending in work:
-            if pending:
-                self._run_cells(run, bench, stores[encoder.identity], pending, bar)
+        for item in work:
+            if item.encoder.identity not in stores:
+                stores[item.encoder.identity] = self._embedding_store(item.encoder)
+            needed.setdefault(item.encoder.identity, []).extend(t for unit, _, _ in item.cells for t in unit.base_texts)
+        started = time.perf_counter()
+        for item in work:
+            if item.encoder.identity in needed:
+                self._encode(run, item.encoder, needed.pop(item.encoder.identity), stores[item.encoder.identity])
+        self._add_wall("encode", time.perf_counter() - started)
+        embeddings = {identity: store.embeddings() for identity, store in stores.items()}
+        tasks, inputs, context = self._tasks(run, work, embeddings)
 
-    def _run_cells(self, run: _ModelRun, bench, store: EmbeddingStore, pending, bar) -> None:
-        embeddings = store.embeddings()
+        def finished(unit: WorkUnit, result: UnitResult) -> None:
+            self._finish(context[unit.key], unit, result, bar)
+            interrupt.check()
+
+        started = time.perf_counter()
+        executor.run(tasks, lambda key: inputs[key](), finished)
+        self._add_wall("reduce+cluster", time.perf_counter() - started)
+
+    def _add_wall(self, phase: str, seconds: float) -> None:
+        self.wall_seconds[phase] = self.wall_seconds.get(phase, 0.0) + seconds
+
+    def _tasks(self, run: _ModelRun, work: list[_Pending], embeddings: dict) -> tuple[list, dict, dict]:
+        """One task per (dataset, base set, reduction, seed). Its input is the base set's
+        embeddings, or the cached reduction where there is one."""
         seconds_per_text = (
             self.encode_seconds.get(run.spec.name, 0.0) / self.encoded_texts[run.spec.name]
             if self.encoded_texts.get(run.spec.name) else 0.0
         )
-        by_base: dict[tuple, list] = {}
-        for unit, reduction, algorithm in pending:
-            by_base.setdefault((unit.base_name, reduction), []).append((unit, algorithm))
-        for (base_name, reduction), cells in by_base.items():
-            unit0 = cells[0][0]
-            base = embeddings.rows(unit0.base_texts)
-            fingerprint = embeddings.fingerprint(unit0.base_texts)
-            started = time.perf_counter()
-            before = self.reductions.computed
-            reduced = base if reduction == "none" else self.reductions.get(
-                fingerprint, reduction, self.seed, lambda: algo.reduce(reduction, base, self.seed)
-            )
-            reduce_seconds = time.perf_counter() - started
-            reduce_cached = self.reductions.computed == before
-            for unit, algorithm in cells:
-                X = reduced if unit.rows is None else reduced[unit.rows]
-                k = min(unit.k, X.shape[0])
-                estimator = algo.make_algorithm(algorithm, k, self.seed, self.protocol, profile=self.profile)
-                started = time.perf_counter()
-                predicted = algo.cluster(estimator, X)
-                cluster_seconds = time.perf_counter() - started
-                row = {
-                    "model": run.spec.name,
-                    "model_identity": store.identity,
-                    "dataset": bench.name,
-                    "mteb_name": bench.mteb_name,
-                    "dataset_fingerprint": bench.fingerprint,
-                    "dataset_location": bench.location,
-                    "protocol": self.protocol,
-                    "profile": self.profile.name,
-                    "seeds": seed_set_name([self.seed]),
-                    "seed": self.seed,
-                    "split": unit.name,
-                    "n_samples": int(X.shape[0]),
-                    "n_labels": int(unit.k),
-                    "reduction": reduction,
-                    "algorithm": algorithm,
-                    **clustering_metrics(unit.labels, predicted),
-                    "algorithm_params": json.dumps(_jsonable_params(estimator), sort_keys=True),
-                    "reduction_params": json.dumps(
-                        _jsonable_params(algo.make_reduction(reduction, self.seed)), sort_keys=True
-                    ),
-                    # Encoding is shared by every cell of a text; each cell carries its split's share.
-                    "encode_s": seconds_per_text * len(set(unit0.base_texts)),
-                    "reduce_s": 0.0 if reduce_cached else reduce_seconds,
-                    "reduce_cached": bool(reduce_cached),
-                    "cluster_s": cluster_seconds,
-                }
-                self.store.append(row)
-                self.rows.append(row)
-                bar.update(1)
+        tasks, inputs, context = [], {}, {}
+        for item in work:
+            vectors = embeddings[item.encoder.identity]
+            by_base: dict[tuple, list] = {}
+            for unit, reduction, algorithm in item.cells:
+                by_base.setdefault((unit.base_name, reduction), []).append((unit, algorithm))
+            for (base_name, reduction), cells in by_base.items():
+                base_texts = cells[0][0].base_texts
+                fingerprint = vectors.fingerprint(base_texts)
+                reduced = None if reduction == "none" else self.reductions.lookup(fingerprint, reduction, item.seed)
+                key = short_hash(run.spec.name, item.encoder.identity, item.bench.fingerprint, base_name, reduction,
+                                 str(item.seed))
+                if reduced is not None:
+                    input_key = "reduced-" + key
+                    inputs[input_key] = lambda value=reduced: value
+                else:
+                    # Shared by the base set's reductions: on a cluster it travels once.
+                    input_key = "base-" + fingerprint
+                    inputs[input_key] = lambda texts=base_texts, v=vectors: v.rows(texts)
+                unit = WorkUnit(
+                    key=key, label=f"{run.spec.name} / {item.bench.name} / {base_name} / {reduction} / seed {item.seed}",
+                    dataset=item.bench.name, reduction=reduction, seed=item.seed, protocol=self.protocol,
+                    profile=self.profile.name, n=len(base_texts), dim=int(vectors.matrix.shape[1]),
+                    cells=tuple(work_module.Cell(u.name, u.rows, u.labels, u.k, a) for u, a in cells),
+                )
+                tasks.append(executors.Task(unit, input_key, reduced is not None))
+                context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
+                                    identity=vectors.identity, encode_s=seconds_per_text * len(set(base_texts)))
+        return tasks, inputs, context
+
+    def _finish(self, ctx: dict, unit: WorkUnit, result: UnitResult, bar) -> None:
+        """Store a finished unit's rows; only this process writes the store and the caches."""
+        if result.reduced is not None:
+            self.reductions.put(ctx["fingerprint"], unit.reduction, unit.seed, result.reduced)
+        self.worker_rss[result.pid] = max(self.worker_rss.get(result.pid, 0), result.max_rss)
+        bench = ctx["bench"]
+        reduction_params = algo.params_json(algo.make_reduction(unit.reduction, unit.seed))
+        reduce_cached = ctx["cached"]
+        for cell, scores in zip(unit.cells, result.metrics):
+            row = {
+                "model": ctx["run"].spec.name,
+                "model_identity": ctx["identity"],
+                "dataset": bench.name,
+                "mteb_name": bench.mteb_name,
+                "dataset_fingerprint": bench.fingerprint,
+                "dataset_location": bench.location,
+                "protocol": self.protocol,
+                "profile": self.profile.name,
+                "seeds": self.seed_set,
+                "seed": unit.seed,
+                "split": cell.split,
+                "n_samples": scores["n_samples"],
+                "n_labels": int(cell.k),
+                "reduction": unit.reduction,
+                "algorithm": cell.algorithm,
+                **{k: scores[k] for k in work_module.METRIC_FIELDS},
+                "algorithm_params": scores["algorithm_params"],
+                "reduction_params": reduction_params,
+                # Encoding is shared by every cell of a text; each cell carries its split's share.
+                "encode_s": ctx["encode_s"],
                 # The reduction's time is counted once, with the first algorithm that used it.
-                reduce_cached = True
+                "reduce_s": 0.0 if reduce_cached else result.reduce_s,
+                "reduce_cached": bool(reduce_cached),
+                "cluster_s": scores["cluster_s"],
+            }
+            reduce_cached = True
+            self.store.append(row)
+            self.rows.append(row)
+            self.new_rows.append(row)
+            bar.update(1)
+
+    def time_summary(self) -> list[str]:
+        """Where this run's time went, per dataset (encoding, reductions, clustering), and its wall clock."""
+        if not self.new_rows:
+            return []
+        frame = pd.DataFrame(self.new_rows)
+        lines = []
+        for dataset, part in frame.groupby("dataset", sort=True):
+            encode = part.drop_duplicates(["model", "split"]).encode_s.sum()
+            lines.append(f"{dataset}: {len(part):,} cells; encode {encode:.1f} s, reduce {part.reduce_s.sum():.1f} s, "
+                         f"cluster {part.cluster_s.sum():.1f} s (summed over workers)")
+        lines.append("wall clock: " + ", ".join(f"{phase} {s:.1f} s" for phase, s in self.wall_seconds.items()))
+        if self.worker_rss:
+            peaks = ", ".join(f"{rss / 2**20:,.0f}" for _, rss in sorted(self.worker_rss.items()))
+            lines.append(f"peak RSS per worker process (MiB): {peaks}")
+        return lines
+
+
+class _Interruptible:
+    """Ctrl-C stops the grid after the unit at hand even where a library swallows the
+    KeyboardInterrupt (numba did, inside UMAP): the signal is remembered and checked after every
+    unit, as well as raised."""
+
+    def __init__(self):
+        self.seen = False
+        self._previous = None
+
+    def _handler(self, signum, frame):
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+
+def check_seed(seed, what: str = "seed") -> int:
+    # numpy's and scikit-learn's seeds are 32-bit.
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"{what} must be an integer from 0 to {MAX_SEED}, got {seed!r}")
+    return int(seed)
+
+
+def check_seeds(seeds) -> tuple[int, ...]:
+    """A run's seeds: at least one, each a valid seed, none repeated."""
+    seeds = tuple(seeds)
+    if not seeds:
+        raise UserError("seeds is empty; give at least one seed, e.g. --seeds 42,1,2")
+    checked = tuple(check_seed(s, "every seed") for s in seeds)
+    repeated = sorted({s for s in checked if checked.count(s) > 1})
+    if repeated:
+        raise UserError(f"seeds repeat {', '.join(map(str, repeated))}; give each seed once")
+    return checked
 
 
 def run_grid(
@@ -278,14 +377,19 @@ def run_grid(
     configurations: Sequence | None = None,
     protocol: str = "legacy",
     seed: int = DEFAULT_SEED,
+    seeds: Sequence[int] | None = None,
     cache_dir: str | Path | None = None,
     results: str | Path | None = None,
     limit_splits: int | None = None,
     profile: str = DEFAULT_PROFILE,
+    jobs: int | None = 1,
+    scheduler: str | None = None,
+    memory_limit: int | str | None = None,
+    scheduler_timeout: float = executors.DASK_CONNECT_TIMEOUT,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split).
+    """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
     ``datasets``: folders, ``repo_id@revision`` strings or loaded benchmarks. ``models``: built-in
     names, model folders, Hub ids, encoder objects, ``(name, spec)`` pairs or dicts
@@ -297,12 +401,35 @@ def run_grid(
     makes the run resumable. ``profile`` is ``"current"`` (today's libraries) or ``"paper"`` (what
     the authors ran, e.g. river 0.14's DBSTREAM; see :mod:`tecb_eval.profiles`); every
     row names it.
+
+    ``seeds`` (instead of ``seed``) runs every reduction and clustering once per seed, encoding
+    once; the rows name their seed and the run's seed set, which is one version of the results.
+
+    ``jobs``: local worker processes (``None``: every core; 1: in this process). ``scheduler``: the
+    address of a Dask distributed scheduler (``tcp://host:8786``) to run the units on instead.
+    ``memory_limit`` (bytes, ``"8GB"`` or a share of RAM like ``0.5``): the budget for units
+    running side by side; on a cluster, per worker. Default: 70 % of RAM (of each worker's limit
+    on a cluster). Scores are the same bit for bit whatever ``jobs`` or ``scheduler``.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
     if protocol not in protocols.PROTOCOLS:
         raise UserError(f"unknown protocol {protocol!r}; choose from {', '.join(protocols.PROTOCOLS)}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise UserError(f"seed must be a non-negative integer, got {seed!r}")
+    seeds = check_seeds(seeds) if seeds is not None else (check_seed(seed),)
+    jobs = executors.check_jobs(jobs, scheduler)
+    memory = executors.parse_memory(memory_limit)
+    if limit_splits is not None and (isinstance(limit_splits, bool) or not isinstance(limit_splits, (int, np.integer))
+                                     or limit_splits < 1):
+        raise UserError(f"limit_splits must be a positive number of splits, got {limit_splits!r}; "
+                        "leave it out (None) for all splits")
+    for item in models:  # a bad option fails now, not after the models before it have run
+        spec = model_spec(item)
+        encoders.check_options(spec.spec, **spec.options)
+        if isinstance(spec.spec, (str, Path)) and Path(spec.spec).is_dir():
+            encoders.check_model_folder(Path(spec.spec))
+    if cache_dir is not None:
+        from tecb_data.outputs import writable_folder
+
+        writable_folder(cache_dir, option="cache folder")
     if algorithms is None:
         algorithms = algo.ALGORITHMS if protocol == "legacy" else ("minibatch_kmeans",)
     pairs, skipped = algo.configurations(algorithms, reductions, configurations)
@@ -316,10 +443,13 @@ def run_grid(
         raise UserError("no datasets given")
     if not models:
         raise UserError("no models given")
-    grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seed=int(seed),
-                cache_dir=cache_dir, store=ResultsStore(results), limit_splits=limit_splits,
-                profile=profile, progress=progress, log=say)
+    grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
+                cache_dir=cache_dir, store=ResultsStore(results, lock=True), limit_splits=limit_splits,
+                profile=profile, progress=progress, log=say, jobs=jobs, scheduler=scheduler,
+                memory_limit=memory, scheduler_timeout=scheduler_timeout)
     frame = grid.run()
     for name, seconds in grid.encode_seconds.items():
         say(f"{name}: encoded {grid.encoded_texts[name]:,} new unique texts in {seconds:.1f} s")
+    for line in grid.time_summary():
+        say(line)
     return frame

@@ -1,0 +1,153 @@
+"""Grid units on a Dask distributed cluster (``run_grid(scheduler=...)``, ``--scheduler``).
+
+Each unit is one Dask task; a split's embeddings are scattered to the cluster once and shared by
+the split's reductions. Dask reruns the tasks of a worker that dies; a unit whose scattered input
+died with it is resubmitted here with a fresh copy. Results come back to the coordinator, which
+alone writes the store, so a rerun unit is written once. Every worker offers a ``MEMORY`` resource
+(the per-worker budget) and each unit asks for its estimated peak: Dask's own admission control.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+from importlib.metadata import version
+
+from distributed import Client, KilledWorker, WorkerPlugin, as_completed
+
+from tecb_data.errors import UserError
+from tecb_eval.executors import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task, fit_or_skip,
+                                 longest_first, machine_memory)
+from tecb_eval.work import WORKER_BASELINE_BYTES, run_unit
+
+DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) may die 3 times
+
+
+def connect(address: str, timeout: float = DASK_CONNECT_TIMEOUT):
+    """A ``distributed.Client`` for ``address``, or one line saying why not."""
+    try:
+        return Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise UserError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({type(exc).__name__}); "
+                        "check the address and that `dask scheduler` runs there, or raise --scheduler-timeout") from None
+    except ValueError as exc:
+        raise UserError(f"--scheduler {address!r}: {exc}") from None
+
+
+def _tecb_on_worker() -> str:
+    # Pickled by reference: a worker without the package cannot even load this function.
+    from importlib.metadata import version
+
+    return version("tecb")
+
+
+class MemoryBudget(WorkerPlugin):
+    """A Dask worker plugin: each worker, including one that joins or is restarted mid-grid, offers
+    a ``MEMORY`` resource of the per-worker budget. Dask's own admission control then starts a
+    unit only where its estimated peak is free, so large units do not share a worker's memory."""
+
+    name = "tecb-memory-budget"
+
+    def __init__(self, amount: float):
+        self.amount = amount
+
+    async def setup(self, worker) -> None:
+        await worker.set_resources(MEMORY=self.amount)
+
+
+class DaskExecutor:
+    """Units as Dask tasks on the cluster at ``address``; a split's embeddings are scattered once."""
+
+    def __init__(self, client: Client, address: str, memory_limit: int | None, log):
+        self.address = address
+        self.log = log
+        self.client = client
+        try:
+            limits = self._check_workers(version("tecb"))
+            # Per worker: --memory-limit, else a safe share of the workers' own limit (or of this machine's RAM).
+            self.budget = memory_limit or int(DEFAULT_MEMORY_SHARE * min((v for v in limits.values() if v),
+                                                                        default=machine_memory()))
+            self.window = 4 * len(limits)  # units submitted ahead, so scattered inputs stay few
+            self.client.register_plugin(MemoryBudget(float(self.budget - WORKER_BASELINE_BYTES)))
+        except BaseException:
+            self.client.close()
+            raise
+
+    def _check_workers(self, ours: str) -> dict[str, int]:
+        """Every worker runs our version of tecb; returns each worker's memory limit (0: none)."""
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        if not workers:
+            raise UserError(f"the Dask scheduler at {self.address} has no workers; start some with "
+                            f"`dask worker {self.address}`")
+        answers = self.client.run(_tecb_on_worker, on_error="return")
+        for worker, answer in sorted(answers.items()):
+            if isinstance(answer, BaseException):
+                raise UserError(f"Dask worker {worker} cannot run tecb ({type(answer).__name__}: {answer}); install "
+                                f"tecb=={ours} with its [dask] extra in every worker's environment") from None
+            if answer != ours:
+                raise UserError(f"Dask worker {worker} runs tecb {answer}, this process {ours}; install the same "
+                                "version on every worker (a score must not depend on where its unit ran)")
+        return {w: int(info.get("memory_limit") or 0) for w, info in workers.items()}
+
+    def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:
+        pending = longest_first(fit_or_skip(tasks, self.budget, " per worker", self.log))
+        inputs: dict[str, object] = {}  # input key -> its scattered future, while a unit needs it
+        users: dict[str, int] = {}
+        for task in pending:
+            users[task.input_key] = users.get(task.input_key, 0) + 1
+        attempts: dict[str, int] = {}
+        running: dict[object, Task] = {}
+        completed = None
+
+        def submit(task: Task) -> None:
+            if task.input_key not in inputs:
+                # Once per split, not once per cell: the embeddings travel to the cluster once.
+                inputs[task.input_key] = self.client.scatter(load_input(task.input_key), hash=False)
+            attempt = attempts.get(task.unit.key, 0)
+            future = self.client.submit(run_unit, task.unit, inputs[task.input_key], task.is_reduced,
+                                        key=f"tecb-unit-{task.unit.key}-{attempt}", pure=False,
+                                        resources={"MEMORY": float(task.unit.memory)})
+            running[future] = task
+            if completed is not None:
+                completed.add(future)
+
+        def fill() -> None:
+            while pending and len(running) < self.window:
+                submit(pending.pop(0))
+
+        fill()
+        if not running:
+            return
+        completed = as_completed(list(running), loop=self.client.loop, raise_errors=False)
+        for future in completed:
+            task = running.pop(future)
+            if future.status != "finished":
+                exc = future.exception() if future.status == "error" else None
+                if exc is not None and not _worker_lost(exc):
+                    raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
+                attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
+                if attempts[task.unit.key] >= DASK_MAX_ATTEMPTS:
+                    raise UserError(f"{task.unit.label}: its Dask worker was lost {DASK_MAX_ATTEMPTS} times "
+                                    "(out of memory?); finished cells are stored, rerun to resume") from None
+                self.log(f"note: {task.unit.label}: its worker or its input was lost; running it again")
+                inputs.pop(task.input_key, None)  # the scattered copy may have gone with the worker
+                submit(task)
+                continue
+            result = future.result()
+            users[task.input_key] -= 1
+            if users[task.input_key] == 0:
+                inputs.pop(task.input_key, None)  # released on the cluster once no unit needs it
+            on_result(task.unit, result)
+            fill()
+
+    def close(self, abandon: bool = False) -> None:
+        with contextlib.suppress(Exception):
+            self.client.unregister_worker_plugin(MemoryBudget.name)
+        self.client.close()
+
+
+def _worker_lost(exc: BaseException) -> bool:
+    """The unit failed because its worker died, or its scattered input went with one."""
+    if isinstance(exc, (KilledWorker, cf.CancelledError)):
+        return True
+    return type(exc).__name__ in ("FutureCancelledError", "CancelledError") or "lost" in str(exc).lower()

@@ -1,0 +1,166 @@
+"""One unit of grid work, as a worker process runs it: a reduction and every algorithm on it.
+
+A unit is (model, dataset, base set of texts, reduction, seed): the base set's embeddings are
+reduced once and each pending cell (split or bootstrap sample x algorithm) is clustered from the
+result. Everything a worker needs travels in :class:`WorkUnit` and the input matrix; what comes
+back is plain numbers. The coordinator alone writes the results store and the caches.
+
+Every unit runs with one BLAS/OpenMP/numba thread, wherever it runs (in the coordinator with
+``jobs=1``, in a local worker process, on a Dask worker): N workers then use N cores without
+oversubscribing them, and a score does not depend on how many threads summed its floats, so it
+is the same bit for bit for any ``jobs``, any cluster and any completion order.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn import metrics
+
+from tecb_eval import algorithms as algo
+
+# Bytes a worker process holds before any unit (numpy, scikit-learn, UMAP, numba, hdbscan loaded);
+# counted once per worker against the memory budget.
+WORKER_BASELINE_BYTES = 400 * 2**20
+
+
+@dataclass(frozen=True)
+class Cell:
+    split: str  # the results store's "split" (a split or a bootstrap sample)
+    rows: np.ndarray | None  # rows of the base set it clusters; None = all, in order
+    labels: tuple[str, ...]
+    k: int
+    algorithm: str
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    key: str  # unique and stable within a run; names the unit in messages and Dask keys
+    label: str  # for people: "model / dataset / split / reduction / seed"
+    dataset: str  # dataset name, for the per-dataset time summary
+    reduction: str
+    seed: int
+    protocol: str
+    profile: str
+    cells: tuple[Cell, ...]
+    n: int  # rows of the base set
+    dim: int  # embedding dimensions
+
+    @property
+    def memory(self) -> int:
+        return estimate_memory(self)
+
+    @property
+    def cost(self) -> float:
+        return estimate_cost(self)
+
+
+@dataclass
+class UnitResult:
+    metrics: list[dict]  # per cell, in the unit's order: clustering_metrics + cluster_s + params
+    reduced: np.ndarray | None  # the reduction, for the coordinator's cache (None: came from it)
+    reduce_s: float
+    pid: int
+    max_rss: int  # bytes, peak of the process that ran the unit
+
+
+def _reduced_dim(unit: WorkUnit) -> int:
+    return unit.dim if unit.reduction == "none" else 2
+
+
+def estimate_memory(unit: WorkUnit) -> int:
+    """Peak bytes of a unit beyond its worker's baseline, on the safe side.
+
+    Ward agglomerative dominates large units: scipy condenses the n x n distances into n(n-1)/2
+    doubles and its nearest-neighbour chain works on a copy, so about 8 n^2 bytes (18k texts:
+    2.6 GB). UMAP holds the input as doubles, a 15-neighbour graph and its optimisation buffers.
+    """
+    n, d = unit.n, unit.dim
+    peak = 3 * n * d * 8  # the input, its float64 copy, the reducer's working copy
+    if unit.reduction in ("umap", "pca50+umap"):
+        peak += n * 15 * 8 * 12 + n * min(d, 50) * 8 * 4
+    reduced = _reduced_dim(unit)
+    for cell in unit.cells:
+        m = n if cell.rows is None else len(cell.rows)
+        if cell.algorithm == "agglomerative":
+            peak = max(peak, 3 * n * d * 8 + 8 * m * m + 64 * m)
+        else:
+            peak = max(peak, 3 * n * d * 8 + 16 * m * max(reduced, cell.k) * 8)
+    return int(peak)
+
+
+def estimate_cost(unit: WorkUnit) -> float:
+    """Relative run time, only to start the longest units first (a better spread over workers)."""
+    n, d = unit.n, unit.dim
+    cost = {"none": 0.0, "pca": n * d * 1e-7, "umap": n * 2e-3, "pca50+umap": n * 2e-3}.get(unit.reduction, n * 2e-3)
+    reduced = _reduced_dim(unit)
+    for cell in unit.cells:
+        m = n if cell.rows is None else len(cell.rows)
+        if cell.algorithm == "agglomerative":
+            cost += m * m * (reduced + 8) * 1.5e-9
+        elif cell.algorithm == "dbstream":
+            cost += m * 4e-4
+        else:
+            cost += m * reduced * cell.k * 2e-8 + m * 1e-5
+    return cost
+
+
+METRIC_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found")
+
+
+def clustering_metrics(gold, predicted: np.ndarray) -> dict:
+    homogeneity, completeness, v_measure = metrics.homogeneity_completeness_v_measure(gold, predicted)
+    return {
+        "v_measure": float(v_measure),
+        "homogeneity": float(homogeneity),
+        "completeness": float(completeness),
+        "ami": float(metrics.adjusted_mutual_info_score(gold, predicted)),
+        "ari": float(metrics.adjusted_rand_score(gold, predicted)),
+        "noise_fraction": float(np.mean(predicted == -1)) if len(predicted) else 0.0,
+        "n_clusters_found": int(len(set(predicted.tolist()) - {-1})),
+    }
+
+
+def one_thread():
+    """Limit BLAS/OpenMP (threadpoolctl) and numba to one thread for the unit that follows."""
+    from threadpoolctl import threadpool_limits
+
+    try:
+        import numba
+
+        numba.set_num_threads(1)
+    except (ImportError, ValueError):  # numba absent, or already at its minimum
+        pass
+    return threadpool_limits(limits=1)
+
+
+def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool) -> UnitResult:
+    """Reduce ``X`` (the base set's embeddings) unless ``is_reduced``, then run every cell."""
+    with one_thread():
+        started = time.perf_counter()
+        reduced = X if is_reduced else algo.reduce(unit.reduction, X, unit.seed)
+        reduce_s = 0.0 if is_reduced else time.perf_counter() - started
+        out = []
+        for cell in unit.cells:
+            data = reduced if cell.rows is None else reduced[cell.rows]
+            k = min(cell.k, data.shape[0])
+            estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile)
+            started = time.perf_counter()
+            predicted = algo.cluster(estimator, data)
+            out.append({
+                **clustering_metrics(cell.labels, predicted),
+                "n_samples": int(data.shape[0]),
+                "cluster_s": time.perf_counter() - started,
+                "algorithm_params": algo.params_json(estimator),
+            })
+    return UnitResult(
+        metrics=out,
+        reduced=None if is_reduced or unit.reduction == "none" else np.asarray(reduced),
+        reduce_s=reduce_s,
+        pid=os.getpid(),
+        max_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    )
