@@ -79,14 +79,17 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "authors ran (classic whole word masking, logits pooling in WWM evaluations, 30 TSDAE epochs)")
     p.add_argument("--pool", action="store_true",
                    help="train one model on the union of the datasets, not one per dataset as the paper did")
-    p.add_argument("--out", type=Path, required=True, help="output folder (written as OUT.partial, then renamed)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output folder (written as OUT.partial, then renamed); not a dataset or model folder, nor "
+                        "one that holds them")
     p.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2], help="one training run per seed (default 42 1 2)")
     for name, kind, text in _SETTINGS:
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text)
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs CUDA; bf16 works on CPU too")
     p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when present)")
     p.add_argument("--no-save-best", action="store_true", help="do not keep the best checkpoint per seed")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an output folder an earlier `tecb-eval pretrain` wrote (never any other folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_pretrain)
     return p

@@ -302,3 +302,77 @@ def test_cli_folder_of_datasets_one_run_each_or_pooled(tiny_bert, tmp_path, caps
     printed = capsys.readouterr().out
     assert "pooled seed 5: best at step" in printed and "profile current, pooled" in printed
     assert (tmp_path / "pooled" / "seed-5" / "best").is_dir()
+
+
+def _one_line_error(capsys, argv: list[str]) -> str:
+    """Run `tecb-eval ARGV`; it must fail with exit 2 and exactly one line on stderr, which is returned."""
+    from tecb_eval.cli import main
+
+    code = main(argv)
+    error = capsys.readouterr().err
+    assert code == 2 and error.count("\n") == 1 and error.startswith("tecb-eval: error: "), error
+    return error
+
+
+def _files(folder: Path) -> dict:
+    """Every file under ``folder`` with its bytes: what must not change."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert, blurbs, tmp_path, capsys):
+    from tecb_data.outputs import MARKER
+    from tecb_eval.cli import main
+
+    data = Path(blurbs.location)
+    datasets_before, model_before = _files(data.parent), _files(tiny_bert)
+    base = ["pretrain", "--model", str(tiny_bert), "--data", str(data), "--method", "tsdae", "--seeds", "7",
+            "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--overwrite"]
+    # An output that is, holds or lies inside an input (a dataset folder, the folder of datasets, the
+    # model folder) is refused before anything is written, --overwrite or not.
+    for out, says in [(data, "holds the input"), (data.parent, "holds the input"), (data / "pre", "lies inside the input"),
+                      (tiny_bert, "holds the input"), (tiny_bert / "pre", "lies inside the input")]:
+        assert says in _one_line_error(capsys, base + ["--out", str(out)])
+    assert _files(data.parent) == datasets_before and _files(tiny_bert) == model_before
+    tecb_data.load(data)  # still verifies against its manifest
+
+    # A folder no pretrain wrote is never replaced, nor a .partial folder it did not leave.
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep")
+    assert "not written by `tecb-eval pretrain`" in _one_line_error(capsys, base + ["--out", str(foreign)])
+    out = tmp_path / "run"
+    (tmp_path / "run.partial").mkdir()
+    (tmp_path / "run.partial" / "notes.txt").write_text("keep")
+    assert "run.partial" in _one_line_error(capsys, base + ["--out", str(out)])
+    assert (foreign / "notes.txt").read_text() == "keep" and (tmp_path / "run.partial" / "notes.txt").read_text() == "keep"
+    (tmp_path / "run.partial" / "notes.txt").unlink()  # an empty folder is in nobody's way
+    assert not out.exists()
+
+    # An earlier pretrain output (its marker) is what --overwrite replaces, as a whole.
+    assert main(base + ["--out", str(out)]) == 0
+    assert json.loads((out / MARKER).read_text()) == {"written_by": "tecb-eval pretrain"}
+    (out / "left-from-before.txt").write_text("x")
+    assert main(base + ["--out", str(out)]) == 0
+    assert not (out / "left-from-before.txt").exists() and (out / S2S / "seed-7" / "best").is_dir()
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]  # no .partial or replaced folder left
+    assert _files(data.parent) == datasets_before and _files(tiny_bert) == model_before
+
+
+def test_pretrain_bad_inputs_are_one_line(tiny_bert, blurbs, tmp_path, capsys):
+    import shutil
+
+    base = ["pretrain", "--data", blurbs.location, "--quiet", "--max-steps", "1"]
+    out = ["--out", str(tmp_path / "out")]
+    model = ["--model", str(tiny_bert)]
+    assert "tpu9" in _one_line_error(capsys, base + model + out + ["--device", "tpu9"])
+    assert "4294967295" in _one_line_error(capsys, base + model + out + ["--seeds", str(2**32)])
+    assert "4294967295" in _one_line_error(capsys, base + model + out + ["--kmeans-seed", str(2**32)])
+    broken = tmp_path / "broken-bert"
+    shutil.copytree(tiny_bert, broken)
+    (broken / "config.json").write_text('{"model_type": "bert", "hidden_size": ')
+    error = _one_line_error(capsys, base + ["--model", str(broken)] + out)
+    assert str(broken / "config.json") in error
+    (tmp_path / "a-file").write_text("x")
+    assert "is a file" in _one_line_error(capsys, base + model + ["--out", str(tmp_path / "a-file")])
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()

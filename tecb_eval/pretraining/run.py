@@ -28,16 +28,20 @@ from pathlib import Path
 from typing import Iterable
 
 from tecb_data.errors import UserError
+from tecb_data.outputs import check_replaceable, mark, refuse_overlap, remove_own, replace_with
+from tecb_eval.devices import check_device
 from tecb_eval.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, autocast_factory, deterministic, resolve_device, train_seed
 from tecb_eval.pretraining.report import (POOLED, RunRows, plot_curves, summarize, summary_markdown,
                                           write_summary_csv)
 from tecb_eval.pretraining.settings import PretrainSettings, as_dict, settings_for
 from tecb_eval.pretraining.tracking import (EVALUATIONS_CSV, LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder,
-                                            Tracker, read_csv, replace_folder)
+                                            Tracker, read_csv)
 from tecb_eval.profiles import Profile, get_profile
 
 DEFAULT_SEEDS = (42, 1, 2)
+MAX_SEED = 2**32 - 1  # numpy's and torch's seeds
+COMMAND = "tecb-eval pretrain"  # the marker in its output folders names it
 FIGURE = "figure.png"
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
@@ -132,12 +136,13 @@ def load_benchmarks(datasets) -> list:
 
 def model_folder(model) -> tuple[Path, str]:
     """The folder of the transformers checkpoint to train, and a name for it."""
-    from tecb_eval.encoders import minilm_folder, resolve_model
+    from tecb_eval.encoders import check_model_folder, minilm_folder, resolve_model
 
     if str(model) == "minilm-l6":
         folder, model_id = minilm_folder(), "minilm-l6"
     else:
         folder, model_id = resolve_model(str(model))
+    check_model_folder(folder)  # an unreadable config.json or modules.json is one line naming it
     if not (folder / "config.json").is_file():
         modules = folder / "modules.json"
         if modules.is_file():
@@ -151,18 +156,29 @@ def model_folder(model) -> tuple[Path, str]:
 
 def _seeds(seeds: Iterable[int]) -> tuple[int, ...]:
     seeds = tuple(int(s) for s in seeds)
-    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise UserError(f"seeds must be distinct non-negative integers, got {', '.join(map(str, seeds)) or 'none'}")
+    if not seeds or any(not 0 <= s <= MAX_SEED for s in seeds) or len(set(seeds)) != len(seeds):
+        raise UserError(f"seeds must be distinct integers from 0 to {MAX_SEED}, got {', '.join(map(str, seeds)) or 'none'}")
     return seeds
 
 
+def _inputs(benchmarks, model_folder: Path) -> list[Path]:
+    """The folders this run reads: local dataset folders and the model's."""
+    return [Path(b.location) for b in benchmarks if Path(b.location).is_dir()] + [model_folder]
+
+
 def _prepare_output(output_dir: Path, overwrite: bool) -> Path:
-    if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())) and not overwrite:
-        raise UserError(f"{output_dir}: already exists and is not empty; choose another output folder or pass --overwrite")
+    """The work folder ``OUT.partial``, after checking that OUT may be written: an existing OUT is
+    replaced only with ``overwrite`` and only if an earlier pretrain wrote it (its marker); a
+    ``.partial`` folder is removed only if it is an interrupted pretrain's (tecb_data.outputs)."""
+    check_replaceable(output_dir, COMMAND, overwrite=overwrite)
     work = output_dir.with_name(output_dir.name + ".partial")
-    if work.exists():  # left by an interrupted run
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    remove_own(work, COMMAND, what="work folder")  # left by an interrupted run
+    try:
+        work.parent.mkdir(parents=True, exist_ok=True)
+        work.mkdir()
+        mark(work, COMMAND)
+    except OSError as exc:
+        raise UserError(f"--out {output_dir}: cannot write there ({exc.strerror}); choose a writable folder") from None
     return work
 
 
@@ -215,6 +231,11 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
         if not found:
             raise UserError("the datasets hold no texts to train on" if pool else f"{name}: the dataset holds no texts to train on")
     folder, model_id = model_folder(model)
+    # An output holding (or inside) a dataset or the model would be replaced by --overwrite.
+    refuse_overlap(output_dir, _inputs(benchmarks, folder))
+    check_device(s.device)
+    if not 0 <= s.kmeans_seed <= MAX_SEED:
+        raise UserError(f"kmeans_seed must be an integer from 0 to {MAX_SEED}, got {s.kmeans_seed}")
     device = resolve_device(s.device)
     autocast = autocast_factory(s.precision, device)
     s = replace(_clip_max_length(s, folder), device=device)
@@ -244,7 +265,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     except Exception:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    replace_folder(work, output_dir)
+    replace_with(work, output_dir, COMMAND)
 
     runs = {}
     for name, d in done.items():
