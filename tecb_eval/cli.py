@@ -16,6 +16,7 @@ from tecb_data.errors import UserError, run_command
 DEFAULT_CACHE = Path(".tecb-cache")
 DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
 DEMO_SPLITS = 4
+SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.executors.DASK_CONNECT_TIMEOUT, without importing it here
 _OPTION = re.compile(r",(layer|max_length|batch_size|name|device)=([^,]*)")
 
 
@@ -32,6 +33,17 @@ def parse_model(text: str):
             except ValueError:
                 raise UserError(f"--model {text!r}: {key} must be an integer") from None
     return {"spec": spec, **options} if options else spec
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``--seeds 42,1,2`` -> (42, 1, 2); run_grid checks range and repeats."""
+    items = [item.strip() for item in text.split(",")]
+    if not text.strip() or not all(items):
+        raise argparse.ArgumentTypeError(f"{text!r}: give seeds separated by commas, e.g. 42,1,2")
+    try:
+        return tuple(int(item) for item in items)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: every seed must be an integer, e.g. 42,1,2") from None
 
 
 def _datasets(paths: list[str]) -> list[str]:
@@ -85,8 +97,10 @@ def _run(args, models, datasets, configurations=None):
     return run_grid(
         datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
         configurations=configurations, protocol=args.protocol, profile=args.profile, seed=args.seed,
-        cache_dir=args.cache_dir,
+        seeds=args.seeds, cache_dir=args.cache_dir,
         results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
+        jobs=args.jobs, scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout,
+        memory_limit=args.memory_limit,
     )
 
 
@@ -250,6 +264,18 @@ def _grid_options(p: argparse.ArgumentParser) -> None:
     from tecb_eval.protocols import PROTOCOLS
 
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
+    p.add_argument("--seeds", type=parse_seeds, metavar="S1,S2,...",
+                   help="run every reduction and clustering once per seed (encoding once), e.g. 42,1,2; "
+                        "instead of --seed")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="local worker processes (default: every core, or $TECB_JOBS; 1: in this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on a Dask distributed cluster instead, e.g. tcp://host:8786 (see README)")
+    p.add_argument("--scheduler-timeout", type=float, default=SCHEDULER_TIMEOUT, metavar="SECONDS",
+                   help=f"how long to wait for the Dask scheduler (default {SCHEDULER_TIMEOUT:g})")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="memory for units running side by side, e.g. 8GB or 0.5 (of RAM); per worker on a "
+                        "cluster (default: 70 %% of RAM, of each worker's limit on a cluster)")
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
                    help=f"embedding and reduction cache, shared by runs (default {DEFAULT_CACHE})")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -13,6 +13,8 @@ _SETTINGS = (
     ("eval_schedule", str, "global: eval_every counted over the run; per-epoch: counted within each epoch, plus each "
                            "epoch's end, as sentence-transformers 2.2 (default global; TSDAE per-epoch with --profile paper)"),
     ("max_steps", int, "stop after this many optimizer steps"),
+    ("truncate_at", int, "keep only the model's first K layers and train those (truncated-model fine-tuning); "
+                         "the checkpoints are K-layer models"),
     ("learning_rate", float, "default: WWM 1e-4, TSDAE 3e-5"),
     ("weight_decay", float, "default: WWM 0.01, TSDAE 0"),
     ("batch_size", int, "texts per forward pass (default: WWM 32, TSDAE 8)"),

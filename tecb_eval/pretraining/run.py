@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import json
 import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -35,6 +36,7 @@ from tecb_eval.pretraining.loop import Schedule, autocast_factory, deterministic
 from tecb_eval.pretraining.report import (POOLED, RunRows, plot_curves, summarize, summary_markdown,
                                           write_summary_csv)
 from tecb_eval.pretraining.settings import PretrainSettings, as_dict, settings_for
+from tecb_eval.pretraining.truncate import check_truncation, truncate_checkpoint
 from tecb_eval.pretraining.tracking import (EVALUATIONS_CSV, LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder,
                                             Tracker, read_csv)
 from tecb_eval.profiles import Profile, get_profile
@@ -236,11 +238,19 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     check_device(s.device)
     if not 0 <= s.kmeans_seed <= MAX_SEED:
         raise UserError(f"kmeans_seed must be an integer from 0 to {MAX_SEED}, got {s.kmeans_seed}")
+    truncation = None
+    if s.truncate_at is not None:
+        n_layers = check_truncation(folder, s.truncate_at)
+        # Written once as an ordinary checkpoint; every seed, objective and evaluation loads it.
+        truncation = tempfile.TemporaryDirectory(prefix="tecb-truncated-")
+        folder = truncate_checkpoint(folder, s.truncate_at, Path(truncation.name) / "model")
     device = resolve_device(s.device)
     autocast = autocast_factory(s.precision, device)
     s = replace(_clip_max_length(s, folder), device=device)
     eval_pooling = profile.wwm_eval_pooling if method == "wwm" else "hidden"
     shown = Path(str(model)).name if Path(str(model)).is_dir() else str(model)
+    if s.truncate_at is not None:
+        shown = f"{shown} truncated at layer {s.truncate_at} of {n_layers}"
     common = {
         "model": str(model), "model_id": model_id, "method": method, "profile": profile.as_dict(), "pool": pool,
         "seeds": list(seeds), "settings": as_dict(s), "evaluation_pooling": eval_pooling,
@@ -266,6 +276,8 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
         shutil.rmtree(work, ignore_errors=True)
         raise
     replace_with(work, output_dir, COMMAND)
+    if truncation is not None:
+        truncation.cleanup()
 
     runs = {}
     for name, d in done.items():
@@ -284,7 +296,8 @@ def _run(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], benchmarks: 
     """One run (every seed) on ``texts``, evaluated on ``benchmarks``; writes its files into ``work``."""
     schedule = Schedule.of(len(texts), s)
     tracker = Tracker(work, benchmarks, s.method, s.kmeans_seed, s.save_best,
-                      checkpoint_info={"profile": profile.name, "evaluation_pooling": eval_pooling, "trained_on": name})
+                      checkpoint_info={"profile": profile.name, "evaluation_pooling": eval_pooling, "trained_on": name,
+                                       **({"truncate_at": s.truncate_at} if s.truncate_at is not None else {})})
     try:
         outcomes = _train_seeds(folder, s, seeds, texts, schedule, tracker, profile=profile, eval_pooling=eval_pooling,
                                 device=device, autocast=autocast, progress=progress, label=name)

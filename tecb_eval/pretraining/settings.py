@@ -39,6 +39,9 @@ class PretrainSettings:
     # TSDAE paper preferred CLS for its own (retrieval) evaluation.
     pooling: str = "mean"
     max_steps: int | None = None  # stop after this many optimizer steps (None: all epochs)
+    # Keep only the model's first k layers and train that (Rep et al. 2024's truncated-model
+    # fine-tuning); None: the whole model. Checked against the model in pretraining.truncate.
+    truncate_at: int | None = None
     max_grad_norm: float = 1.0  # the transformers Trainer's default clipping
     eval_batch_size: int = 64
     kmeans_seed: int = 42  # MiniBatchKMeans random_state, as in the paper
@@ -88,7 +91,8 @@ def validate(s: PretrainSettings) -> None:
         if getattr(s, name) is not None and getattr(s, name) < 1:
             raise UserError(f"{name} must be a positive integer, got {getattr(s, name)}")
 
-    for name in ("epochs", "batch_size", "grad_accumulation", "max_length", "eval_every", "eval_batch_size", "max_steps"):
+    for name in ("epochs", "batch_size", "grad_accumulation", "max_length", "eval_every", "eval_batch_size", "max_steps",
+                 "truncate_at"):
         positive(name)
     if s.learning_rate <= 0:
         raise UserError(f"learning_rate must be positive, got {s.learning_rate}")

@@ -1,0 +1,282 @@
+"""Layer-wise sweep: V-measure of every hidden layer of a transformers model from one forward pass.
+
+ELECTRA-style models give poor sentence embeddings at their last layer and good ones earlier (Rep
+et al. 2024), so a model is worth sweeping. ``layer_sweep`` runs each unique text through the model
+once with all hidden states, mean-pools every asked layer (attention-masked; layer 0 is the
+embedding layer) and stores each layer's vectors in the grid's embedding cache under the identity
+that ``get_encoder(model, layer=k)`` has. The clustering is then the grid's own: ``run_grid`` with
+one model per layer, ``{"spec": ..., "layer": k}``, legacy protocol, Minibatch k-Means on the
+embeddings, which finds every vector in the cache. So layer k scores exactly what a grid run with
+``layer=k`` scores, and a later grid run with ``layer=k`` encodes nothing.
+
+Output folder (each file written atomically)::
+
+    OUT/layers.csv    one row per (dataset, layer): mean and SD of V-measure over splits, AMI, ARI, ...
+    OUT/splits.csv    one row per (dataset, layer, split): the grid's rows
+    OUT/figure.png    V-measure against layer, one line per dataset, the best layer marked
+    OUT/summary.md    the best layer per dataset, and the table of layers x datasets
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from tecb_data.errors import UserError
+from tecb_eval.cache import ENCODE_CHUNK, EmbeddingStore, atomic_save
+from tecb_eval.profiles import DEFAULT_PROFILE
+
+DEFAULT_SEED = 42
+CONFIGURATION = ("minibatch_kmeans", "none")  # the grid's Table-2 cell: k-means on the embeddings
+LAYERS_CSV, SPLITS_CSV, FIGURE, SUMMARY_MD = "layers.csv", "splits.csv", "figure.png", "summary.md"
+METRICS = ("v_measure", "ami", "ari", "homogeneity", "completeness")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def parse_layers(layers) -> list[int] | None:
+    """``None``/``"all"`` (every layer), an int, a list of ints, or a string like ``"0-12"`` or
+    ``"0,4,6-8"`` -> sorted distinct layer numbers (None for all). Bad syntax is a one-line error."""
+    if layers is None or (isinstance(layers, str) and layers.strip().lower() == "all"):
+        return None
+    if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
+        layers = [int(layers)]
+    if isinstance(layers, str):
+        found: list[int] = []
+        for part in layers.split(","):
+            match = _RANGE.match(part.strip())
+            if not match:
+                raise UserError(f"layers {layers!r}: {part.strip()!r} is not a layer or a range; "
+                                "write e.g. 0-12 or 0,4,6-8 (0 is the embedding layer)")
+            low = int(match.group(1))
+            high = int(match.group(2)) if match.group(2) is not None else low
+            if high < low:
+                raise UserError(f"layers {layers!r}: the range {part.strip()} runs backwards; write {high}-{low}")
+            found.extend(range(low, high + 1))
+        layers = found
+    try:
+        values = [int(k) for k in layers if not isinstance(k, bool)]
+    except (TypeError, ValueError):
+        raise UserError(f"layers {layers!r}: give layer numbers, e.g. [0, 6, 12] or '0-12'") from None
+    if len(values) != len(list(layers)) or not values:
+        raise UserError(f"layers {layers!r}: give at least one layer number, e.g. [0, 6, 12] or '0-12'")
+    negative = [k for k in values if k < 0]
+    if negative:
+        raise UserError(f"layers: {negative[0]} is negative; layers count from 0 (the embedding layer)")
+    return sorted(set(values))
+
+
+def _load(datasets) -> list:
+    import tecb_data
+
+    if isinstance(datasets, (str, Path)) or isinstance(datasets, tecb_data.Benchmark):
+        datasets = [datasets]
+    out = []
+    for item in datasets:
+        if isinstance(item, tecb_data.Benchmark):
+            out.append(item)
+            continue
+        text = str(item)
+        if not Path(text).exists() and "@" in text:
+            repo_id, _, revision = text.partition("@")
+            out.append(tecb_data.load(repo_id, revision=revision))
+        else:
+            out.append(tecb_data.load(text))
+    if not out:
+        raise UserError("no datasets given: pass at least one dataset folder")
+    return out
+
+
+def _sweep_encoder(model, *, max_length, batch_size, device, seed):
+    """The model mean-pooled (any layer), or a one-line error for encoders that have no layers."""
+    from tecb_eval.encoders import BUILTIN_NAMES, MeanPoolingEncoder, get_encoder
+
+    if not isinstance(model, (str, Path)):
+        raise UserError(f"{type(model).__name__}: a layer sweep needs a transformers model (folder, Hub id or "
+                        "minilm-l6), not an encoder object")
+    if str(model) in BUILTIN_NAMES and str(model) != "minilm-l6":
+        raise UserError(f"{model}: has no hidden layers to sweep; a layer sweep needs a transformers model "
+                        "(a checkpoint folder, a sentence-transformers folder, a Hub id, or minilm-l6)")
+    # layer=-1: the last layer, through mean pooling even for a sentence-transformers folder.
+    options = {"layer": -1, "batch_size": batch_size, "device": device, "seed": seed}
+    if max_length is not None:
+        options["max_length"] = max_length
+    encoder = get_encoder(model, **options)
+    if not isinstance(encoder, MeanPoolingEncoder):
+        raise UserError(f"{model}: has no hidden layers to sweep; a layer sweep needs a transformers model "
+                        "(a checkpoint folder, a sentence-transformers folder, a Hub id, or minilm-l6)")
+    return encoder
+
+
+def encode_layers_once(encoder, texts: Sequence[str], layers: Sequence[int], cache_dir: Path,
+                       *, progress: bool = True) -> int:
+    """Put every text's vector of each layer into that layer's embedding store under ``cache_dir``,
+    encoding each text that any layer lacks once, all layers from the same forward pass.
+
+    Texts go to the model in the order and chunks the grid's own encoding uses (distinct texts
+    sorted, then by length; ``ENCODE_CHUNK`` per call), so a layer's vectors are those a grid run
+    with ``layer=k`` computes itself. Returns how many texts were encoded."""
+    stores = {k: EmbeddingStore(cache_dir, encoder.layer_identity(k)) for k in layers}
+    missing: set[str] = set()
+    for store in stores.values():
+        missing.update(store.missing(texts))
+    todo = sorted(missing)
+    todo.sort(key=len)
+    with tqdm(total=len(todo), desc=f"encoding {len(layers)} layers at once", unit=" texts",
+              disable=not progress or not todo, leave=False) as bar:
+        for start in range(0, len(todo), ENCODE_CHUNK):
+            chunk = todo[start:start + ENCODE_CHUNK]
+            vectors = encoder.encode_layers(chunk, list(layers))
+            position = {text: i for i, text in enumerate(chunk)}
+            for k, store in stores.items():
+                # Each store saves (as a shard of its own) only the texts it lacks.
+                store.encode_missing(chunk, lambda batch, k=k: vectors[k][[position[t] for t in batch]])
+            bar.update(len(chunk))
+    return len(todo)
+
+
+def _summarise(splits: pd.DataFrame, layer_of: dict, identity_of: dict) -> pd.DataFrame:
+    """Mean over splits (SD with ddof 0, as ``report.split_means``) per (dataset, layer); ``best``
+    marks each dataset's highest mean V-measure (the lowest layer on a tie)."""
+    frame = splits.assign(layer=splits["model"].map(layer_of))
+    grouped = frame.groupby(["dataset", "layer"], sort=True)
+    table = grouped[list(METRICS)].mean()
+    table.insert(1, "v_measure_sd", grouped["v_measure"].std(ddof=0))
+    table["splits"] = grouped.size()
+    table = table.reset_index()
+    table["model"] = table["layer"].map({k: m for m, k in layer_of.items()})
+    table["model_identity"] = table["layer"].map(identity_of)
+    table["mteb_name"] = table["dataset"].map(dict(zip(frame["dataset"], frame["mteb_name"])))
+    best = table.sort_values(["dataset", "v_measure", "layer"], ascending=[True, False, True]).groupby("dataset").head(1)
+    table["best"] = table.index.isin(best.index)
+    columns = ["dataset", "layer", "v_measure", "v_measure_sd", "ami", "ari", "homogeneity", "completeness",
+               "splits", "best", "model", "model_identity", "mteb_name"]
+    return table[columns].sort_values(["dataset", "layer"]).reset_index(drop=True)
+
+
+def summary_markdown(table: pd.DataFrame, *, model: str, seed: int, n_layers: int) -> str:
+    lines = [f"Layer sweep of {model} ({n_layers} layers; layer 0 is the embedding layer): V-measure x 100, "
+             f"Minibatch k-Means (seed {seed}) on each layer's mean-pooled embeddings, mean over splits "
+             "(legacy protocol).", ""]
+    for dataset, rows in table.groupby("dataset", sort=True):
+        best = rows[rows.best].iloc[0]
+        last = rows[rows.layer == rows.layer.max()].iloc[0]
+        lines.append(f"- {dataset}: best layer {int(best.layer)}, {100 * best.v_measure:.2f} ± "
+                     f"{100 * best.v_measure_sd:.2f} (layer {int(last.layer)}: {100 * last.v_measure:.2f})")
+    lines.append("")
+    wide = table.pivot(index="layer", columns="dataset", values="v_measure").sort_index()
+    datasets = list(wide.columns)
+    lines.append("| layer | " + " | ".join(datasets) + " |")
+    lines.append("| ---: |" + " ---: |" * len(datasets))
+    for layer, row in wide.iterrows():
+        cells = []
+        for d in datasets:
+            is_best = bool(table[(table.dataset == d) & (table.layer == layer)].best.iloc[0])
+            cells.append(f"**{100 * row[d]:.2f}**" if is_best else f"{100 * row[d]:.2f}")
+        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_layers(table: pd.DataFrame, path: Path, *, title: str) -> Path:
+    from tecb_eval.figures import _pyplot, _save
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for dataset, rows in table.groupby("dataset", sort=True):
+        line, = ax.plot(rows.layer, 100 * rows.v_measure, marker="o", markersize=4, label=dataset)
+        best = rows[rows.best].iloc[0]
+        ax.plot([best.layer], [100 * best.v_measure], marker="*", markersize=15, color=line.get_color(),
+                markeredgecolor="black", linestyle="none")
+        ax.annotate(f"best: layer {int(best.layer)}", (best.layer, 100 * best.v_measure),
+                    textcoords="offset points", xytext=(6, 8), fontsize=8, color=line.get_color())
+    layers = sorted(table.layer.unique())
+    ax.set_xticks(layers)
+    ax.set_xlabel("layer (0 = embedding layer)")
+    ax.set_ylabel("V-measure x 100 (k-means, mean over splits)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    text = frame.to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    atomic_save(path, lambda fh: fh.write(text.encode("utf-8")), ".csv")
+
+
+def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_dir=None, output_dir=None, *,
+                max_length: int | None = None, batch_size: int = 32, device: str | None = None,
+                results=None, per_split: bool = False, profile: str = DEFAULT_PROFILE, progress: bool = True,
+                log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """V-measure of each of ``layers`` of ``model`` on ``datasets``: one row per (dataset, layer).
+
+    ``model``: a transformers checkpoint or sentence-transformers folder, a Hub id, or ``minilm-l6``
+    (its transformer, mean-pooled). ``layers``: None (all: 0 .. the model's number of layers),
+    ints, or ``"0-12"`` / ``"0,4,6-8"``. Each unique text is encoded once for all layers; the
+    clustering is ``run_grid``'s with ``{"spec": model, "layer": k}`` (legacy protocol,
+    ``minibatch_kmeans`` on ``none``, ``seed``), so layer k's value equals that grid's. Without
+    ``cache_dir`` the vectors live in a temporary folder for the call. ``results``: a grid results
+    store (JSONL) to append the cells to. ``output_dir``: where layers.csv, splits.csv, figure.png
+    and summary.md go. ``per_split=True`` returns the grid's rows, one per (dataset, layer, split),
+    instead. The frame's ``attrs`` hold ``encoded_texts`` (texts sent through the model),
+    ``encode_seconds``, ``cluster_seconds`` and ``n_layers``.
+    """
+    from tecb_eval.encoders import display_name
+    from tecb_eval.grid import run_grid
+
+    say = log or (lambda message: print(message, file=sys.stderr))
+    asked = parse_layers(layers)
+    benchmarks = _load(datasets)
+    encoder = _sweep_encoder(model, max_length=max_length, batch_size=batch_size, device=device, seed=seed)
+    n_layers = encoder.n_layers
+    beyond = [k for k in (asked or []) if k > n_layers]
+    if beyond:
+        raise UserError(f"{model}: layer {beyond[0]} asked, but this model has layers 0..{n_layers} "
+                        f"(0 = embedding layer, {n_layers} = last); pass --layers 0-{n_layers} or fewer")
+    chosen = list(range(n_layers + 1)) if asked is None else asked
+    texts = sorted({t for bench in benchmarks for split in bench.splits for t in split.texts})
+    name = display_name(model)
+    names = {k: f"{name}-layer{k}" for k in chosen}  # what the grid calls {"spec": model, "layer": k}
+
+    with tempfile.TemporaryDirectory(prefix="tecb-layers-") as scratch:
+        root = Path(cache_dir) if cache_dir is not None else Path(scratch)
+        started = time.perf_counter()
+        encoded = encode_layers_once(encoder, texts, chosen, root, progress=progress)
+        encode_seconds = time.perf_counter() - started
+        if encoded:
+            say(f"{name}: encoded {encoded:,} unique texts once for {len(chosen)} layers in {encode_seconds:.1f} s")
+        # The grid reads every vector from the cache; each layer's encoder shares the loaded model.
+        models = [{"spec": encoder.at_layer(k), "name": names[k]} for k in chosen]
+        started = time.perf_counter()
+        splits = run_grid(benchmarks, models, configurations=[CONFIGURATION], protocol="legacy", seed=seed,
+                          cache_dir=root, results=results, profile=profile, progress=progress, log=say)
+        cluster_seconds = time.perf_counter() - started
+    layer_of = {names[k]: k for k in chosen}
+    identity_of = {k: encoder.layer_identity(k) for k in chosen}
+    table = _summarise(splits, layer_of, identity_of)
+    splits = splits.assign(layer=splits["model"].map(layer_of))
+    split_columns = ["dataset", "layer", "split", *METRICS, "n_samples", "n_labels", "model", "model_identity"]
+    splits = splits[split_columns].sort_values(["dataset", "layer", "split"]).reset_index(drop=True)
+
+    if output_dir is not None:
+        out = Path(output_dir)
+        if out.exists() and not out.is_dir():
+            raise UserError(f"{out}: is a file; pass a folder for the sweep's outputs")
+        out.mkdir(parents=True, exist_ok=True)
+        _write_csv(table, out / LAYERS_CSV)
+        _write_csv(splits, out / SPLITS_CSV)
+        plot_layers(table, out / FIGURE, title=f"{name}: V-measure per layer (k-means, seed {seed})")
+        markdown = summary_markdown(table, model=name, seed=seed, n_layers=n_layers)
+        atomic_save(out / SUMMARY_MD, lambda fh: fh.write(markdown.encode("utf-8")), ".md")
+    result = splits if per_split else table
+    result.attrs.update(encoded_texts=encoded, encode_seconds=encode_seconds, cluster_seconds=cluster_seconds,
+                        n_layers=n_layers, model=name)
+    return result
