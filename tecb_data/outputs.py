@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -73,13 +74,35 @@ def check_replaceable(folder: str | Path, command: str, *, overwrite: bool, opti
                         "choose another output folder or pass --overwrite to replace it")
 
 
+def claim(folder: str | Path, command: str) -> int:
+    """Hold ``folder`` (marked by ``command``) while a run writes it: an exclusive flock on its
+    marker, released when the returned descriptor is closed or the process ends. Another run's
+    :func:`remove_own` then refuses to remove the folder instead of deleting work in progress."""
+    fd = os.open(Path(folder) / MARKER, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UserError(f"{folder}: another `{command}` is writing it now; wait for it to finish or choose another "
+                        "output folder") from None
+    return fd
+
+
 def remove_own(folder: str | Path, command: str, *, what: str = "folder") -> None:
-    """Remove ``folder`` if an earlier run of ``command`` wrote it (or it is empty); refuse otherwise."""
+    """Remove ``folder`` if an earlier run of ``command`` wrote it (or it is empty) and no running
+    one holds it (:func:`claim`); refuse otherwise."""
     folder = Path(folder)
     if not folder.exists() and not folder.is_symlink():
         return
-    if folder.is_dir() and not folder.is_symlink() and (_is_empty_folder(folder) or written_by(folder) == command):
-        shutil.rmtree(folder)
+    if folder.is_dir() and not folder.is_symlink() and _is_empty_folder(folder):
+        folder.rmdir()
+        return
+    if folder.is_dir() and not folder.is_symlink() and written_by(folder) == command:
+        fd = claim(folder, command)  # an interrupted run's, not a running one's
+        try:
+            shutil.rmtree(folder)
+        finally:
+            os.close(fd)
         return
     raise UserError(f"{folder}: the {what} `{command}` would use is in the way and was not written by it "
                     f"(no {MARKER}); move it away or choose another output folder")

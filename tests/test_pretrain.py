@@ -376,3 +376,33 @@ def test_pretrain_bad_inputs_are_one_line(tiny_bert, blurbs, tmp_path, capsys):
     (tmp_path / "a-file").write_text("x")
     assert "is a file" in _one_line_error(capsys, base + model + ["--out", str(tmp_path / "a-file")])
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
+
+
+def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(tiny_bert, blurbs, tmp_path, capsys):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tecb_data.outputs import MARKER
+
+    out = tmp_path / "out"
+    args = ["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--method", "tsdae", "--seeds", "7",
+            "--max-steps", "2", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
+    first = subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", *args], cwd=Path(__file__).resolve().parents[1],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    marker = tmp_path / "out.partial" / MARKER
+    deadline = time.monotonic() + 240
+    while not marker.is_file() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(first.pid, signal.SIGSTOP)  # mid-run, its work folder in place
+    try:
+        assert marker.is_file(), first.stderr.read() if first.poll() is not None else "no work folder"
+        error = _one_line_error(capsys, args + ["--overwrite"])
+        assert "another `tecb-eval pretrain` is writing it now" in error and marker.is_file()
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    _, stderr = first.communicate(timeout=600)
+    assert first.returncode == 0, stderr.decode()
+    assert (out / S2S / "seed-7" / "best").is_dir() and not (tmp_path / "out.partial").exists()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tecb_data.errors import UserError
-from tecb_data.outputs import check_replaceable, mark, refuse_overlap, remove_own, replace_with
+from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, remove_own, replace_with
 from tecb_eval.devices import check_device
 from tecb_eval.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, autocast_factory, deterministic, resolve_device, train_seed
@@ -257,6 +258,8 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     }
     output_dir = Path(output_dir)
     work = _prepare_output(output_dir, overwrite)
+    # Held until published: a second pretrain into the same OUT refuses instead of removing this work.
+    held = claim(work, COMMAND)
     done: dict[str, dict] = {}
     try:
         for name, group in groups.items():
@@ -271,11 +274,16 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
             summary = _write_overview(work, done, shown=shown, common=common, profile=profile,
                                       eval_pooling=eval_pooling)
     except KeyboardInterrupt:
+        os.close(held)
         raise  # the partial folder stays for inspection; a rerun removes it
     except Exception:
+        os.close(held)
         shutil.rmtree(work, ignore_errors=True)
         raise
-    replace_with(work, output_dir, COMMAND)
+    try:
+        replace_with(work, output_dir, COMMAND)
+    finally:
+        os.close(held)
     if truncation is not None:
         truncation.cleanup()
 
