@@ -31,6 +31,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from tecb_data.errors import UserError
+from tecb_data.outputs import refuse_overlap, writable_folder
 from tecb_eval.cache import ENCODE_CHUNK, EmbeddingStore, atomic_save
 from tecb_eval.profiles import DEFAULT_PROFILE
 
@@ -198,6 +199,7 @@ def plot_layers(table: pd.DataFrame, path: Path, *, title: str) -> Path:
                     textcoords="offset points", xytext=(6, 8), fontsize=8, color=line.get_color())
     layers = sorted(table.layer.unique())
     ax.set_xticks(layers)
+    ax.margins(y=0.15)  # room for the best layer's label above the highest point
     ax.set_xlabel("layer (0 = embedding layer)")
     ax.set_ylabel("V-measure x 100 (k-means, mean over splits)")
     ax.set_title(title, fontsize=10)
@@ -242,6 +244,11 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
         raise UserError(f"{model}: layer {beyond[0]} asked, but this model has layers 0..{n_layers} "
                         f"(0 = embedding layer, {n_layers} = last); pass --layers 0-{n_layers} or fewer")
     chosen = list(range(n_layers + 1)) if asked is None else asked
+    if output_dir is not None:
+        # Checked before the long work: an unwritable --out, or one inside an input, is one line now.
+        inputs = [b.location for b in benchmarks if getattr(b, "location", None) and Path(b.location).is_dir()]
+        refuse_overlap(output_dir, inputs + ([model] if Path(str(model)).is_dir() else []))
+        writable_folder(output_dir, option="--out")
     texts = sorted({t for bench in benchmarks for split in bench.splits for t in split.texts})
     name = display_name(model)
     names = {k: f"{name}-layer{k}" for k in chosen}  # what the grid calls {"spec": model, "layer": k}
@@ -268,9 +275,6 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
 
     if output_dir is not None:
         out = Path(output_dir)
-        if out.exists() and not out.is_dir():
-            raise UserError(f"{out}: is a file; pass a folder for the sweep's outputs")
-        out.mkdir(parents=True, exist_ok=True)
         _write_csv(table, out / LAYERS_CSV)
         _write_csv(splits, out / SPLITS_CSV)
         plot_layers(table, out / FIGURE, title=f"{name}: V-measure per layer (k-means, seed {seed})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import math
 import re
 from collections import Counter
@@ -294,3 +295,10 @@ def test_truncate_at_errors_leave_nothing_behind(tiny_bert, datasets, tmp_path, 
     error = capsys.readouterr().err
     assert code == 2 and error.count("\n") == 1 and "--truncate-at 1..4" in error
     assert not (tmp_path / "y").exists()
+
+
+def test_an_output_inside_a_dataset_is_refused_before_any_work(tiny_bert, datasets, tmp_path):
+    inside = f"{datasets[1].location}/sweep"
+    with ForwardCounter() as counter, pytest.raises(UserError, match="lies inside the input"):
+        tecb_eval.layer_sweep(str(tiny_bert), datasets, output_dir=inside, progress=False)
+    assert counter.texts == 0 and not os.path.exists(inside)
