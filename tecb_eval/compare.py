@@ -69,8 +69,11 @@ class Comparison:
             return f"{self.dataset}: {self.model_a} and {self.model_b} score the same on every split and seed: no ranking."
         if self.holds:
             return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: the ranking holds."
-        return (f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: within split and seed noise, "
-                "the ranking does not hold.")
+        why = "within split and seed noise"
+        if 2.0 / 2 ** self.splits >= 1 - self.confidence:
+            # The exact sign-flip test's smallest p is 2 / 2**splits: too few splits can never reject.
+            why = f"too few splits to tell (no sign-flip p can fall below {1 - self.confidence:.2g} with {self.splits})"
+        return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: {why}, the ranking does not hold."
 
     def record(self) -> dict:
         return {**asdict(self), "holds": self.holds}

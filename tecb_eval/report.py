@@ -172,6 +172,18 @@ def _aggregate(per_seed: pd.DataFrame, row_keys: list[str]) -> dict[str, pd.Data
     return out
 
 
+def one_version(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` itself if it holds one version per table (:mod:`tecb_eval.versions`), else a
+    :class:`UserError`: a table of several versions would average them."""
+    from tecb_eval.versions import select
+
+    _, left_out = select(frame)
+    if left_out:
+        raise UserError("the results hold several versions of a result, which a table would average; take one "
+                        "first (tecb_eval.versions.select, or report.tables, which does): " + left_out)
+    return frame
+
+
 def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -> pd.DataFrame:
     """Model x dataset: V-measure of k-means on unreduced embeddings, the mean over seeds of the
     mean over splits, plus the average over datasets. ``stats``: a table with, per cell, the SD
@@ -180,6 +192,7 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
     if kmeans.empty:
         raise UserError("the results hold no minibatch_kmeans:none cells, which Table 2 reports")
+    one_version(frame)
     parts = _aggregate(seed_split_means(kmeans), ["model"])
     if not stats:
         return parts["mean"]
@@ -196,14 +209,14 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
 def table3(frame: pd.DataFrame, *, stats: bool = False) -> pd.DataFrame:
     """(algorithm, reduction) x dataset: the models' figures (mean over seeds of the split means)
     averaged over models, plus the average over datasets; ``stats`` as in :func:`table2`."""
-    parts = _aggregate(seed_split_means(frame), ["algorithm", "reduction"])
+    parts = _aggregate(seed_split_means(one_version(frame)), ["algorithm", "reduction"])
     parts = {stat: table.loc[_order_configurations(table.index)] for stat, table in parts.items()}
     return _stat_table(parts) if stats else parts["mean"]
 
 
 def reference_layout(frame: pd.DataFrame) -> pd.DataFrame:
     """The authors' CSV layout: transformer, algorithm, reduction, one V-measure column per dataset."""
-    means = split_means(frame)
+    means = split_means(one_version(frame))
     wide = means.pivot_table(index=["model", "algorithm", "reduction"], columns="mteb_name", values="mean")
     rows = []
     for model in sorted(means.model.unique()):
@@ -303,7 +316,9 @@ def paper_table3(reference: pd.DataFrame) -> pd.DataFrame:
     return table.loc[_order_configurations(table.index)]
 
 
-def _shown(value: float, scale: float = 100.0) -> str:
+def _shown(value, scale: float = 100.0) -> str:
+    if isinstance(value, str):  # a listing (the store's versions), not figures
+        return value
     return "" if pd.isna(value) else f"{value * scale:.2f}"
 
 

@@ -105,7 +105,9 @@ def test_export_writes_mtebs_results_layout_that_mteb_reads(folders, tmp_path):
     import pandas as pd
 
     frame = pd.concat(frames, ignore_index=True)
-    export_all(frame, tmp_path / "out", log=lambda m: None)
+    # One protocol per export (its tables and MTEB JSON show one version); both into one MTEB folder.
+    for protocol in ("legacy", "fast"):
+        export_all(frame, tmp_path / "out", log=lambda m: None, selection={"protocol": protocol})
     root = tmp_path / "out" / "mteb"
     loaded = mteb.ResultCache(root).load_results(include_remote=False, require_model_meta=True)
     (model,) = loaded.model_results
