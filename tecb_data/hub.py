@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,11 +24,12 @@ from huggingface_hub import errors as hf_errors
 from huggingface_hub.utils import validate_repo_id
 
 import tecb_data
-from tecb_data import layout
+from tecb_data import layout, network
 from tecb_data.card import check_card
 from tecb_data.errors import UserError, VerificationError
 from tecb_data.recipes import DATASETS
 
+log = logging.getLogger(__name__)
 REPO_TYPE = "dataset"
 DEFAULT_BRANCH = "main"
 # Created by the Hub with every repository (it routes large files to LFS/Xet); not part of a dataset.
@@ -94,6 +96,20 @@ def hub_errors(what: str, *, published_nothing: bool = False):
     request headers, so never the token).
     """
     tail = "; nothing was published" if published_nothing else ""
+    network.configure_hub()
+    with _hub_errors(what, tail):
+        try:
+            yield
+        except Exception as exc:
+            # First: a timeout, also one huggingface_hub wrapped in its own error, names its setting.
+            timed_out = None if isinstance(exc, UserError) else network.hub_timeout_line(exc, _endpoint())
+            if timed_out is None:
+                raise
+            raise UserError(f"{what}: {timed_out}{tail}") from None
+
+
+@contextlib.contextmanager
+def _hub_errors(what: str, tail: str):
     try:
         yield
     except hf_errors.OfflineModeIsEnabled:
@@ -263,7 +279,9 @@ def push(
     api = HfApi(library_name="tecb", library_version=tecb_data.__version__)
     where = f"{repo_id}@{branch}"
     with hub_errors(f"{where}: reading the repository"):
-        remote = _read_remote(api, repo_id, branch)
+        # Reading is safe to repeat; huggingface_hub retries its file requests, not its API calls.
+        remote = network.retrying(lambda: _read_remote(api, repo_id, branch), f"{where}: reading the repository",
+                                  transient=network.hub_transient())
     changes = _plan(folder, manifest, remote)
     note = None
     if private and remote.repo_exists and not remote.private:
@@ -330,10 +348,11 @@ def download(repo_id: str, revision: str | None = None, *, cache_dir: Path | Non
     check_repo_id(repo_id)
     where = f"{repo_id}@{revision or DEFAULT_BRANCH}"
     with hub_errors(f"{where}: downloading"):
+        pinned = _resolve(repo_id, revision, cache_dir=cache_dir, where=where)
         try:
             manifest_path = Path(
                 huggingface_hub.hf_hub_download(
-                    repo_id, layout.MANIFEST, repo_type=REPO_TYPE, revision=revision, cache_dir=cache_dir
+                    repo_id, layout.MANIFEST, repo_type=REPO_TYPE, revision=pinned, cache_dir=cache_dir
                 )
             )
         except hf_errors.RemoteEntryNotFoundError:
@@ -350,6 +369,31 @@ def download(repo_id: str, revision: str | None = None, *, cache_dir: Path | Non
         )
     verify_listed(folder, manifest, where=f"{repo_id}@{commit}")
     return folder, manifest, commit
+
+
+def _resolve(repo_id: str, revision: str | None, *, cache_dir: Path | None, where: str) -> str | None:
+    """The commit ``revision`` names now, asked once (with our bounded retries) before any file
+    request: huggingface_hub retries a metadata request it cannot answer from the cache six times
+    with a fixed 60 s timeout each, minutes against a Hub that accepts connections and never
+    answers. Offline, or with the Hub unreachable and the file cached, the cache decides as before."""
+    if huggingface_hub.constants.HF_HUB_OFFLINE:
+        return revision
+    api = HfApi(library_name="tecb", library_version=tecb_data.__version__)
+    try:
+        info = network.retrying(
+            lambda: api.repo_info(repo_id, repo_type=REPO_TYPE, revision=revision),
+            f"{where}: resolving the revision",
+            transient=network.hub_transient(),
+        )
+    except network.hub_transient():
+        cached = huggingface_hub.try_to_load_from_cache(
+            repo_id, layout.MANIFEST, cache_dir=cache_dir, revision=revision, repo_type=REPO_TYPE
+        )
+        if isinstance(cached, str):
+            log.warning("%s: the Hub at %s cannot be reached; using the cached copy", where, _endpoint())
+            return revision
+        raise
+    return info.sha
 
 
 def verify_listed(folder: Path, manifest: dict, *, where: str) -> None:

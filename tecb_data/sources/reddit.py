@@ -68,6 +68,7 @@ def rehydrate(
                     f"/api/info request {number} of {len(batches)} (ids {batch[0]} to {batch[-1]})",
                     site=praw_site,
                     policy=retry,
+                    timeout_s=reddit.config.timeout,
                 )
                 cache.store_batch(batch, fetched)
                 bar.update(len(batch))
@@ -179,6 +180,7 @@ def build_from_ids(
     """
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
+    layout.check_out(Path(out))
     id_list = reddit_ids.read(ids)
     if id_list.seed is not None and id_list.seed != seed:
         raise UserError(

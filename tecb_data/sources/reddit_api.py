@@ -72,10 +72,16 @@ def connect(site: str | None, session: requests.Session | None = None):
     import praw
     from praw.exceptions import MissingRequiredAttributeException
 
+    from praw.config import Config
+
     name = site_name(site)
-    transport = {"requestor_kwargs": {"session": session}} if session is not None else {}
     try:
-        reddit = praw.Reddit(site_name=site, **transport)
+        # praw reads `timeout` from praw.ini but does not hand it to prawcore, whose requests then
+        # wait its fixed 16 s: the requestor is given the site's timeout here.
+        requestor = {"timeout": Config(name).timeout}
+        if session is not None:
+            requestor["session"] = session
+        reddit = praw.Reddit(site_name=site, requestor_kwargs=requestor)
     except configparser.NoSectionError:
         raise UserError(
             f"praw.ini has no site [{name}]; add a [{name}] section with client_id, client_secret and "
@@ -113,15 +119,18 @@ def with_retries(
     policy: RetryPolicy,
     not_found: str | None = None,
     refused: str | None = None,
+    timeout_s: float | None = None,
 ) -> T:
     """Run ``call`` (one logical request), retrying transient failures; ``what`` names it in errors.
     ``not_found`` is the error for a 404 or redirect answer, ``refused`` for a 403 that is about the
-    thing asked for (a private subreddit) rather than the credentials."""
+    thing asked for (a private subreddit) rather than the credentials; ``timeout_s`` is praw's
+    timeout, named in the error when Reddit does not answer."""
     from prawcore import exceptions as pe
 
     failures = 0
     token_renewed = False
     while True:
+        unanswered = None  # the endpoint, when this try timed out or could not connect
         try:
             return call()
         except pe.InvalidToken as exc:
@@ -141,6 +150,8 @@ def with_retries(
             reason, retry_after = f"HTTP {_status_of(exc)}", None
         except pe.RequestException as exc:
             reason, retry_after = type(exc.original_exception).__name__, None
+            if isinstance(exc.original_exception, (requests.Timeout, requests.ConnectionError)):
+                unanswered = _endpoint_of(exc)
         except pe.ResponseException as exc:
             status = _status_of(exc)
             if status in (401, 403):  # e.g. the token endpoint refusing the client id/secret
@@ -151,6 +162,15 @@ def with_retries(
                 raise UserError(f"Reddit answered HTTP {status} to {what}; this request cannot succeed as sent") from None
             reason, retry_after = f"HTTP {status}", None
         failures += 1
+        if failures >= policy.attempts and unanswered is not None:
+            name = site_name(site)
+            waited = f" of up to {timeout_s:g} s each" if timeout_s else ""
+            raise UserError(
+                f"Reddit at {unanswered} did not answer ({reason}) the {what} in {failures} tries{waited}; "
+                f"praw's `timeout` sets the wait in seconds (`timeout = 60` in the [{name}] section of praw.ini); "
+                "or check oauth_url / the network; everything fetched so far is cached: "
+                "run the same command again to resume"
+            )
         if failures >= policy.attempts:
             raise UserError(
                 f"Reddit kept failing ({reason}) for {what} after {failures} tries; everything fetched so far "
@@ -159,6 +179,17 @@ def with_retries(
         wait = policy.wait(failures, retry_after)
         log.warning("%s for %s; retrying in %.1f s (try %d of %d)", reason, what, wait, failures + 1, policy.attempts)
         time.sleep(wait)
+
+
+def _endpoint_of(exc) -> str:
+    """scheme://host[:port] of the request that failed (never its path, query or headers)."""
+    request = getattr(exc.original_exception, "request", None)
+    url = getattr(request, "url", None) or getattr(exc, "url", None) or ""
+    parts = urllib.parse.urlsplit(str(url))
+    if not parts.hostname:
+        return "its API"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"
 
 
 def _seconds(value) -> float | None:

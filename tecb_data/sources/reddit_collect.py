@@ -127,6 +127,7 @@ def collect(
                 refused=f"{subreddits_file}: r/{name} is private or quarantined; remove it from the list",
                 site=praw_site,
                 policy=retry,
+                timeout_s=reddit.config.timeout,
             )
             for post in found:
                 posts[post.id] = post

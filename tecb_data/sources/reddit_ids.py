@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import tempfile
 import urllib.error
 import urllib.parse
@@ -20,7 +21,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tecb_data import layout
+from tecb_data import layout, network
 from tecb_data.errors import UserError
 from tecb_data.sources import InputFile
 
@@ -29,7 +30,6 @@ SUBMISSIONS_FILE = "data/submissions.jsonl"  # in the ids folder: every kept id 
 _ID = re.compile(r"^[0-9a-z]{1,13}$")
 # Reddit's rule for subreddit names (3-21 letters, digits, underscores; a few old ones have 2).
 _SUBREDDIT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{1,20}$")
-DOWNLOAD_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)
@@ -104,17 +104,42 @@ def _display(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+class _Transient(Exception):
+    """A download failure worth another try: no answer, a dropped connection, a 5xx."""
+
+    def __init__(self, reason: str, timed_out: bool):
+        super().__init__(reason)
+        self.timed_out = timed_out
+
+
 def download(url: str) -> tuple[bytes, str]:
-    """The body of ``url`` (plain HTTP GET) and a file name for the manifest."""
+    """The body of ``url`` (plain HTTP GET) and a file name for the manifest; connect and read wait
+    ``TECB_NETWORK_TIMEOUT`` seconds, failures are retried (network.ATTEMPTS tries)."""
     shown = _display(url)
+    limit = network.timeout_s()
+
+    def fetch() -> bytes:
+        try:
+            with urllib.request.urlopen(url, timeout=limit) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code >= 500:
+                raise _Transient(f"HTTP {exc.code} {exc.reason}", False) from None
+            raise UserError(f"{shown}: HTTP {exc.code} {exc.reason}; check the address of the id list") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            timed_out = isinstance(reason, (TimeoutError, socket.timeout)) or isinstance(exc, (TimeoutError, socket.timeout))
+            raise _Transient(str(reason) or type(reason).__name__, timed_out) from None
+
     try:
-        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
-            body = response.read()
-    except urllib.error.HTTPError as exc:
-        raise UserError(f"{shown}: HTTP {exc.code} {exc.reason}; check the address of the id list") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UserError(f"{shown}: cannot download the id list ({reason})") from None
+        body = network.retrying(fetch, f"{shown}: downloading the id list", transient=(_Transient,))
+    except _Transient as exc:
+        if exc.timed_out:
+            raise UserError(
+                f"{shown}: no answer within {limit:g} s ({network.ATTEMPTS} tries); {network.TIMEOUT_ENV} sets this "
+                "timeout in seconds: raise it for a slow network, or check the address"
+            ) from None
+        raise UserError(f"{shown}: cannot download the id list ({exc}; {network.ATTEMPTS} tries)") from None
     name = Path(urllib.parse.urlsplit(url).path).name or "ids.txt"
     return body, name
 
@@ -172,6 +197,7 @@ def write(path: Path, rows: list[tuple[str, str]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~layout.current_umask())  # as open() would have made it, not mkstemp's 0600
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write("id,subreddit\n")
             for item_id, subreddit in sorted(rows, key=lambda r: id_key(r[0])):
