@@ -77,15 +77,17 @@ def prepare(
     split_entries = [
         {"name": s.name, "level": s.level, "size": len(s.ids), "labels": label_counts(s)} for s in splits
     ]
-    card = render_card(
-        spec, recipe, version=tecb_data.__version__, seed=seed, stats=stats, splits=split_entries
-    )
+
+    def card(data_hashes: dict[str, str]) -> list[str]:
+        return [render_card(spec, recipe, version=tecb_data.__version__, seed=seed, stats=stats, splits=split_entries,
+                            data_digest=layout.fingerprint(data_hashes))]
+
     if data_files is None:
         data_files = {
             layout.DATA_FILE: _clustering_rows(splits, items, spec.view),
             layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
         }
-    files = {layout.CARD: [card], **data_files, **(extra_files or {})}
+    files = {layout.CARD: card, **data_files, **(extra_files or {})}
     manifest = {
         "dataset": spec.name,
         "source": spec.source,
@@ -139,6 +141,7 @@ def build(
         raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
+    layout.check_out(Path(out))
     with tqdm(desc=f"reading {source} records", unit=" records", disable=None if progress else True) as bar:
         result = READERS[source](Path(input_path), progress=bar)
     wanted = views or result.views

@@ -30,9 +30,14 @@ def _environment() -> jinja2.Environment:
     return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
-def render_card(spec: DatasetSpec, recipe: Recipe, *, version: str, seed: int, stats: dict, splits: list[dict]) -> str:
+def render_card(spec: DatasetSpec, recipe: Recipe, *, version: str, seed: int, stats: dict, splits: list[dict],
+                data_digest: str | None = None) -> str:
+    """The card; ``data_digest`` (a hash of the data files) goes into each config's description, where
+    ``datasets`` hashes it: it keys its cache of a local folder by the card's metadata and the data
+    files' names, not their content, so without it two builds of one dataset would share a cache entry."""
     template = _environment().get_template(spec.card_template)
     return template.render(
+        data_digest=data_digest,
         spec=spec,
         recipe=recipe,
         version=version,

@@ -98,10 +98,11 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_stats(args) -> int:
-    from tecb_data.layout import read_manifest, read_split_rows
+    from tecb_data.layout import read_split_rows, verify
     from tecb_data.stats import TABLE1_COLUMNS, table1
 
-    manifest = read_manifest(args.folder)
+    # Statistics of a folder that differs from its manifest would describe a dataset nobody published.
+    manifest = verify(args.folder)
     if manifest.get("view") == "ids":
         raise UserError(f"{args.folder}: ids only, no texts to describe; rehydrate it first with "
                         f"`tecb-data build --source reddit --ids {args.folder} --out DIR`")

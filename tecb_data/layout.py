@@ -95,7 +95,7 @@ def remove_stale_temporaries(out: Path) -> None:
                 shutil.rmtree(stale, ignore_errors=True)
 
 
-def _umask() -> int:
+def current_umask() -> int:
     """The process umask, read without changing it where the platform allows (another thread may be
     creating files right now)."""
     try:
@@ -113,7 +113,7 @@ def _umask() -> int:
 def _as_mkdir_would(folder: Path) -> None:
     # mkdtemp makes a folder only its owner can read, and rename keeps that mode: published folders
     # get the mode a plain mkdir would have given them, so others on a shared machine can read them.
-    os.chmod(folder, 0o777 & ~_umask())
+    os.chmod(folder, 0o777 & ~current_umask())
 
 
 def _filesystem_error(where: Path, exc: OSError) -> UserError:
@@ -123,7 +123,8 @@ def _filesystem_error(where: Path, exc: OSError) -> UserError:
 
 @dataclass(frozen=True)
 class Dataset:
-    """One folder to publish: its name under OUT, its files (relative path -> text chunks), its manifest."""
+    """One folder to publish: its name under OUT, its files (relative path -> text chunks, or a function
+    of the other files' SHA-256 that returns them), its manifest."""
 
     name: str
     files: dict[str, Iterable[str]]
@@ -161,8 +162,14 @@ def write_datasets(out: Path, datasets: list[Dataset]) -> list[Path]:
             tmp = Path(tempfile.mkdtemp(prefix=_temporary_prefix(dataset.name), dir=out))
             staged[dataset.name] = tmp
             _as_mkdir_would(tmp)
+            # A file given as a function (the card) is written last, from the other files' hashes.
+            derived = {relative: make for relative, make in dataset.files.items() if callable(make)}
             for relative, chunks in dataset.files.items():
-                _write_text(tmp / relative, chunks)
+                if relative not in derived:
+                    _write_text(tmp / relative, chunks)
+            data_hashes = {relative: sha256_file(tmp / relative) for relative in sorted(dataset.files) if relative not in derived}
+            for relative, make in derived.items():
+                _write_text(tmp / relative, make(data_hashes))
             hashes = {relative: sha256_file(tmp / relative) for relative in sorted(dataset.files)}
             manifest = {**dataset.manifest, "files": hashes, "fingerprint": fingerprint(hashes)}
             _write_text(tmp / MANIFEST, [json_document(manifest)])
@@ -173,6 +180,16 @@ def write_datasets(out: Path, datasets: list[Dataset]) -> list[Path]:
         for tmp in staged.values():  # after a publication they are gone; after a failure they go now
             shutil.rmtree(tmp, ignore_errors=True)
     return [out / name for name in names]
+
+
+def check_out(out: Path) -> None:
+    """Fail before any work if ``out`` cannot hold datasets: a file, or a folder we may not write."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: a file, not a folder; choose another --out")
+    existing = next((p for p in [out, *out.parents] if p.exists()), None)
+    if existing is not None and existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"--out {out}: {existing} is not writable; choose a writable --out")
 
 
 def check_replaceable(target: Path) -> None:

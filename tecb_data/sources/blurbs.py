@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import re
 import zipfile
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from tecb_data.errors import UserError
 from tecb_data.recipes import Item
 from tecb_data.sources import InputFile, SourceResult
 
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 FILE_PATTERN = re.compile(r"^blurbs_[a-z_]+\.txt(\.gz)?$")
 # An & that does not start an XML entity is the raw & of "Literatur & Unterhaltung".
 _RAW_AMPERSAND = re.compile(r"&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)")
@@ -133,10 +135,13 @@ def _find_inputs(path: Path) -> tuple[list[tuple[str, bytes]], list[InputFile]]:
                 raise UserError(f"{path}: the zip holds no blurbs_*.txt files; is it the GermEval 2019 Task 1 release?")
             try:
                 contents = [(f"{path.name}!{Path(m.filename).name}", archive.read(m)) for m in members]
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
                 raise UserError(f"{path}: damaged zip file ({exc}); download it again") from None
         return contents, [InputFile.of(path)]
     raw = path.read_bytes()
+    if raw[:4] in ZIP_MAGIC:
+        # is_zipfile looks for the directory at the end of the file: a cut-off download has none
+        raise UserError(f"{path}: damaged or truncated zip file (no central directory at its end); download it again")
     return [(path.name, raw)], [InputFile.of_bytes(path.name, raw)]
 
 

@@ -76,8 +76,19 @@ class RehydrationCache:
                 self._set_meta("schema_version", SCHEMA_VERSION)
             elif version != SCHEMA_VERSION:
                 raise UserError(f"{self.path}: cache of schema version {version}, expected {SCHEMA_VERSION}; delete the file")
+        except sqlite3.OperationalError as exc:
+            if "unable to open" in str(exc) or "readonly" in str(exc):
+                raise UserError(
+                    f"--cache {self.folder}: cannot write the rehydration cache there ({exc}); choose a writable folder"
+                ) from None
+            raise UserError(f"{self.path}: damaged rehydration cache ({exc}); delete the file and run again") from None
         except sqlite3.DatabaseError as exc:
             raise UserError(f"{self.path}: damaged rehydration cache ({exc}); delete the file and run again") from None
+        except OSError as exc:  # a file where the folder should be, a read-only folder
+            raise UserError(
+                f"--cache {self.folder}: cannot use it as the rehydration cache folder ({exc.strerror}); "
+                "choose a writable folder"
+            ) from None
         except OSError as exc:
             raise UserError(f"{self.folder}: cannot use this cache folder ({exc.strerror}); pass another --cache") from None
 

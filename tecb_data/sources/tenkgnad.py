@@ -133,7 +133,21 @@ def _read_csv(path: Path) -> tuple[list[Item], dict]:
         raise UserError(f"{path}: not a 10kGNAD csv file (not UTF-8 text at byte {exc.start})") from None
     rows: dict[str, tuple[str, str]] = {}
     duplicates = 0
-    for number, row in enumerate(csv.reader(io.StringIO(text), delimiter=";", quotechar="'"), start=1):
+    # strict: a quote that is never closed (a file cut mid-record) is an error, not a shorter last article
+    reader = csv.reader(io.StringIO(text), delimiter=";", quotechar="'", strict=True)
+    while True:
+        number = reader.line_num + 1  # the line the next record starts on
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            if "unexpected end of data" in str(exc):
+                raise UserError(
+                    f"{path}:{number}: the file ends inside this record's quoted text; it is truncated: "
+                    "download or copy it again"
+                ) from None
+            raise UserError(f"{path}:{reader.line_num}: not a 10kGNAD csv record ({exc}); expected label;'text'") from None
         if not row:
             continue
         if len(row) != 2:
