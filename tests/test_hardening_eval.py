@@ -122,21 +122,31 @@ def test_a_second_run_on_the_same_store_waits_then_skips_what_the_first_finished
     # UMAP makes each split take a while, so the first run is still working when it is paused.
     args = ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:umap",
             "--config", "minibatch_kmeans:none", "--results", str(results), "--cache-dir", str(cache), "--quiet"]
+    started = []
     with open(tmp_path / "first.err", "wb") as first_err, open(tmp_path / "second.err", "wb") as second_err:
-        first = _cli(*args, stdout=subprocess.PIPE, stderr=first_err)
-        _wait_for(lambda: results.is_file() and results.read_bytes().count(b"\n") >= 1, what="the first run's first cell")
-        os.kill(first.pid, signal.SIGSTOP)  # hold it mid-run, holding the store
         try:
-            written = results.read_bytes()
-            second = _cli(*args, stdout=subprocess.PIPE, stderr=second_err)
-            _wait_for(lambda: b"another run is writing" in (tmp_path / "second.err").read_bytes(),
-                      what="the second run to say it waits")
-            time.sleep(1.0)
-            assert second.poll() is None and results.read_bytes() == written  # it waits, writing nothing
+            first = _cli(*args, stdout=subprocess.PIPE, stderr=first_err)
+            started.append(first)
+            _wait_for(lambda: results.is_file() and results.read_bytes().count(b"\n") >= 1,
+                      what="the first run's first cell")
+            os.kill(first.pid, signal.SIGSTOP)  # hold it mid-run, holding the store
+            try:
+                written = results.read_bytes()
+                second = _cli(*args, stdout=subprocess.PIPE, stderr=second_err)
+                started.append(second)
+                _wait_for(lambda: b"another run is writing" in (tmp_path / "second.err").read_bytes(),
+                          what="the second run to say it waits")
+                time.sleep(1.0)
+                assert second.poll() is None and results.read_bytes() == written  # it waits, writing nothing
+            finally:
+                os.kill(first.pid, signal.SIGCONT)
+            first_out, _ = first.communicate(timeout=600)
+            second_out, _ = second.communicate(timeout=600)
         finally:
-            os.kill(first.pid, signal.SIGCONT)
-        first_out, _ = first.communicate(timeout=600)
-        second_out, _ = second.communicate(timeout=600)
+            for process in started:  # a failed assertion leaves no run behind
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
     assert first.returncode == 0 and second.returncode == 0, (tmp_path / "second.err").read_text()
     waited = [line for line in (tmp_path / "second.err").read_text().splitlines() if "another run" in line]
     assert len(waited) == 1 and str(results) in waited[0]
