@@ -418,9 +418,10 @@ def run_grid(
     jobs = executors.check_jobs(jobs, scheduler)
     memory = executors.parse_memory(memory_limit)
     if limit_splits is not None and (isinstance(limit_splits, bool) or not isinstance(limit_splits, (int, np.integer))
-                                     or limit_splits < 1):
-        raise UserError(f"limit_splits must be a positive number of splits, got {limit_splits!r}; "
-                        "leave it out (None) for all splits")
+                                     or limit_splits < 0):
+        raise UserError(f"limit_splits (--limit-splits) must be a number of splits, or 0 for all of them; "
+                        f"got {limit_splits!r}")
+    limit_splits = int(limit_splits) if limit_splits else None  # 0: all splits, as `demo` documents
     for item in models:  # a bad option fails now, not after the models before it have run
         spec = model_spec(item)
         encoders.check_options(spec.spec, **spec.options)

@@ -222,6 +222,14 @@ def test_limit_splits_zero_means_all_as_in_demo(data, tmp_path, capsys):
     results = tmp_path / "results.jsonl"
     assert main(_run_args(data, results, tmp_path / "cache", "--limit-splits", "0")) == 0
     assert len(_lines(results)) == 10  # every split of the dataset
+    from tecb_data.errors import UserError
+    from tecb_eval.grid import run_grid
+
+    frame = run_grid([data], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=0, progress=False)
+    assert len(frame) == 10
+    for bad in (-1, True, 1.5):
+        with pytest.raises(UserError, match="or 0 for all of them"):
+            run_grid([data], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=bad, progress=False)
 
 
 @pytest.fixture
