@@ -9,6 +9,7 @@ alone writes the store, so a rerun unit is written once. Every worker offers a `
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
 import contextlib
 from importlib.metadata import version
@@ -23,15 +24,26 @@ from tecb_eval.work import WORKER_BASELINE_BYTES, run_unit
 DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) may die 3 times
 
 
-def connect(address: str, timeout: float = DASK_CONNECT_TIMEOUT):
-    """A ``distributed.Client`` for ``address``, or one line saying why not."""
+def connect(address: str, timeout: float = DASK_CONNECT_TIMEOUT) -> Client:
+    """A ``distributed.Client`` for ``address``, or one line saying why not, within ``timeout``."""
+    failure = (f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({{}}); check the address and "
+               "that `dask scheduler` runs there, or raise --scheduler-timeout")
     try:
+        asyncio.run(_probe(address, timeout))
         return Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        raise UserError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({type(exc).__name__}); "
-                        "check the address and that `dask scheduler` runs there, or raise --scheduler-timeout") from None
+    except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
+        raise UserError(failure.format(type(exc).__name__)) from None
     except ValueError as exc:
         raise UserError(f"--scheduler {address!r}: {exc}") from None
+
+
+async def _probe(address: str, timeout: float) -> None:
+    # distributed's connect() waits for the scheduler's handshake without a time limit, so a server
+    # that accepts and never answers would hang the Client forever; the probe bounds the handshake.
+    from distributed.comm import connect as comm_connect
+
+    comm = await asyncio.wait_for(comm_connect(address, timeout=timeout), timeout)
+    await comm.close()
 
 
 def _tecb_on_worker() -> str:
@@ -82,7 +94,7 @@ class DaskExecutor:
         answers = self.client.run(_tecb_on_worker, on_error="return")
         for worker, answer in sorted(answers.items()):
             if isinstance(answer, BaseException):
-                raise UserError(f"Dask worker {worker} cannot run tecb ({type(answer).__name__}: {answer}); install "
+                raise UserError(f"Dask worker {worker} cannot run tecb: {answer}; install "
                                 f"tecb=={ours} with its [dask] extra in every worker's environment") from None
             if answer != ours:
                 raise UserError(f"Dask worker {worker} runs tecb {answer}, this process {ours}; install the same "

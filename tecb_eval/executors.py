@@ -78,13 +78,21 @@ def parse_memory(value) -> int | None:
 
 
 def check_jobs(jobs, scheduler) -> int:
-    """``None`` -> every core this process may use; otherwise a positive integer."""
+    """The number of local worker processes: ``jobs``, else ``$TECB_JOBS``, else every core this
+    process may use. On a Dask cluster (``scheduler``) the cluster's workers run the units."""
+    if scheduler is not None:
+        if jobs not in (None, 1):
+            raise UserError("give either jobs (local worker processes) or a Dask scheduler, not both")
+        return 1
+    if jobs is None and os.environ.get("TECB_JOBS", "").strip():
+        text = os.environ["TECB_JOBS"].strip()
+        if not text.isdigit() or int(text) < 1:
+            raise UserError(f"TECB_JOBS={text!r}: give a positive number of worker processes")
+        return int(text)
     if jobs is None:
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
         raise UserError(f"jobs must be a positive number of worker processes, got {jobs!r}")
-    if scheduler is not None and jobs != 1:
-        raise UserError("give either jobs (local worker processes) or scheduler (a Dask cluster), not both")
     return int(jobs)
 
 

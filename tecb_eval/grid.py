@@ -11,6 +11,7 @@ results store; a rerun skips the cells the store already holds.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -173,10 +174,14 @@ class Grid:
         self.encoded_texts[run.spec.name] = self.encoded_texts.get(run.spec.name, 0) + len(todo)
 
     # -- running ----------------------------------------------------------------------------
-    def run(self) -> pd.DataFrame:
-        with _Interruptible() as interrupt, executors.open_executor(log=self.log, **self.executor_options) as executor, \
-                tqdm(total=self.total_cells(), desc="grid cells", unit=" cells", disable=not self.progress,
-                     smoothing=0.05) as bar:
+    def run(self, executor=None) -> pd.DataFrame:
+        """Run every pending cell; ``executor``: one already open (see :func:`executors.open_executor`)."""
+        with contextlib.ExitStack() as stack:
+            interrupt = stack.enter_context(_Interruptible())
+            if executor is None:
+                executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
+            bar = stack.enter_context(tqdm(total=self.total_cells(), desc="grid cells", unit=" cells",
+                                           disable=not self.progress, smoothing=0.05))
             for spec in self.models:
                 self._run_model(spec, executor, bar, interrupt)
         return rows_frame(self.rows)
@@ -382,7 +387,7 @@ def run_grid(
     results: str | Path | None = None,
     limit_splits: int | None = None,
     profile: str = DEFAULT_PROFILE,
-    jobs: int | None = 1,
+    jobs: int | None = None,
     scheduler: str | None = None,
     memory_limit: int | str | None = None,
     scheduler_timeout: float = executors.DASK_CONNECT_TIMEOUT,
@@ -405,7 +410,7 @@ def run_grid(
     ``seeds`` (instead of ``seed``) runs every reduction and clustering once per seed, encoding
     once; the rows name their seed and the run's seed set, which is one version of the results.
 
-    ``jobs``: local worker processes (``None``: every core; 1: in this process). ``scheduler``: the
+    ``jobs``: local worker processes (``None``: ``$TECB_JOBS``, else every core; 1: in this process). ``scheduler``: the
     address of a Dask distributed scheduler (``tcp://host:8786``) to run the units on instead.
     ``memory_limit`` (bytes, ``"8GB"`` or a share of RAM like ``0.5``): the budget for units
     running side by side; on a cluster, per worker. Default: 70 % of RAM (of each worker's limit
@@ -444,11 +449,14 @@ def run_grid(
         raise UserError("no datasets given")
     if not models:
         raise UserError("no models given")
-    grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
-                cache_dir=cache_dir, store=ResultsStore(results, lock=True), limit_splits=limit_splits,
-                profile=profile, progress=progress, log=say, jobs=jobs, scheduler=scheduler,
-                memory_limit=memory, scheduler_timeout=scheduler_timeout)
-    frame = grid.run()
+    # The cluster is reached (and its workers checked) before the store is opened: a scheduler
+    # that cannot be used leaves no trace.
+    with executors.open_executor(jobs=jobs, scheduler=scheduler, memory_limit=memory, timeout=scheduler_timeout,
+                                 log=say) as executor:
+        grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
+                    cache_dir=cache_dir, store=ResultsStore(results, lock=True), limit_splits=limit_splits,
+                    profile=profile, progress=progress, log=say)
+        frame = grid.run(executor)
     for name, seconds in grid.encode_seconds.items():
         say(f"{name}: encoded {grid.encoded_texts[name]:,} new unique texts in {seconds:.1f} s")
     for line in grid.time_summary():

@@ -8,6 +8,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SHARED_DATA = SHARED / "data"
+# Grids in tests run in the test's process unless a test asks for workers (tests/test_parallel.py):
+# a pool of worker processes per tiny grid would only add start-up time. Users get every core.
+os.environ.setdefault("TECB_JOBS", "1")
 
 
 def shared_file(relative: str) -> Path:

@@ -1,0 +1,291 @@
+"""The grid on several cores and on a Dask cluster: the serial scores bit for bit, several seeds
+with one encoding, a worker killed mid-grid, memory budgets, Ctrl-C, and the one-line errors.
+
+Dask runs for real: a ``distributed.LocalCluster`` with worker processes on 127.0.0.1, and for
+the worker without tecb, a ``dask worker`` process whose Python cannot import it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+import tecb_data
+from tecb_data.build import build
+from tecb_data.demo import demo_input
+from tecb_data.errors import UserError
+from tecb_eval import report
+from tecb_eval.cli import main as eval_main
+from tecb_eval.encoders import get_encoder
+from tecb_eval.grid import run_grid
+from tecb_eval.store import cell_key
+from tecb_eval.work import WORKER_BASELINE_BYTES, Cell, WorkUnit
+
+distributed = pytest.importorskip("distributed")
+
+METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found"]
+ORDER = ["model", "dataset", "reduction", "algorithm", "split", "seed"]
+CONFIGS = ["minibatch_kmeans:none", "agglomerative:none", "minibatch_kmeans:pca", "hdbscan:pca",
+           "dbstream:pca", "minibatch_kmeans:umap", "agglomerative:umap"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo-data")
+    build("blurbs", demo_input("blurbs"), out)
+    build("tenkgnad", demo_input("tenkgnad"), out)
+    return [out / "blurbs-clustering-s2s", out / "tenkgnad-clustering-s2s"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1", silence_logs=40) as local:
+        yield local
+
+
+@pytest.fixture(scope="module")
+def serial(demo, tmp_path_factory):
+    """The reference: the same grid in this process, two seeds."""
+    cache = tmp_path_factory.mktemp("serial-cache")
+    return run_grid(demo, ["tfidf-lsa"], configurations=CONFIGS, seeds=(42, 7), limit_splits=2, jobs=1,
+                    cache_dir=cache, progress=False)
+
+
+def _same_scores(a, b) -> bool:
+    a, b = a.sort_values(ORDER).reset_index(drop=True), b.sort_values(ORDER).reset_index(drop=True)
+    return a[ORDER].equals(b[ORDER]) and a[METRICS].equals(b[METRICS])
+
+
+def _tables(frame) -> str:
+    return "\n".join(report.format_table(table, "md", note=note) for table, note in report.tables(frame).values())
+
+
+class Counting:
+    def __init__(self, inner, identity):
+        self.inner, self.identity, self.calls = inner, identity, []
+
+    def encode(self, texts):
+        self.calls.extend(texts)
+        return self.inner.encode(texts)
+
+
+def test_seeds_give_a_row_per_cell_and_seed_with_one_encoding(demo, serial, tmp_path):
+    cells = serial.groupby(["dataset", "split", "reduction", "algorithm"]).seed.apply(sorted)
+    assert len(cells) == 2 * 2 * len(CONFIGS) and all(seeds == [7, 42] for seeds in cells)
+    assert set(serial.seeds) == {"7,42"}
+    # The seeds really vary the clustering: not every score of seed 7 equals seed 42's.
+    by_seed = {s: part.sort_values(ORDER[:5]).v_measure.to_numpy() for s, part in serial.groupby("seed")}
+    assert (by_seed[7] != by_seed[42]).any()
+    counting = Counting(get_encoder("tfidf-lsa").fit_corpus(["ein text", "noch ein text"]), "counting-tfidf")
+    run_grid(demo[:1], [counting], configurations=["minibatch_kmeans:pca"], seeds=(1, 2, 3), limit_splits=2,
+             jobs=1, cache_dir=None, progress=False)
+    assert set(Counter(counting.calls).values()) == {1}
+
+
+def test_jobs_give_the_serial_scores_and_tables_bit_for_bit(demo, serial, tmp_path):
+    parallel = run_grid(demo, ["tfidf-lsa"], configurations=CONFIGS, seeds=(42, 7), limit_splits=2, jobs=2,
+                        cache_dir=tmp_path / "cache", results=tmp_path / "r.jsonl", progress=False)
+    assert _same_scores(serial, parallel)
+    assert _tables(serial) == _tables(parallel)
+    # The store holds every cell once, whatever order the workers finished in.
+    keys = [cell_key(json.loads(line)) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == len(serial)
+
+
+def test_dask_cluster_gives_the_serial_scores(demo, serial, cluster, tmp_path):
+    messages = []
+    frame = run_grid(demo, ["tfidf-lsa"], configurations=CONFIGS, seeds=(42, 7), limit_splits=2,
+                     scheduler=cluster.scheduler_address, cache_dir=tmp_path / "cache", progress=False,
+                     log=messages.append)
+    assert _same_scores(serial, frame)
+    assert any(line.startswith("peak RSS per worker") for line in messages)
+
+
+def test_a_worker_killed_mid_grid_is_survived(demo, serial, cluster, tmp_path):
+    """SIGKILL one worker while it runs a unit: Dask (and the grid, for an input that died with
+    it) run its units again; every cell ends up in the store exactly once, with the serial score."""
+    results = tmp_path / "r.jsonl"
+    killed = []
+
+    def kill_a_busy_worker():
+        with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not killed:
+                busy = {w: tasks for w, tasks in client.processing().items()
+                        if any(str(t).startswith("tecb-unit-") for t in tasks)}
+                done = len(results.read_text().splitlines()) if results.exists() else 0
+                if busy and done >= 3:
+                    worker = sorted(busy)[0]
+                    pid = client.run(os.getpid, workers=[worker])[worker]
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append((worker, busy[worker]))
+                    return
+                time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_a_busy_worker)
+    killer.start()
+    frame = run_grid(demo, ["tfidf-lsa"], configurations=CONFIGS, seeds=(42, 7), limit_splits=2,
+                     scheduler=cluster.scheduler_address, cache_dir=tmp_path / "cache", results=results,
+                     progress=False, log=lambda m: None)
+    killer.join()
+    assert killed, "no worker was busy with a unit after 3 cells: the test did not kill anything"
+    assert _same_scores(serial, frame)
+    keys = [cell_key(json.loads(line)) for line in results.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == len(serial)
+    # The cluster recovers its worker (the nanny restarts it) for the tests that follow.
+    with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+        client.wait_for_workers(2, timeout=60)
+
+
+def test_unreachable_or_silent_scheduler_is_one_line_and_writes_nothing(demo, tmp_path):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    results = tmp_path / "r.jsonl"
+    started = time.monotonic()
+    with pytest.raises(UserError, match=rf"cannot reach the Dask scheduler at tcp://127.0.0.1:{port} within 2 s"):
+        run_grid(demo[:1], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=1,
+                 scheduler=f"tcp://127.0.0.1:{port}", scheduler_timeout=2, results=results, progress=False)
+    # A server that accepts and never answers: the same line, in bounded time.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = "tcp://127.0.0.1:%d" % silent.getsockname()[1]
+        with pytest.raises(UserError, match="raise --scheduler-timeout"):
+            run_grid(demo[:1], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=1,
+                     scheduler=address, scheduler_timeout=2, results=results, progress=False)
+    assert time.monotonic() - started < 30
+    assert not results.exists()
+
+
+BLOCK_TECB = """
+# A worker environment without tecb: its imports fail as they would where it is not installed.
+import importlib.abc, sys
+
+class _NoTecb(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tecb_eval", "tecb_data"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _NoTecb())
+"""
+
+
+def test_worker_without_tecb_is_one_line_and_writes_nothing(demo, tmp_path):
+    preload = tmp_path / "no_tecb.py"
+    preload.write_text(BLOCK_TECB)
+    results = tmp_path / "r.jsonl"
+    with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=None, host="127.0.0.1",
+                                  silence_logs=40) as bare:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", bare.scheduler_address, "--nthreads", "1",
+             "--no-nanny", "--preload", str(preload), "--no-dashboard"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with distributed.Client(bare.scheduler_address, timeout=10) as client:
+                client.wait_for_workers(1, timeout=60)
+            with pytest.raises(UserError, match=r"cannot run tecb: .*No module named 'tecb_eval'.*; install tecb=="):
+                run_grid(demo[:1], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=1,
+                         scheduler=bare.scheduler_address, results=results, progress=False)
+        finally:
+            worker.kill()
+            worker.wait(timeout=30)
+    assert not results.exists()
+
+
+def test_memory_budget_skips_what_cannot_fit_and_refuses_a_limit_below_every_unit(demo, tmp_path):
+    results = tmp_path / "r.jsonl"
+    with pytest.raises(UserError, match="below the smallest unit of this grid.*raise --memory-limit"):
+        run_grid(demo[:1], ["tfidf-lsa"], configurations=["minibatch_kmeans:pca"], limit_splits=2,
+                 memory_limit="1MB", results=results, progress=False, jobs=1)
+    assert not results.exists() or results.read_text() == ""  # the store may exist (its lock), without rows
+    # A limit between the units' estimated peaks: those above it are skipped, one line each, the
+    # rest run (on two workers, admitted side by side only while they fit together).
+    bench = tecb_data.load(demo[0])
+    dim = get_encoder("tfidf-lsa").fit_corpus([t for s in bench.splits for t in s.texts]).encode(["x"]).shape[1]
+    peaks = {}
+    for split in bench.splits[:2]:
+        for algorithm, reduction in (("agglomerative", "none"), ("minibatch_kmeans", "pca")):
+            cell = Cell(split.name, None, tuple(split.labels), len(set(split.labels)), algorithm)
+            peaks[(split.name, algorithm)] = WorkUnit("k", "l", "d", reduction, 42, "legacy", "current", (cell,),
+                                                      len(split.texts), dim).memory
+    low, high = sorted(peaks.values())[1:3]
+    assert low < high
+    messages = []
+    frame = run_grid(demo[:1], ["tfidf-lsa"], configurations=["agglomerative:none", "minibatch_kmeans:pca"],
+                     limit_splits=2, memory_limit=WORKER_BASELINE_BYTES + (low + high) // 2, results=results,
+                     progress=False, jobs=2, log=messages.append)
+    too_big = {key for key, value in peaks.items() if value > (low + high) // 2}
+    skipped = [m for m in messages if m.startswith("skipped ")]
+    assert len(skipped) == len(too_big) == 2 and all("raise --memory-limit" in m for m in skipped)
+    assert {f"/ {split} /" for split, _ in too_big} == {f"/ {m.split(' / ')[2]} /" for m in skipped}
+    assert set(zip(frame.split, frame.algorithm)) == set(peaks) - too_big
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "42,42"], "seeds repeat 42; give each seed once"),
+    (["--seeds", "-1"], "every seed must be an integer from 0 to 4294967295"),
+    (["--seeds", "4294967296"], "every seed must be an integer from 0 to 4294967295"),
+    (["--seed", "4294967296"], "seed must be an integer from 0 to 4294967295"),
+    (["--jobs", "0"], "jobs must be a positive number of worker processes"),
+    (["--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"], "either jobs (local worker processes) or a Dask scheduler"),
+    (["--memory-limit", "lots"], "memory limit 'lots': not a size"),
+])
+def test_bad_parallel_options_are_one_line(demo, tmp_path, capsys, argv, message):
+    code = eval_main(["run", "--data", str(demo[0]), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
+                      "--results", str(tmp_path / "r.jsonl"), "--cache-dir", str(tmp_path / "c"), "--quiet",
+                      "--limit-splits", "1", *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "r.jsonl").exists() or (tmp_path / "r.jsonl").read_text() == ""
+
+
+def test_empty_seeds_is_a_usage_error(demo, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        eval_main(["run", "--data", str(demo[0]), "--model", "tfidf-lsa", "--results", str(tmp_path / "r.jsonl"),
+                   "--seeds", ""])
+    assert exit_info.value.code == 2 and "give seeds separated by commas" in capsys.readouterr().err
+
+
+def _children(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_the_grid_and_its_workers(demo, tmp_path, jobs):
+    import psutil
+
+    results = tmp_path / "r.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tecb_eval.cli", "run", "--data", str(demo[0]), "--data", str(demo[1]),
+         "--model", "tfidf-lsa", "--config", "minibatch_kmeans:umap", "--config", "agglomerative:pca50+umap",
+         "--results", str(results), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--jobs", jobs],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TECB_JOBS": ""})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 1):
+        time.sleep(0.05)
+    assert results.exists(), "the grid wrote no cell in 120 s"
+    workers = _children(process.pid)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted; finished cells are in the results store" in err, err
+    done = results.read_text().count("\n")
+    assert 1 <= done < 2 * 10 * 2  # stopped before the end (10 splits per dataset, 2 configurations)
+    time.sleep(1)
+    assert not [pid for pid in workers if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
