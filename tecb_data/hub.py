@@ -24,7 +24,7 @@ from huggingface_hub import errors as hf_errors
 from huggingface_hub.utils import validate_repo_id
 
 import tecb_data
-from tecb_data import layout, network
+from tecb_data import layout, network, publication
 from tecb_data.card import check_card
 from tecb_data.errors import UserError, VerificationError
 from tecb_data.recipes import DATASETS
@@ -105,7 +105,11 @@ def hub_errors(what: str, *, published_nothing: bool = False):
             timed_out = None if isinstance(exc, UserError) else network.hub_timeout_line(exc, _endpoint())
             if timed_out is None:
                 raise
-            raise UserError(f"{what}: {timed_out}{tail}") from None
+            if published_nothing and "ConnectTimeout" in timed_out:
+                timed_out += tail
+            elif published_nothing:  # the request went out: the Hub may have acted on it before the timeout
+                timed_out += "; it may have been applied: run the same push again (it never duplicates a commit)"
+            raise UserError(f"{what}: {timed_out}") from None
 
 
 @contextlib.contextmanager
@@ -314,7 +318,7 @@ def push(
         if c.action in ("add", "update")
     ] + [CommitOperationDelete(path_in_repo=c.path) for c in changes if c.action == "delete"]
     summary, description = _commit_text(manifest)
-    with hub_errors(f"{where}: committing", published_nothing=True):
+    with hub_errors(f"{where}: committing", published_nothing=True), publication.remote_commit(where):
         try:
             info = api.create_commit(
                 repo_id,

@@ -38,8 +38,24 @@ def published() -> list[Path]:
     return list(_published)
 
 
+_remote_in_flight: list[str] = []  # "repo@branch" of a Hub commit sent and not yet answered
+
+
+@contextlib.contextmanager
+def remote_commit(where: str):
+    """Mark a Hub commit as in flight, so that an interruption says what it may have done."""
+    _remote_in_flight.append(where)
+    try:
+        yield
+    finally:
+        _remote_in_flight.remove(where)
+
+
 def interrupted_state() -> str:
     """What an interrupted `tecb-data` command leaves behind, in words."""
+    if _remote_in_flight:
+        return (f"the commit to {_remote_in_flight[-1]} was under way: the Hub applies a commit whole or not at "
+                "all; run the same push again (it makes no second commit if this one went through)")
     if not _published:
         return "nothing was published (every dataset folder is as it was before this command)"
     return f"these datasets had been published, each complete: {', '.join(str(p) for p in _published)}"

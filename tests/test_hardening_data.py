@@ -439,3 +439,27 @@ def test_datasets_load_dataset_of_a_rebuilt_folder_reads_the_new_build(tmp_path)
         assert json.loads(result.stdout) == on_disk, f"seed {seed}: datasets returned another build's rows"
         loaded.setdefault(seed, on_disk)
     assert loaded["1"] != loaded["2"]
+
+
+def test_a_commit_the_hub_answers_too_late_says_it_may_have_been_applied(demo_datasets, tmp_path):
+    """The Hub applies the commit after the client gave up: the line says so, and a re-run makes no
+    second commit."""
+    from hubserver import FakeHub
+
+    hub = FakeHub(tokens={"hf_tecbTestSecret0123456789abcdef": "maintainer"})
+    hub.start()
+    try:
+        hub.before("POST", r"/commit/", lambda _hub: time.sleep(4))
+        env = hub_env(tmp_path, hub.url, TECB_NETWORK_TIMEOUT="1")
+        folder = str(demo_datasets / "blurbs-clustering-s2s")
+        result, seconds = timed([sys.executable, "-m", "tecb_data.cli", "push", folder, "--repo-id", "tecb-test/x"], env)
+        line = one_error_line(result.stderr)
+        assert result.returncode == 2 and "committing" in line and "within 1 s" in line, line
+        assert "may have been applied" in line and "nothing was published" not in line, line
+        assert seconds < 30
+        time.sleep(4)  # the Hub finishes the commit it was sent
+        again = run_cli("push", folder, "--repo-id", "tecb-test/x", env=env)
+        assert again.returncode == 0 and "unchanged" in again.stdout, again.stderr
+        assert len(hub.history("tecb-test/x")) == 2  # the Hub's initial commit and ours, once
+    finally:
+        hub.stop()
