@@ -88,11 +88,15 @@ def _fsync_dir(folder: Path) -> None:
 
 def _write_journal(path: Path, entries: list[dict], state: str) -> None:
     partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", encoding="utf-8") as fh:
-        json.dump({"state": state, "entries": entries}, fh, sort_keys=True)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(partial, path)
+    try:
+        with open(partial, "w", encoding="utf-8") as fh:
+            json.dump({"state": state, "entries": entries}, fh, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     _fsync_dir(path.parent)
 
 
