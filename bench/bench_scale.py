@@ -190,7 +190,7 @@ def main() -> int:
         if not args.skip_dask:
             from distributed import LocalCluster
 
-            with LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+            with LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
                               host="127.0.0.1", silence_logs=40) as cluster:
                 frames["dask"], phases["dask"] = run_mode(f"dask x{args.jobs}", bench, work, embeddings, args,
                                                           scheduler=cluster.scheduler_address)

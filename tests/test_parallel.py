@@ -48,7 +48,7 @@ def demo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1", silence_logs=40) as local:
         yield local
 
@@ -186,7 +186,7 @@ def test_worker_without_tecb_is_one_line_and_writes_nothing(demo, tmp_path):
     preload = tmp_path / "no_tecb.py"
     preload.write_text(BLOCK_TECB)
     results = tmp_path / "r.jsonl"
-    with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=None, host="127.0.0.1",
+    with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=":0", host="127.0.0.1",
                                   silence_logs=40) as bare:
         worker = subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", bare.scheduler_address, "--nthreads", "1",
