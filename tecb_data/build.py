@@ -53,7 +53,6 @@ def prepare(
     splits: list[Split],
     items: dict[str, Item],
     *,
-    out: Path,
     seed: int,
     inputs: list,
     report: dict,
@@ -116,7 +115,7 @@ def publish_all(out: Path, datasets: list[layout.Dataset]) -> list[tuple[Path, d
 
 def publish(spec: DatasetSpec, splits: list[Split], items: dict[str, Item], *, out: Path, **options) -> tuple[Path, dict]:
     """Write one dataset folder on its own (see :func:`prepare` for the options)."""
-    return publish_all(out, [prepare(spec, splits, items, out=out, **options)])[0]
+    return publish_all(out, [prepare(spec, splits, items, **options)])[0]
 
 
 def build(
@@ -161,7 +160,7 @@ def build(
         raise UserError(f"{input_path}: too few labelled records to make any split with two or more labels")
     items = {item.id: item for item in result.items}
     prepared = [
-        prepare(spec, splits[spec.view], items, out=Path(out), seed=seed, inputs=result.inputs,
+        prepare(spec, splits[spec.view], items, seed=seed, inputs=result.inputs,
                 report=result.report, paired=paired)
         for spec in specs
     ]

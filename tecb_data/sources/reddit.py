@@ -138,7 +138,7 @@ def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> li
     items = {item.id: item for item in result.items}
     extra = {"subreddits": list(result.universe)}
     prepared = [
-        prepare(DATASETS[name], splits, items, out=Path(out), seed=seed, inputs=inputs, report=result.report,
+        prepare(DATASETS[name], splits, items, seed=seed, inputs=inputs, report=result.report,
                 manifest_extra=extra)
         for name in TEXT_DATASETS
     ]
@@ -149,7 +149,7 @@ def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> li
         reddit_ids.SUBMISSIONS_FILE: _submission_rows(result.items),
     }
     prepared.append(
-        prepare(DATASETS[IDS_DATASET], splits, id_items, out=Path(out), seed=seed, inputs=inputs, report=result.report,
+        prepare(DATASETS[IDS_DATASET], splits, id_items, seed=seed, inputs=inputs, report=result.report,
                 data_files=data_files, manifest_extra=extra)
     )
     # The three folders come from one rehydration: published together, or none of them.
