@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -26,6 +27,7 @@ import signal
 import threading
 from pathlib import Path
 
+log = logging.getLogger(__name__)
 JOURNAL_PREFIX = ".tecb-publish-"
 _DEFERRED = (signal.SIGINT, signal.SIGTERM)
 
@@ -203,6 +205,7 @@ def recover(out: Path) -> list[str]:
             _roll_back(out, entries)
             done.append(f"rolled back an interrupted publication of {', '.join(e['target'] for e in entries)}")
         path.unlink(missing_ok=True)
+        log.warning("warning: %s: %s (its build was killed while publishing)", out, done[-1])
     return done
 
 

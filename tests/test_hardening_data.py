@@ -169,6 +169,7 @@ def test_a_build_killed_during_publication_is_rolled_back_by_the_next_command(re
     assert any(out.glob(publication.JOURNAL_PREFIX + "*.json"))
     result = run_cli("verify", str(out / VIEWS[0]))
     assert result.returncode == 0, result.stderr
+    assert "rolled back an interrupted publication" in result.stderr
     assert settled_state(out, known) == 1
 
 
