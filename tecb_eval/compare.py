@@ -177,10 +177,10 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
     for dataset in sorted(kmeans.mteb_name.unique()):
         of = kmeans[kmeans.mteb_name == dataset]
         # The table's figure: mean over seeds of the split means; ties go to the first name.
-        figures = of.groupby(["model", "seed"]).v_measure.mean().groupby(level="model").mean()
-        best = sorted(figures.index, key=lambda m: (-figures[m], m))[0]
+        figure = of.groupby(["model", "seed"]).v_measure.mean().groupby(level="model").mean().to_dict()
+        best = min(figure, key=lambda m: (-figure[m], m))
         markers[(best, dataset)] = "*"
-        for model in sorted(set(figures.index) - {best}):
+        for model in sorted(set(figure) - {best}):
             a = _scores(of, best, dataset, "minibatch_kmeans", "none", "v_measure")
             b = _scores(of, model, dataset, "minibatch_kmeans", "none", "v_measure")
             if not a.index.intersection(b.index).size:
@@ -189,7 +189,6 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
             result = paired_difference(a, b, dataset=dataset, model_a=best, model_b=model,
                                        confidence=confidence, resamples=resamples, seed=seed)
             markers[(model, dataset)] = "" if result.holds else "="
-        del figures
     return markers
 
 

@@ -59,19 +59,25 @@ def _complete(frame: pd.DataFrame) -> pd.DataFrame:
 def _newest(rows: pd.DataFrame, fields: list[str]) -> tuple:
     """The values of ``fields`` on the newest row; ties (a frame without store order) go to the
     largest value tuple, so the choice never depends on the frame's row order."""
-    keyed = rows.assign(_tie=rows[fields].astype(str).agg("\x1f".join, axis=1))
-    best = keyed.sort_values([ORDER, "_tie"], kind="stable").iloc[-1]
-    return tuple(best[f] for f in fields)
+    newest = rows[rows[ORDER] == rows[ORDER].max()]
+    return max((tuple(values) for values in newest[fields].itertuples(index=False, name=None)),
+               key=lambda values: tuple(map(str, values)))
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the store frame's order (:func:`tecb_eval.store.rows_frame`), whatever order they came in."""
+    order = [c for c in ("model", "dataset", "reduction", "algorithm", "split", "protocol", "seed") if c in frame.columns]
+    return frame.sort_values(order, kind="stable").reset_index(drop=True)
 
 
 def _short(fingerprint) -> str:
     return str(fingerprint)[:8]
 
 
-def _asked(rows: pd.DataFrame, field: str, wanted, what: str, match=lambda value, w: value == w) -> pd.DataFrame:
+def _asked(rows: pd.DataFrame, field: str, wanted, what: str) -> pd.DataFrame:
     if wanted is None:
         return rows
-    kept = rows[[match(v, wanted) for v in rows[field]]]
+    kept = rows[rows[field] == wanted]
     if kept.empty:
         have = ", ".join(sorted({str(v) for v in rows[field]}))
         raise UserError(f"no results with {what} {wanted}; the store has {have}")
@@ -135,7 +141,7 @@ def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | N
             for other, dropped in mine[mine.model_identity != identity].groupby("model_identity", sort=True):
                 left.append(f"{model} on {dataset} as {other} ({len(dropped)} rows)")
             parts.append(mine[mine.model_identity == identity])
-    chosen = rows_frame(pd.concat(parts).to_dict("records")) if parts else rows.iloc[0:0]
+    chosen = _sorted(pd.concat(parts)) if parts else rows.iloc[0:0]
     if frame.columns.difference(chosen.columns).empty:
         chosen = chosen[[c for c in frame.columns]]
     note = None

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
