@@ -453,10 +453,11 @@ def run_grid(
     # that cannot be used leaves no trace.
     with executors.open_executor(jobs=jobs, scheduler=scheduler, memory_limit=memory, timeout=scheduler_timeout,
                                  log=say) as executor:
-        grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
-                    cache_dir=cache_dir, store=ResultsStore(results, lock=True), limit_splits=limit_splits,
-                    profile=profile, progress=progress, log=say)
-        frame = grid.run(executor)
+        with ResultsStore(results, lock=True) as store:  # another run on this store waits for the lock
+            grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
+                        cache_dir=cache_dir, store=store, limit_splits=limit_splits,
+                        profile=profile, progress=progress, log=say)
+            frame = grid.run(executor)
     for name, seconds in grid.encode_seconds.items():
         say(f"{name}: encoded {grid.encoded_texts[name]:,} new unique texts in {seconds:.1f} s")
     for line in grid.time_summary():
