@@ -12,9 +12,12 @@ mean-pooled, max length 512), k-means on the embeddings (legacy protocol, seed 4
 3. the ratio of the sweep's encoding pass to a single-layer encoding pass (median of the seven
    one-by-one passes; target <= 1.3x) and of the whole sweep to the whole one-by-one run;
 4. the per-split V-measures of both, compared cell by cell (they must be identical);
-5. the per-layer table (V-measure x 100, mean over the 28 splits) and figure.
+5. the per-layer table (V-measure x 100, mean over the 28 splits) and figure;
+6. a controlled ratio, less exposed to other work on a shared machine: one loaded model, a sample of
+   the unique texts, a single-layer encode and an all-layers encode alternated, best of N each
+   (``--ratio-only`` runs this part alone).
 
-    python bench/bench_layers.py [--datasets s2s,p2p] [--out DIR] [--limit-splits N]
+    python bench/bench_layers.py [--datasets s2s,p2p] [--out DIR] [--limit-splits N] [--ratio-only]
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="keep the sweep's outputs (layers.csv, figure.png, ...) here")
     parser.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--ratio-texts", type=int, default=400, help="sample size of the controlled ratio (default 400)")
+    parser.add_argument("--ratio-repeats", type=int, default=3, help="alternations of the controlled ratio (default 3)")
+    parser.add_argument("--ratio-only", action="store_true", help="only the controlled ratio (6.)")
     args = parser.parse_args()
     if not BLURBS_DEV.is_file():
         print(f"{BLURBS_DEV}: absent; the bench needs the GermEval 2019 dev set", file=sys.stderr)
@@ -73,6 +79,9 @@ def run(args, work: Path) -> int:
     print(f"datasets: {', '.join(b.name for b in benches)} (GermEval 2019 dev set), "
           f"{sum(len(b.splits) for b in benches)} splits, {unique:,} unique texts; model {MODEL}; "
           f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    if args.ratio_only:
+        controlled_ratio(args, benches)
+        return 0
     quiet = lambda message: None  # noqa: E731
 
     started = time.perf_counter()
@@ -119,10 +128,34 @@ def run(args, work: Path) -> int:
 
     print(f"\nV-measure x 100 per layer (mean over splits; ** best):\n")
     print((out / "summary.md").read_text(encoding="utf-8"))
+    controlled_ratio(args, benches)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.out:
         print(f"sweep outputs in {args.out}/ (figure.png: V-measure against layer)")
     return 0 if same == len(merged) == len(sweep_splits) else 1
+
+
+def controlled_ratio(args, benches) -> float:
+    """All layers from one pass against one layer, same loaded model and texts, alternated."""
+    from tecb_eval.encoders import get_encoder
+
+    encoder = get_encoder(MODEL, layer=-1)
+    unique = sorted({t for b in benches for s in b.splits for t in s.texts})
+    sample = unique[::max(1, len(unique) // args.ratio_texts)][:args.ratio_texts]
+    layers = list(range(encoder.n_layers + 1))
+    encoder.encode(sample[:32])  # warm-up
+    single = every = float("inf")
+    for _ in range(args.ratio_repeats):
+        started = time.perf_counter()
+        encoder.encode(sample)
+        single = min(single, time.perf_counter() - started)
+        started = time.perf_counter()
+        encoder.encode_layers(sample, layers)
+        every = min(every, time.perf_counter() - started)
+    print(f"\ncontrolled: {len(sample)} of the unique texts, best of {args.ratio_repeats} alternated: one layer "
+          f"{single:.1f} s, all {len(layers)} layers from one pass {every:.1f} s -> {every / single:.2f}x "
+          f"(target <= 1.3x)")
+    return every / single
 
 
 if __name__ == "__main__":
