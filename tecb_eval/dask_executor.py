@@ -15,6 +15,7 @@ import contextlib
 from importlib.metadata import version
 
 from distributed import Client, KilledWorker, WorkerPlugin, as_completed
+from distributed.client import FutureCancelledError
 
 from tecb_data.errors import UserError
 from tecb_eval.executors import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task, fit_or_skip,
@@ -133,8 +134,15 @@ class DaskExecutor:
         completed = as_completed(list(running), loop=self.client.loop, raise_errors=False)
         for future in completed:
             task = running.pop(future)
-            if future.status != "finished":
-                exc = future.exception() if future.status == "error" else None
+            result, exc = None, None
+            try:
+                # A finished unit's result can still be lost: it lives on its worker until gathered.
+                result = future.result() if future.status == "finished" else None
+            except Exception as error:  # noqa: BLE001 -- sorted into lost or not just below
+                exc = error
+            if future.status == "error":
+                exc = future.exception()
+            if result is None:
                 if exc is not None and not _worker_lost(exc):
                     raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
                 attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
@@ -145,7 +153,6 @@ class DaskExecutor:
                 inputs.pop(task.input_key, None)  # the scattered copy may have gone with the worker
                 submit(task)
                 continue
-            result = future.result()
             users[task.input_key] -= 1
             if users[task.input_key] == 0:
                 inputs.pop(task.input_key, None)  # released on the cluster once no unit needs it
@@ -160,6 +167,6 @@ class DaskExecutor:
 
 def _worker_lost(exc: BaseException) -> bool:
     """The unit failed because its worker died, or its scattered input went with one."""
-    if isinstance(exc, (KilledWorker, cf.CancelledError)):
-        return True
-    return type(exc).__name__ in ("FutureCancelledError", "CancelledError") or "lost" in str(exc).lower()
+    # FutureCancelledError: the scheduler forgot the unit (its input, or its finished result, died
+    # with a worker before we gathered it).
+    return isinstance(exc, (KilledWorker, FutureCancelledError, cf.CancelledError)) or "lost" in str(exc).lower()
