@@ -21,6 +21,17 @@ def shared_file(relative: str) -> Path:
     return path
 
 
+class CountingEncoder:
+    """An encoder object that records every text it is asked to encode."""
+
+    def __init__(self, inner, identity):
+        self.inner, self.identity, self.calls = inner, identity, []
+
+    def encode(self, texts):
+        self.calls.extend(texts)
+        return self.inner.encode(texts)
+
+
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run `tecb-data` in a fresh interpreter, as a user would."""
     full_env = {**os.environ, **(env or {})}

@@ -16,6 +16,7 @@ from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
 from sklearn.metrics import v_measure_score
 
 import tecb_data
+from conftest import CountingEncoder as Counting
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
@@ -35,17 +36,6 @@ def demo(tmp_path_factory):
     build("blurbs", demo_input("blurbs"), out)
     build("tenkgnad", demo_input("tenkgnad"), out)
     return out
-
-
-class Counting:
-    """An encoder object that records every text it is asked to encode."""
-
-    def __init__(self, inner, identity):
-        self.inner, self.identity, self.calls = inner, identity, []
-
-    def encode(self, texts):
-        self.calls.extend(texts)
-        return self.inner.encode(texts)
 
 
 def _texts(folders, limit=None):

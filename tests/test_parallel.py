@@ -20,6 +20,7 @@ from collections import Counter
 import pytest
 
 import tecb_data
+from conftest import CountingEncoder as Counting
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
@@ -68,15 +69,6 @@ def _same_scores(a, b) -> bool:
 
 def _tables(frame) -> str:
     return "\n".join(report.format_table(table, "md", note=note) for table, note in report.tables(frame).values())
-
-
-class Counting:
-    def __init__(self, inner, identity):
-        self.inner, self.identity, self.calls = inner, identity, []
-
-    def encode(self, texts):
-        self.calls.extend(texts)
-        return self.inner.encode(texts)
 
 
 def test_seeds_give_a_row_per_cell_and_seed_with_one_encoding(demo, serial, tmp_path):
