@@ -138,8 +138,25 @@ def one_thread():
     return threadpool_limits(limits=1)
 
 
+def aligned_copy(X: np.ndarray, alignment: int = 64) -> np.ndarray:
+    """``X`` copied into memory aligned to ``alignment`` bytes, C-contiguous and writable.
+
+    An array can arrive anywhere in memory: Dask deserialises it as a view into the bytes it
+    received, at any offset (a float32 matrix 33 bytes past a 64-byte boundary, not even on a
+    float's boundary), and numpy then sums it by another path, so PCA's output differs in the last
+    bits and UMAP and HDBSCAN amplify that. Every unit therefore works on a copy placed alike.
+    """
+    X = np.asarray(X)
+    buffer = np.empty(X.nbytes + alignment, dtype=np.uint8)
+    start = (-buffer.ctypes.data) % alignment
+    out = buffer[start:start + X.nbytes].view(X.dtype).reshape(X.shape)
+    out[...] = X
+    return out
+
+
 def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool) -> UnitResult:
     """Reduce ``X`` (the base set's embeddings) unless ``is_reduced``, then run every cell."""
+    X = aligned_copy(X)
     with one_thread():
         started = time.perf_counter()
         reduced = X if is_reduced else algo.reduce(unit.reduction, X, unit.seed)

@@ -17,6 +17,7 @@ import threading
 import time
 from collections import Counter
 
+import numpy as np
 import pytest
 
 import tecb_data
@@ -29,7 +30,7 @@ from tecb_eval.cli import main as eval_main
 from tecb_eval.encoders import get_encoder
 from tecb_eval.grid import run_grid
 from tecb_eval.store import cell_key
-from tecb_eval.work import WORKER_BASELINE_BYTES, Cell, WorkUnit
+from tecb_eval.work import WORKER_BASELINE_BYTES, Cell, WorkUnit, run_unit
 
 distributed = pytest.importorskip("distributed")
 
@@ -281,3 +282,29 @@ def test_ctrl_c_stops_the_grid_and_its_workers(demo, tmp_path, jobs):
     assert 1 <= done < 2 * 10 * 2  # stopped before the end (10 splits per dataset, 2 configurations)
     time.sleep(1)
     assert not [pid for pid in workers if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+
+
+def _misaligned(X, offset: int = 33):
+    """``X`` at ``offset`` bytes past a 64-byte boundary, as Dask can hand a scattered array over."""
+    buffer = np.empty(X.nbytes + 64 + offset, dtype=np.uint8)
+    start = (-buffer.ctypes.data) % 64 + offset
+    out = buffer[start:start + X.nbytes].view(X.dtype).reshape(X.shape)
+    out[...] = X
+    return out
+
+
+def test_a_unit_gives_the_same_bits_wherever_its_input_lies_in_memory():
+    from sklearn.decomposition import PCA
+    from threadpoolctl import threadpool_limits
+
+    X = np.random.default_rng(0).standard_normal((15350, 384)).astype(np.float32)
+    with threadpool_limits(1):  # the premise: numpy sums a misaligned copy by another path
+        assert not np.array_equal(PCA(2, random_state=42).fit_transform(X),
+                                  PCA(2, random_state=42).fit_transform(_misaligned(X)))
+    labels = tuple(str(i % 7) for i in range(len(X)))
+    unit = WorkUnit("k", "l", "d", "pca", 42, "legacy", "current",
+                    (Cell("s", None, labels, 7, "minibatch_kmeans"), Cell("s", None, labels, 7, "hdbscan")),
+                    len(X), X.shape[1])
+    here, there = run_unit(unit, X, False), run_unit(unit, _misaligned(X), False)
+    assert np.array_equal(here.reduced, there.reduced)
+    assert [m["v_measure"] for m in here.metrics] == [m["v_measure"] for m in there.metrics]
