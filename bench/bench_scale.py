@@ -159,7 +159,7 @@ def project(model: dict, bench, memory_per_core: float) -> None:
         print(f"  {cores:>2} cores: {max(loads) / 3600:6.2f} h (serial {work / 3600:.1f} h; "
               f"longest unit {max(u[0] for u in units) / 3600:.2f} h)")
     ward = max(n for _, name, n in units)
-    print(f"  largest split {ward:,} texts: Ward holds about {8 * ward ** 2 / 2**30:,.0f} GiB; on {memory_per_core:.0f} GiB "
+    print(f"  largest split {ward:,} texts: Ward holds about {11 * ward ** 2 / 2**30:,.0f} GiB; on {memory_per_core:.0f} GiB "
           "per worker such units are skipped with one line each (raise --memory-limit on a larger machine)")
 
 
