@@ -142,7 +142,13 @@ class LocalExecutor:
     """``jobs`` worker processes on this machine, started once and kept for every model."""
 
     def __init__(self, jobs: int, memory_limit: int, log):
-        self.jobs = jobs
+        # Each worker holds its baseline before any unit: no more workers than leave half the
+        # budget to the units themselves.
+        fitting = max(1, memory_limit // (2 * WORKER_BASELINE_BYTES))
+        if jobs > fitting:
+            log(f"note: {jobs} worker processes would hold {_gib(jobs * WORKER_BASELINE_BYTES)} before any unit; "
+                f"running {fitting} within the memory limit {_gib(memory_limit)} (raise --memory-limit for more)")
+        self.jobs = min(jobs, fitting)
         self.memory_limit = memory_limit
         self.log = log
         self.pool = None

@@ -204,7 +204,7 @@ def test_memory_budget_skips_what_cannot_fit_and_refuses_a_limit_below_every_uni
                  memory_limit="1MB", results=results, progress=False, jobs=1)
     assert not results.exists() or results.read_text() == ""  # the store may exist (its lock), without rows
     # A limit between the units' estimated peaks: those above it are skipped, one line each, the
-    # rest run (on two workers, admitted side by side only while they fit together).
+    # rest run (and a limit this small leaves room for one worker process, not the two asked for).
     bench = tecb_data.load(demo[0])
     dim = get_encoder("tfidf-lsa").fit_corpus([t for s in bench.splits for t in s.texts]).encode(["x"]).shape[1]
     peaks = {}
@@ -220,6 +220,7 @@ def test_memory_budget_skips_what_cannot_fit_and_refuses_a_limit_below_every_uni
                      limit_splits=2, memory_limit=WORKER_BASELINE_BYTES + (low + high) // 2, results=results,
                      progress=False, jobs=2, log=messages.append)
     too_big = {key for key, value in peaks.items() if value > (low + high) // 2}
+    assert any(m.startswith("note: 2 worker processes would hold") and "running 1 " in m for m in messages)
     skipped = [m for m in messages if m.startswith("skipped ")]
     assert len(skipped) == len(too_big) == 2 and all("raise --memory-limit" in m for m in skipped)
     assert {f"/ {split} /" for split, _ in too_big} == {f"/ {m.split(' / ')[2]} /" for m in skipped}
