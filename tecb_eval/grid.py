@@ -28,12 +28,12 @@ import tecb_data
 from tecb_data.errors import UserError
 from tecb_eval import algorithms as algo, encoders, executors, protocols, work as work_module
 from tecb_eval.profiles import DEFAULT_PROFILE, get_profile
+from tecb_eval.seeds import check_seed, check_seeds
 from tecb_eval.cache import EmbeddingStore, ReductionCache, short_hash
 from tecb_eval.work import UnitResult, WorkUnit
 from tecb_eval.store import ResultsStore, cell_key, rows_frame, seed_set_name
 
 DEFAULT_SEED = 42
-MAX_SEED = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -352,25 +352,6 @@ class _Interruptible:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
         return False
-
-
-def check_seed(seed, what: str = "seed") -> int:
-    # numpy's and scikit-learn's seeds are 32-bit.
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
-        raise UserError(f"{what} must be an integer from 0 to {MAX_SEED}, got {seed!r}")
-    return int(seed)
-
-
-def check_seeds(seeds) -> tuple[int, ...]:
-    """A run's seeds: at least one, each a valid seed, none repeated."""
-    seeds = tuple(seeds)
-    if not seeds:
-        raise UserError("seeds is empty; give at least one seed, e.g. --seeds 42,1,2")
-    checked = tuple(check_seed(s, "every seed") for s in seeds)
-    repeated = sorted({s for s in checked if checked.count(s) > 1})
-    if repeated:
-        raise UserError(f"seeds repeat {', '.join(map(str, repeated))}; give each seed once")
-    return checked
 
 
 def run_grid(

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 
 from tecb_data.errors import UserError
 from tecb_data.outputs import refuse_overlap, writable_folder
+from tecb_eval.seeds import check_seed
 from tecb_eval.cache import ENCODE_CHUNK, EmbeddingStore, atomic_save
 from tecb_eval.profiles import DEFAULT_PROFILE
 
@@ -235,6 +236,7 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
     from tecb_eval.grid import run_grid
 
     say = log or (lambda message: print(message, file=sys.stderr))
+    seed = check_seed(seed)  # before encoding, not after it (run_grid would check it then)
     asked = parse_layers(layers)
     benchmarks = _load(datasets)
     encoder = _sweep_encoder(model, max_length=max_length, batch_size=batch_size, device=device, seed=seed)

@@ -41,9 +41,9 @@ from tecb_eval.pretraining.truncate import check_truncation, truncate_checkpoint
 from tecb_eval.pretraining.tracking import (EVALUATIONS_CSV, LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder,
                                             Tracker, read_csv)
 from tecb_eval.profiles import Profile, get_profile
+from tecb_eval.seeds import check_seed, check_seeds
 
 DEFAULT_SEEDS = (42, 1, 2)
-MAX_SEED = 2**32 - 1  # numpy's and torch's seeds
 COMMAND = "tecb-eval pretrain"  # the marker in its output folders names it
 FIGURE = "figure.png"
 SUMMARY_CSV = "summary.csv"
@@ -158,10 +158,7 @@ def model_folder(model) -> tuple[Path, str]:
 
 
 def _seeds(seeds: Iterable[int]) -> tuple[int, ...]:
-    seeds = tuple(int(s) for s in seeds)
-    if not seeds or any(not 0 <= s <= MAX_SEED for s in seeds) or len(set(seeds)) != len(seeds):
-        raise UserError(f"seeds must be distinct integers from 0 to {MAX_SEED}, got {', '.join(map(str, seeds)) or 'none'}")
-    return seeds
+    return check_seeds(int(s) for s in seeds)
 
 
 def _inputs(benchmarks, model_folder: Path) -> list[Path]:
@@ -237,8 +234,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     # An output holding (or inside) a dataset or the model would be replaced by --overwrite.
     refuse_overlap(output_dir, _inputs(benchmarks, folder))
     check_device(s.device)
-    if not 0 <= s.kmeans_seed <= MAX_SEED:
-        raise UserError(f"kmeans_seed must be an integer from 0 to {MAX_SEED}, got {s.kmeans_seed}")
+    check_seed(s.kmeans_seed, "kmeans_seed")
     truncation = None
     if s.truncate_at is not None:
         n_layers = check_truncation(folder, s.truncate_at)
