@@ -48,6 +48,17 @@ def demo(tmp_path_factory):
     return [out / "blurbs-clustering-s2s", out / "tenkgnad-clustering-s2s"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _keep_environment():
+    # LocalCluster sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, ... in this process's environment,
+    # which every later subprocess of the test session would inherit (and BLAS threads change
+    # tfidf-lsa's vectors): put it back.
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
