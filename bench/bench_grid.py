@@ -33,12 +33,12 @@ sys.path.insert(0, str(REPO))
 
 from tecb_data.build import build  # noqa: E402
 from tecb_data.load import load  # noqa: E402
-from tecb_eval import algorithms as algo  # noqa: E402
-from tecb_eval.algorithms import PAPER_CONFIGURATIONS, parse_configuration  # noqa: E402
-from tecb_eval.cache import EmbeddingStore  # noqa: E402
-from tecb_eval.encoders import get_encoder  # noqa: E402
-from tecb_eval.grid import Grid  # noqa: E402
-from tecb_eval.store import ResultsStore  # noqa: E402
+from tecb_eval.clustering import algorithms as algo  # noqa: E402
+from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, parse_configuration  # noqa: E402
+from tecb_eval.grid.cache import EmbeddingStore  # noqa: E402
+from tecb_eval.models.encoders import get_encoder  # noqa: E402
+from tecb_eval.grid.run import Grid  # noqa: E402
+from tecb_eval.grid.store import ResultsStore  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 BLURBS_DEV = SHARED / "data" / "germeval2019" / "blurbs_dev.txt.gz"

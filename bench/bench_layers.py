@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from tecb_data.build import build  # noqa: E402
 from tecb_data.load import load  # noqa: E402
-from tecb_eval.grid import run_grid  # noqa: E402
+from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.layers import layer_sweep  # noqa: E402
 
 BLURBS_DEV = REPO.parent / "shared" / "data" / "germeval2019" / "blurbs_dev.txt.gz"
@@ -137,7 +137,7 @@ def run(args, work: Path) -> int:
 
 def controlled_ratio(args, benches) -> float:
     """All layers from one pass against one layer, same loaded model and texts, alternated."""
-    from tecb_eval.encoders import get_encoder
+    from tecb_eval.models.encoders import get_encoder
 
     encoder = get_encoder(MODEL, layer=-1)
     unique = sorted({t for b in benches for s in b.splits for t in s.texts})

@@ -32,9 +32,9 @@ sys.path.insert(0, str(REPO))
 import tecb_data  # noqa: E402
 from tecb_data.build import build  # noqa: E402
 from tecb_data.demo import demo_input  # noqa: E402
-from tecb_eval import mteb_bridge  # noqa: E402
-from tecb_eval.encoders import get_encoder  # noqa: E402
-from tecb_eval.grid import run_grid  # noqa: E402
+from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge  # noqa: E402
+from tecb_eval.models.encoders import get_encoder  # noqa: E402
+from tecb_eval.grid.run import run_grid  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 
@@ -63,7 +63,7 @@ def compare(folder: Path, protocol: str, encoder, cache: Path) -> tuple[list[flo
 
     version = "v2" if protocol == "fast" else "legacy"
     started = time.perf_counter()
-    result = mteb.evaluate(mteb_bridge.MtebEncoder(encoder), tasks=mteb_bridge.mteb_tasks([folder], version=version),
+    result = mteb.evaluate(mteb_encoders.MtebEncoder(encoder), tasks=mteb_bridge.mteb_tasks([folder], version=version),
                            cache=None, show_progress_bar=False, encode_kwargs={"batch_size": 32})
     mteb_s = time.perf_counter() - started
     scores = result.task_results[0].scores["test"][0]
@@ -93,7 +93,7 @@ def main() -> int:
             if not any(task.endswith(v) for v in views):
                 continue
             for protocol in protocols:
-                encoder = mteb_bridge.HashingEncoder() if args.model == "hash" else get_encoder("minilm-l6")
+                encoder = mteb_encoders.HashingEncoder() if args.model == "hash" else get_encoder("minilm-l6")
                 ours, theirs, ours_s, mteb_s = compare(folder, protocol, encoder, Path(tmp) / f"cache-{args.model}")
                 diff = max(abs(a - b) for a, b in zip(ours, theirs))
                 worst = max(worst, diff)

@@ -31,12 +31,12 @@ import numpy as np
 
 import tecb_data
 from tecb_data.build import build
-from tecb_eval.encoders import get_encoder
-from tecb_eval.evaluation import kmeans_v_measure, split_matrix, unique_texts
+from tecb_eval.models.encoders import get_encoder
+from tecb_eval.clustering.evaluation import kmeans_v_measure, split_matrix, unique_texts
 from tecb_eval.pretraining import pretrain
 from tecb_eval.pretraining.tracking import timed_evaluation
 from tecb_eval.pretraining.wwm import masker, unmasked_share
-from tecb_eval.profiles import PROFILES, get_profile
+from tecb_eval.clustering.profiles import PROFILES, get_profile
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 DEV = SHARED / "data" / "germeval2019" / "blurbs_dev.txt.gz"
@@ -69,7 +69,7 @@ def unmasked_shares(texts: list[str], seeds: list[int], batch_size: int = 32) ->
     of ``batch_size`` (the paper's WWM batch), with minilm-l6's tokenizer and 15 % masking."""
     from transformers import AutoTokenizer
 
-    from tecb_eval.encoders import minilm_folder
+    from tecb_eval.models.encoders import minilm_folder
 
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_folder()))
     shares: dict[str, list[float]] = {}

@@ -39,10 +39,10 @@ sys.path.insert(0, str(REPO))
 from tecb_data.build import build  # noqa: E402
 from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.load import load  # noqa: E402
-from tecb_eval import executors  # noqa: E402
-from tecb_eval.algorithms import PAPER_CONFIGURATIONS  # noqa: E402
-from tecb_eval.grid import Grid  # noqa: E402
-from tecb_eval.store import ResultsStore  # noqa: E402
+from tecb_eval.grid import executors, scheduling  # noqa: E402
+from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS  # noqa: E402
+from tecb_eval.grid.run import Grid  # noqa: E402
+from tecb_eval.grid.store import ResultsStore  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 BLURBS_DEV = SHARED / "data" / "germeval2019" / "blurbs_dev.txt.gz"
@@ -87,7 +87,7 @@ def run_mode(name: str, bench, warmup, work: Path, embeddings: Path, args, **opt
     common = dict(configurations=PAPER_CONFIGURATIONS, protocol="legacy", seed=42, progress=False,
                   log=lambda m: print(f"  {m}"))
     with executors.open_executor(jobs=options.get("jobs", 1), scheduler=options.get("scheduler"), memory_limit=None,
-                                 timeout=executors.DASK_CONNECT_TIMEOUT, log=print) as executor:
+                                 timeout=scheduling.DASK_CONNECT_TIMEOUT, log=print) as executor:
         started = time.perf_counter()
         Grid([warmup], ["tfidf-lsa"], cache_dir=work / f"warmup-{name}", store=ResultsStore(None), limit_splits=4,
              **common).run(executor)

@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tecb_data.build import build  # noqa: E402
-from tecb_eval import compare, figures, report  # noqa: E402
-from tecb_eval.algorithms import PAPER_CONFIGURATIONS  # noqa: E402
-from tecb_eval.grid import run_grid  # noqa: E402
+from tecb_eval.reports import compare, figures, tables as report  # noqa: E402
+from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS  # noqa: E402
+from tecb_eval.grid.run import run_grid  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 BLURBS_DEV = SHARED / "data" / "germeval2019" / "blurbs_dev.txt.gz"

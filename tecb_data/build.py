@@ -9,7 +9,6 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-import tecb_data
 from tecb_data import layout
 from tecb_data.card import render_card
 from tecb_data.errors import UserError
@@ -25,6 +24,7 @@ from tecb_data.recipes import (
 )
 from tecb_data.sources import SourceResult, blurbs, tenkgnad
 from tecb_data.stats import table1
+from tecb_data.version import __version__
 
 READERS: dict[str, Callable[..., SourceResult]] = {"blurbs": blurbs.read, "tenkgnad": tenkgnad.read}
 DEFAULT_SEED = 42
@@ -78,7 +78,7 @@ def prepare(
     ]
 
     def card(data_hashes: dict[str, str]) -> list[str]:
-        return [render_card(spec, recipe, version=tecb_data.__version__, seed=seed, stats=stats, splits=split_entries,
+        return [render_card(spec, recipe, version=__version__, seed=seed, stats=stats, splits=split_entries,
                             data_digest=layout.fingerprint(data_hashes))]
 
     if data_files is None:
@@ -93,7 +93,7 @@ def prepare(
         "view": spec.view,
         "mteb_name": spec.mteb_name,
         "publishable": spec.publishable,
-        "package_version": tecb_data.__version__,
+        "package_version": __version__,
         "seed": seed,
         "recipe": {"name": recipe.name, "version": recipe.version, **recipe.params},
         "inputs": sorted(

@@ -23,11 +23,11 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub import errors as hf_errors
 from huggingface_hub.utils import validate_repo_id
 
-import tecb_data
 from tecb_data import layout, network, publication
 from tecb_data.card import check_card
 from tecb_data.errors import UserError, VerificationError
 from tecb_data.recipes import DATASETS
+from tecb_data.version import __version__
 
 log = logging.getLogger(__name__)
 REPO_TYPE = "dataset"
@@ -280,7 +280,7 @@ def push(
     if message is not None and not message.strip():
         raise UserError("--message is empty; give a commit message or leave the option out")
 
-    api = HfApi(library_name="tecb", library_version=tecb_data.__version__)
+    api = HfApi(library_name="tecb", library_version=__version__)
     where = f"{repo_id}@{branch}"
     with hub_errors(f"{where}: reading the repository"):
         # Reading is safe to repeat; huggingface_hub retries its file requests, not its API calls.
@@ -382,7 +382,7 @@ def _resolve(repo_id: str, revision: str | None, *, cache_dir: Path | None, wher
     answers. Offline, or with the Hub unreachable and the file cached, the cache decides as before."""
     if huggingface_hub.constants.HF_HUB_OFFLINE:
         return revision
-    api = HfApi(library_name="tecb", library_version=tecb_data.__version__)
+    api = HfApi(library_name="tecb", library_version=__version__)
     try:
         info = network.retrying(
             lambda: api.repo_info(repo_id, repo_type=REPO_TYPE, revision=revision),

@@ -32,9 +32,10 @@ from tqdm.auto import tqdm
 
 from tecb_data.errors import UserError
 from tecb_data.outputs import refuse_overlap, writable_folder
-from tecb_eval.seeds import check_seed
-from tecb_eval.cache import ENCODE_CHUNK, EmbeddingStore, atomic_save
-from tecb_eval.profiles import DEFAULT_PROFILE
+from tecb_eval.grid.seeds import check_seed
+from tecb_eval.files import atomic_save
+from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore
+from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 
 DEFAULT_SEED = 42
 CONFIGURATION = ("minibatch_kmeans", "none")  # the grid's Table-2 cell: k-means on the embeddings
@@ -98,7 +99,7 @@ def _load(datasets) -> list:
 
 def _sweep_encoder(model, *, max_length, batch_size, device, seed):
     """The model mean-pooled (any layer), or a one-line error for encoders that have no layers."""
-    from tecb_eval.encoders import BUILTIN_NAMES, MeanPoolingEncoder, get_encoder
+    from tecb_eval.models.encoders import BUILTIN_NAMES, MeanPoolingEncoder, get_encoder
 
     if not isinstance(model, (str, Path)):
         raise UserError(f"{type(model).__name__}: a layer sweep needs a transformers model (folder, Hub id or "
@@ -187,7 +188,7 @@ def summary_markdown(table: pd.DataFrame, *, model: str, seed: int, n_layers: in
 
 
 def plot_layers(table: pd.DataFrame, path: Path, *, title: str) -> Path:
-    from tecb_eval.figures import _pyplot, _save
+    from tecb_eval.reports.figures import _pyplot, _save
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -232,8 +233,8 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
     instead. The frame's ``attrs`` hold ``encoded_texts`` (texts sent through the model),
     ``encode_seconds``, ``cluster_seconds`` and ``n_layers``.
     """
-    from tecb_eval.encoders import display_name
-    from tecb_eval.grid import run_grid
+    from tecb_eval.models.encoders import display_name
+    from tecb_eval.grid.run import run_grid
 
     say = log or (lambda message: print(message, file=sys.stderr))
     seed = check_seed(seed)  # before encoding, not after it (run_grid would check it then)

@@ -17,8 +17,8 @@ import pytest
 from sklearn.base import clone
 
 from tecb_data.errors import UserError
-from tecb_eval.algorithms import ALGORITHMS, DBSTREAMClusterer, make_algorithm
-from tecb_eval.profiles import get_profile
+from tecb_eval.clustering.algorithms import ALGORITHMS, DBSTREAMClusterer, make_algorithm
+from tecb_eval.clustering.profiles import get_profile
 
 FIXTURE = Path(__file__).parent / "data" / "dbstream_river014.json"
 
@@ -62,7 +62,7 @@ def test_only_river_014_moves_micro_clusters_while_predicting():
     # predict_one, so predicting changed the model and the clustering drifted row by row.
     from river.cluster import DBSTREAM
 
-    from tecb_eval.algorithms import River014DBSTREAM
+    from tecb_eval.clustering.algorithms import River014DBSTREAM
 
     rows = [dict(enumerate(row)) for row in reference()["datasets"]["blobs"]["X"]]
     for model_class, drifts in ((River014DBSTREAM, True), (DBSTREAM, False)):

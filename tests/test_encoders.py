@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tecb_data.errors import UserError
-from tecb_eval.cache import EmbeddingStore, ReductionCache
-from tecb_eval.encoders import MeanPoolingEncoder, SentenceTransformerEncoder, get_encoder
+from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
+from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder, get_encoder
 
 TEXTS = ["Ein Roman über die See", "Kochbuch für Kinder", "Die Geschichte Roms", "Ein Roman über Rom"]
 WORDS = "ein roman über die see koch ##buch für kinder geschichte rom ##s der das".split()

@@ -10,10 +10,11 @@ import pytest
 
 from tecb_data.build import build
 from tecb_data.demo import demo_input
-from tecb_eval import report
-from tecb_eval.algorithms import PAPER_CONFIGURATIONS
-from tecb_eval.cli import main, parse_model
-from tecb_eval.store import read_results
+from tecb_eval.reports import tables as report
+from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS
+from tecb_eval.cli import main
+from tecb_eval.cli.options import parse_model
+from tecb_eval.grid.store import read_results
 
 SHARED_REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / report.REFERENCE_CSV
 CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:pca"]
@@ -105,7 +106,7 @@ def test_reference_table_is_read_with_its_spreadsheet_artifacts_repaired():
 def test_side_by_side_plot_for_a_model_the_authors_ran(grid_run, tmp_path):
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")
-    from tecb_eval.export import export_all
+    from tecb_eval.reports.export import export_all
 
     root, args = grid_run
     main(args)
@@ -131,7 +132,7 @@ def _finished_grid_with_reference(grid_run, capsys):
 
 
 def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path, capsys):
-    from tecb_eval.export import export_all
+    from tecb_eval.reports.export import export_all
 
     root, frame = _finished_grid_with_reference(grid_run, capsys)
     export_all(frame, tmp_path / "a", reference=SHARED_REFERENCE, log=lambda m: None)
@@ -176,7 +177,7 @@ def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path, caps
 def test_table3_plot_labels_the_paper_bars_and_the_demo(grid_run, tmp_path, monkeypatch, capsys):
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")
-    from tecb_eval import figures
+    from tecb_eval.reports import figures
 
     seen = []
     plot_bars = figures.plot_bars

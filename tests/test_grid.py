@@ -20,10 +20,10 @@ from conftest import CountingEncoder as Counting
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
-from tecb_eval.algorithms import PAPER_CONFIGURATIONS, DBSTREAMClusterer, configurations
-from tecb_eval.encoders import get_encoder
-from tecb_eval.grid import run_grid
-from tecb_eval.store import ResultsStore
+from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, DBSTREAMClusterer, configurations
+from tecb_eval.models.encoders import get_encoder
+from tecb_eval.grid.run import run_grid
+from tecb_eval.grid.store import ResultsStore
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction"]
@@ -95,8 +95,8 @@ def _killed_run(folder, cache, results, kill_after):
     """Run the grid in a child process that SIGKILLs itself while writing cell ``kill_after``."""
     script = f"""
 import os, signal
-from tecb_eval import store
-from tecb_eval.grid import run_grid
+from tecb_eval.grid import store
+from tecb_eval.grid.run import run_grid
 count = [0]
 original = store.ResultsStore.append
 def append(self, row):
@@ -171,7 +171,7 @@ def test_paper_configurations_and_explicit_unreduced_density(demo, tmp_path):
 
 
 def test_umap_reductions_are_computed_once_and_shared(demo, tmp_path):
-    from tecb_eval import grid as grid_module
+    from tecb_eval.grid import run as grid_module
 
     pairs = configurations(explicit=["minibatch_kmeans:umap", "agglomerative:umap", "minibatch_kmeans:pca50+umap"])[0]
     args = dict(configurations=pairs,

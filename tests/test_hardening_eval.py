@@ -21,7 +21,7 @@ import pytest
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_eval.cli import main
-from tecb_eval.store import ResultsStore
+from tecb_eval.grid.store import ResultsStore
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = "tenkgnad-clustering-s2s"
@@ -223,7 +223,7 @@ def test_limit_splits_zero_means_all_as_in_demo(data, tmp_path, capsys):
     assert main(_run_args(data, results, tmp_path / "cache", "--limit-splits", "0")) == 0
     assert len(_lines(results)) == 10  # every split of the dataset
     from tecb_data.errors import UserError
-    from tecb_eval.grid import run_grid
+    from tecb_eval.grid.run import run_grid
 
     frame = run_grid([data], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=0, progress=False)
     assert len(frame) == 10

@@ -22,10 +22,10 @@ import tecb_eval  # noqa: E402
 from tecb_data.build import build  # noqa: E402
 from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
-from tecb_eval.cache import EmbeddingStore  # noqa: E402
-from tecb_eval.encoders import get_encoder  # noqa: E402
-from tecb_eval.evaluation import unique_texts  # noqa: E402
-from tecb_eval.grid import run_grid  # noqa: E402
+from tecb_eval.grid.cache import EmbeddingStore  # noqa: E402
+from tecb_eval.models.encoders import get_encoder  # noqa: E402
+from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
+from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.layers import parse_layers  # noqa: E402
 
 N_LAYERS = 4
@@ -184,7 +184,7 @@ def test_outputs_and_cli(tiny_bert, datasets, tmp_path, capsys):
         assert f"{dataset}: best layer {int(best.layer.iloc[0])}" in printed
     # The CLI reads the whole folders (28 splits each, not the fixture's first four); the results store
     # holds one k-means cell per (dataset, layer, split), as a grid run with layer=k writes it.
-    from tecb_eval.store import read_results
+    from tecb_eval.grid.store import read_results
 
     stored = read_results(tmp_path / "results.jsonl")
     n_splits = sum(len(tecb_data.load(b.location).splits) for b in datasets)
@@ -247,7 +247,7 @@ FAST = dict(seeds=(42,), progress=False, max_steps=2, eval_every=1, batch_size=1
 
 @pytest.mark.parametrize("method", ["wwm", "tsdae"])
 def test_pretraining_a_truncated_model(tiny_bert, datasets, tmp_path, method):
-    from tecb_eval.evaluation import evaluate_kmeans
+    from tecb_eval.clustering.evaluation import evaluate_kmeans
 
     s2s = datasets[1]
     assert s2s.name == "blurbs-clustering-s2s"

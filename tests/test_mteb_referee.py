@@ -17,9 +17,9 @@ from conftest import shared_file
 mteb = pytest.importorskip("mteb")
 
 from tecb_data.build import build  # noqa: E402
-from tecb_eval import mteb_bridge  # noqa: E402
-from tecb_eval.grid import run_grid  # noqa: E402
-from tecb_eval.mteb_bridge import HashingEncoder  # noqa: E402
+from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge  # noqa: E402
+from tecb_eval.grid.run import run_grid  # noqa: E402
+from tecb_eval.mteb.encoders import HashingEncoder  # noqa: E402
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-9
@@ -53,7 +53,7 @@ def _ours(folder, protocol, cache_dir):
 
 def _mtebs(folder, version):
     tasks = mteb_bridge.mteb_tasks([folder], version=version)
-    result = mteb.evaluate(mteb_bridge.MtebEncoder(HashingEncoder()), tasks=tasks, cache=None,
+    result = mteb.evaluate(mteb_encoders.MtebEncoder(HashingEncoder()), tasks=tasks, cache=None,
                            show_progress_bar=False, encode_kwargs={"batch_size": 32})
     (task_result,) = result.task_results
     scores = task_result.scores["test"][0]
@@ -97,7 +97,7 @@ def test_mteb_tasks_are_mtebs_own_classes_bound_to_our_folder(folders):
 
 
 def test_export_writes_mtebs_results_layout_that_mteb_reads(folders, tmp_path):
-    from tecb_eval.export import export_all
+    from tecb_eval.reports.export import export_all
 
     frames = [run_grid([folders["TenKGnadClusteringP2P"]], [("hashing", HashingEncoder())],
                        configurations=["minibatch_kmeans:none"], protocol=p, cache_dir=tmp_path / "cache",
@@ -137,7 +137,7 @@ def test_a_dataset_mteb_has_no_task_for_gets_one_of_mtebs_kind(folders, protocol
     (task,) = mteb_bridge.mteb_tasks([reddit], version=version)
     name = "RedditClusteringP2P" + (".v2" if version == "v2" else "")
     assert task.metadata.name == name
-    result = mteb.evaluate(mteb_bridge.MtebEncoder(HashingEncoder()), tasks=[task], cache=None,
+    result = mteb.evaluate(mteb_encoders.MtebEncoder(HashingEncoder()), tasks=[task], cache=None,
                            show_progress_bar=False)
     (task_result,) = result.task_results
     assert task_result.task_name == name

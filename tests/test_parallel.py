@@ -25,12 +25,12 @@ from conftest import CountingEncoder as Counting
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
-from tecb_eval import report
+from tecb_eval.reports import tables as report
 from tecb_eval.cli import main as eval_main
-from tecb_eval.encoders import get_encoder
-from tecb_eval.grid import run_grid
-from tecb_eval.store import cell_key
-from tecb_eval.work import WORKER_BASELINE_BYTES, Cell, WorkUnit, run_unit
+from tecb_eval.models.encoders import get_encoder
+from tecb_eval.grid.run import run_grid
+from tecb_eval.grid.store import cell_key
+from tecb_eval.grid.work import WORKER_BASELINE_BYTES, Cell, WorkUnit, run_unit
 
 distributed = pytest.importorskip("distributed")
 

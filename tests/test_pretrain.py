@@ -20,7 +20,7 @@ import tecb_data  # noqa: E402
 from tecb_data.build import build  # noqa: E402
 from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
-from tecb_eval.evaluation import unique_texts  # noqa: E402
+from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
 from tecb_eval.pretraining.tsdae import delete_words  # noqa: E402
 
@@ -76,7 +76,7 @@ WWM_FAST = dict(batch_size=16, grad_accumulation=1, learning_rate=5e-3, eval_eve
 
 
 def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tmp_path):
-    from tecb_eval.encoders import get_encoder
+    from tecb_eval.models.encoders import get_encoder
 
     top = tmp_path / "wwm"
     result = pretrain(tiny_bert, [small], method="wwm", epochs=2, seeds=(42,), output_dir=top,
@@ -105,7 +105,7 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
     vectors = encoder.encode(["Ein Buch über Katzen", "Die Geschichte Berlins"])
     assert vectors.shape == (2, 32) and np.isfinite(vectors).all()
     # Reloaded from disk, the best checkpoint scores what it scored in memory.
-    from tecb_eval.evaluation import evaluate_kmeans
+    from tecb_eval.clustering.evaluation import evaluate_kmeans
 
     reloaded = np.mean([r["v_measure"] for r in evaluate_kmeans([small], encoder.encode, seed=42)])
     assert reloaded == pytest.approx(best["v_measure"], abs=1e-6)

@@ -18,13 +18,13 @@ transformers = pytest.importorskip("transformers")
 from test_pretrain import S2S, SPECIAL, blurbs, small, tiny_bert  # noqa: E402,F401  (fixtures)
 
 from tecb_data.errors import UserError  # noqa: E402
-from tecb_eval.evaluation import unique_texts  # noqa: E402
+from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
 from tecb_eval.pretraining.loop import evaluation_due  # noqa: E402
 from tecb_eval.pretraining.tracking import LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder  # noqa: E402
 from tecb_eval.pretraining.wwm import (ClassicWholeWordMask, TransformersWholeWordMask, WholeWordMasking,  # noqa: E402
                                        masker, unmasked_share)
-from tecb_eval.profiles import get_profile  # noqa: E402
+from tecb_eval.clustering.profiles import get_profile  # noqa: E402
 
 
 @pytest.fixture(scope="module")

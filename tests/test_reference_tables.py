@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tecb_data.errors import UserError
-from tecb_eval import report
+from tecb_eval.reports import tables as report
 from tecb_eval.cli import main
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "tecb-de-full-results.csv"

@@ -16,7 +16,7 @@ import pytest
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
-from tecb_eval import compare, report, versions
+from tecb_eval.reports import compare, tables as report, versions
 from tecb_eval.cli import main
 
 S2S = "TenKGnadClusteringS2S"
@@ -147,7 +147,7 @@ def test_same_seeds_give_byte_identical_tables_whatever_the_row_order(tmp_path):
         shown = report.tables(f)
         texts.append("".join(report.format_table(t, fmt, note=n) for t, n in shown.values() for fmt in ("md", "csv", "latex")))
     assert texts[0] == texts[1] and "*" in texts[0]
-    from tecb_eval import figures
+    from tecb_eval.reports import figures
 
     pngs = [figures.plot_table2_dots(f, tmp_path / f"dots{i}.png").read_bytes() for i, f in enumerate((frame, shuffled))]
     assert pngs[0] == pngs[1] and pngs[0][:4] == b"\x89PNG"
@@ -276,7 +276,7 @@ def test_two_one_seed_runs_in_one_store_and_compare(two_builds, tmp_path, capsys
 
 
 def test_a_seed_set_in_one_run_gives_sd_over_seeds_everywhere(two_builds, tmp_path, capsys):
-    from tecb_eval.grid import run_grid
+    from tecb_eval.grid.run import run_grid
 
     results = tmp_path / "results.jsonl"
     frame = run_grid([two_builds / "build-42" / "tenkgnad-clustering-s2s"], ["tfidf-lsa", "minilm-l6"],

@@ -111,7 +111,7 @@ def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, 
     """Table 5's shape: V-measure x 100, mean over seeds, SD, and the change from no pre-training.
 
     ``epochs_done``: epochs trained per run (trained_on -> epochs); ``profile``: a
-    :class:`tecb_eval.profiles.Profile`; ``eval_pooling``: "hidden" or "logits"."""
+    :class:`tecb_eval.clustering.profiles.Profile`; ``eval_pooling``: "hidden" or "logits"."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
     real = [d for d in datasets if d != AVERAGE]
     pooled = any(r["trained_on"] == POOLED for r in summary)

@@ -31,8 +31,8 @@ from typing import Iterable
 
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, remove_own, replace_with
-from tecb_eval.devices import check_device
-from tecb_eval.evaluation import unique_texts
+from tecb_eval.models.devices import check_device
+from tecb_eval.clustering.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, autocast_factory, deterministic, resolve_device, train_seed
 from tecb_eval.pretraining.report import (POOLED, RunRows, plot_curves, summarize, summary_markdown,
                                           write_summary_csv)
@@ -40,8 +40,8 @@ from tecb_eval.pretraining.settings import PretrainSettings, as_dict, settings_f
 from tecb_eval.pretraining.truncate import check_truncation, truncate_checkpoint
 from tecb_eval.pretraining.tracking import (EVALUATIONS_CSV, LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder,
                                             Tracker, read_csv)
-from tecb_eval.profiles import Profile, get_profile
-from tecb_eval.seeds import check_seed, check_seeds
+from tecb_eval.clustering.profiles import Profile, get_profile
+from tecb_eval.grid.seeds import check_seed, check_seeds
 
 DEFAULT_SEEDS = (42, 1, 2)
 COMMAND = "tecb-eval pretrain"  # the marker in its output folders names it
@@ -139,7 +139,7 @@ def load_benchmarks(datasets) -> list:
 
 def model_folder(model) -> tuple[Path, str]:
     """The folder of the transformers checkpoint to train, and a name for it."""
-    from tecb_eval.encoders import check_model_folder, minilm_folder, resolve_model
+    from tecb_eval.models.encoders import check_model_folder, minilm_folder, resolve_model
 
     if str(model) == "minilm-l6":
         folder, model_id = minilm_folder(), "minilm-l6"
@@ -213,7 +213,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     ``model``: a transformers checkpoint folder, a Hub repo id, or ``minilm-l6``. ``profile``:
     "current" (default, today's libraries) or "paper" (what the authors ran: the classic whole word
     masking, logits pooling in WWM evaluations, 30 TSDAE epochs on sentence-transformers 2.2's
-    evaluation schedule); see ``tecb_eval.profiles``. Any field of :class:`PretrainSettings` can be
+    evaluation schedule); see ``tecb_eval.clustering.profiles``. Any field of :class:`PretrainSettings` can be
     given by name (``learning_rate=...``, ``batch_size=...``, ``precision="bf16"``, ``max_steps=...``);
     the others keep the defaults of ``method`` under ``profile``.
 

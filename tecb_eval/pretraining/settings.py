@@ -1,7 +1,7 @@
 """Training settings of the two adaptive pre-training methods, with the paper's defaults.
 
 Every field can be overridden by name; ``None`` in an override means "the method's default". A
-profile (``tecb_eval.profiles``) changes some defaults: the ``paper`` profile trains TSDAE for 30
+profile (``tecb_eval.clustering.profiles``) changes some defaults: the ``paper`` profile trains TSDAE for 30
 epochs and evaluates it on sentence-transformers 2.2's schedule, as the authors' script did.
 """
 
@@ -63,7 +63,7 @@ FIELD_NAMES = tuple(f.name for f in fields(PretrainSettings) if f.name != "metho
 
 
 def profile_defaults(method: str, profile) -> dict:
-    """What ``profile`` changes in ``method``'s defaults (a :class:`tecb_eval.profiles.Profile`)."""
+    """What ``profile`` changes in ``method``'s defaults (a :class:`tecb_eval.clustering.profiles.Profile`)."""
     if method != "tsdae":
         return {}
     return {"epochs": profile.tsdae_epochs, "eval_schedule": profile.tsdae_eval_schedule}
@@ -72,7 +72,7 @@ def profile_defaults(method: str, profile) -> dict:
 def settings_for(method: str, profile=None, **overrides) -> PretrainSettings:
     """The method's defaults under ``profile`` (a name or a Profile; None: the default profile) with
     ``overrides`` applied (``None`` values are ignored), validated."""
-    from tecb_eval.profiles import get_profile
+    from tecb_eval.clustering.profiles import get_profile
 
     if method not in METHODS:
         raise UserError(f"unknown pre-training method {method!r}; choose one of {', '.join(METHODS)}")

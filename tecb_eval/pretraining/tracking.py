@@ -12,8 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from tecb_eval.encoders import MeanPoolingEncoder
-from tecb_eval.evaluation import evaluate_kmeans
+from tecb_eval.models.encoders import MeanPoolingEncoder
+from tecb_eval.clustering.evaluation import evaluate_kmeans
 
 EVALUATION_FIELDS = ("method", "seed", "epoch", "step", "dataset", "v_measure")
 SPLIT_FIELDS = ("method", "seed", "epoch", "step", "dataset", "split", "v_measure")
@@ -27,7 +27,7 @@ class LiveMeanPoolingEncoder(MeanPoolingEncoder):
     """The grid's mean pooling (last layer, attention-masked) over a model still in memory.
 
     The one place where the model being trained is encoded: it reuses the grid's encode so that a
-    saved checkpoint, reloaded through ``tecb_eval.encoders.get_encoder``, encodes the same way.
+    saved checkpoint, reloaded through ``tecb_eval.models.encoders.get_encoder``, encodes the same way.
     Dropout is switched off for the pass and the training mode restored afterwards.
     """
 

@@ -1,6 +1,6 @@
 """Whole word masking: masked language modelling where every sub-token of a chosen word is masked.
 
-Two maskers, chosen by the profile (``tecb_eval.profiles``):
+Two maskers, chosen by the profile (``tecb_eval.clustering.profiles``):
 
 - ``transformers`` (profile ``current``): today's ``DataCollatorForLanguageModeling(whole_word_mask=True)``.
   transformers 5 masks each word independently with probability ``mlm_probability``, always by

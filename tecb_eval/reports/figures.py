@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tecb_eval import algorithms as algo
-from tecb_eval.cache import EmbeddingStore, ReductionCache, atomic_save
+from tecb_eval.clustering import algorithms as algo
+from tecb_eval.files import atomic_save
+from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 
 PNG_METADATA = {"Software": None}
 
@@ -153,10 +154,10 @@ def plot_table2_dots(frame: pd.DataFrame, path: Path, demo_note: str | None = No
                      confidence: float = 0.95) -> Path:
     """Table 2 as a dot plot, one panel per dataset: each model's figure (the mean over seeds of
     the split means of k-means on the embeddings) with its bootstrap interval over splits and seeds
-    (:func:`tecb_eval.compare.mean_interval`), coloured by the paired comparison with the best
-    model of the panel (:func:`tecb_eval.compare.against_best`)."""
-    from tecb_eval.compare import against_best, mean_interval
-    from tecb_eval.report import _dataset_columns
+    (:func:`tecb_eval.reports.compare.mean_interval`), coloured by the paired comparison with the best
+    model of the panel (:func:`tecb_eval.reports.compare.against_best`)."""
+    from tecb_eval.reports.compare import against_best, mean_interval
+    from tecb_eval.reports.tables import _dataset_columns
 
     plt = _pyplot()
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 from sklearn.metrics import v_measure_score
 
-from tecb_eval.algorithms import KMEANS_BATCH_SIZE, make_algorithm  # noqa: F401 (re-exported)
+from tecb_eval.clustering.algorithms import KMEANS_BATCH_SIZE, make_algorithm  # noqa: F401 (re-exported)
 
 
 def unique_texts(benchmarks: Iterable) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.errors import UserError
-from tecb_eval.store import ResultsStore, rows_frame, seed_set_name
+from tecb_eval.grid.store import ResultsStore, rows_frame, seed_set_name
 
 ORDER = "store_order"  # position of a row's cell in the store: later lines are newer
 CHOICES = "--protocol/--profile/--seeds/--fingerprint/--model-identity"
@@ -65,7 +65,7 @@ def _newest(rows: pd.DataFrame, fields: list[str]) -> tuple:
 
 
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the store frame's order (:func:`tecb_eval.store.rows_frame`), whatever order they came in."""
+    """Rows in the store frame's order (:func:`tecb_eval.grid.store.rows_frame`), whatever order they came in."""
     order = [c for c in ("model", "dataset", "reduction", "algorithm", "split", "protocol", "seed") if c in frame.columns]
     return frame.sort_values(order, kind="stable").reset_index(drop=True)
 

@@ -18,9 +18,9 @@ from distributed import Client, KilledWorker, WorkerPlugin, as_completed
 from distributed.client import FutureCancelledError
 
 from tecb_data.errors import UserError
-from tecb_eval.executors import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task, fit_or_skip,
-                                 longest_first, machine_memory)
-from tecb_eval.work import WORKER_BASELINE_BYTES, run_unit
+from tecb_eval.grid.scheduling import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task,
+                                       fit_or_skip, longest_first, machine_memory)
+from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit
 
 DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) may die 3 times
 

@@ -31,13 +31,13 @@ _SETTINGS = (
 
 
 def _cmd_pretrain(args) -> int:
-    from tecb_eval.cli import _datasets
+    from tecb_eval.cli.options import dataset_folders
     from tecb_eval.pretraining import pretrain
 
     overrides = {name: getattr(args, name) for name, _, _ in _SETTINGS}
     try:
         result = pretrain(
-            args.model, _datasets(args.data), method=args.method, profile=args.profile, pool=args.pool,
+            args.model, dataset_folders(args.data), method=args.method, profile=args.profile, pool=args.pool,
             seeds=args.seeds, output_dir=args.out, overwrite=args.overwrite, progress=not args.quiet,
             precision=args.precision, device=args.device, save_best=not args.no_save_best, **overrides,
         )
@@ -65,7 +65,7 @@ def _cmd_pretrain(args) -> int:
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``pretrain`` command to the ``tecb-eval`` sub-commands."""
     from tecb_eval.pretraining.settings import METHODS, PRECISIONS
-    from tecb_eval.profiles import DEFAULT_PROFILE, PROFILES
+    from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
 
     p = subparsers.add_parser("pretrain", help="continue pre-training a model on the datasets' texts (WWM or TSDAE)",
                               description=__doc__.splitlines()[0])
@@ -75,7 +75,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="dataset folder or folder of dataset folders (repeatable); each dataset's model trains on its "
                         "unique texts")
     p.add_argument("--method", choices=METHODS, default="wwm")
-    # No argparse choices: an unknown name is a one-line error from tecb_eval.profiles.
+    # No argparse choices: an unknown name is a one-line error from tecb_eval.clustering.profiles.
     p.add_argument("--profile", default=None,
                    help=f"{' or '.join(PROFILES)} (default {DEFAULT_PROFILE}): today's libraries, or what the paper's "
                         "authors ran (classic whole word masking, logits pooling in WWM evaluations, 30 TSDAE epochs)")

@@ -19,7 +19,7 @@ every table and the Table 3 plot as synthetic demo data that is not comparable w
 
 A store may hold several versions of a result (dataset builds, seed sets, protocols, profiles,
 model identities): every file is written from one version per table, the newest unless
-``selection`` asks for another (:func:`tecb_eval.versions.select`); what was left out is logged and
+``selection`` asks for another (:func:`tecb_eval.reports.versions.select`); what was left out is logged and
 said in the tables' notes, so tables, CSV and MTEB JSON always show the same figures.
 """
 
@@ -28,9 +28,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tecb_eval import figures, mteb_bridge, report, versions
-from tecb_eval.encoders import get_encoder
-from tecb_eval.grid import encoder_for_dataset, load_dataset, model_spec
+from tecb_eval.mteb import results as mteb_results
+from tecb_eval.reports import figures, tables as report, versions
+from tecb_eval.models.encoders import get_encoder
+from tecb_eval.benchmark import load_dataset
+from tecb_eval.grid.run import encoder_for_dataset, model_spec
 
 
 def _slug(name: str) -> str:
@@ -57,7 +59,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
             note = f"{note}\n{left_out}"
         written += _write_table(out / name, table, note)
     t3 = report.table3(frame)
-    written += mteb_bridge.write_results(frame, out / "mteb")
+    written += mteb_results.write_results(frame, out / "mteb")
     ref_t3 = report.paper_table3(ref) if ref is not None else None
     demo_title = report.DEMO_TITLE if demo else None
     if "table2" in shown:

@@ -7,9 +7,9 @@
   their figures as printed (x100, two decimals);
 - :func:`beside_paper`: one of our tables with the paper's row under each of our rows;
 - :func:`reference_layout`: the authors' full-results CSV layout, one row per model x configuration;
-- MTEB's results layout: :func:`tecb_eval.mteb_bridge.write_results`;
+- MTEB's results layout: :func:`tecb_eval.mteb.results.write_results`;
 - plots: Table 3 as bars, ours against the paper's, and the paper's Figure 1 (a 2-D UMAP scatter
-  coloured by label, :mod:`tecb_eval.figures`).
+  coloured by label, :mod:`tecb_eval.reports.figures`).
 
 V-measures are shown x100 in the Markdown/LaTeX tables as in the paper, and kept 0..1 in CSVs.
 """
@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from tecb_data.errors import UserError
-from tecb_eval.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
-from tecb_eval.cache import atomic_save
+from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
+from tecb_eval.files import write_text
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
 # The reference file's dataset columns (with its spellings) -> the MTEB task names we use.
@@ -173,14 +173,14 @@ def _aggregate(per_seed: pd.DataFrame, row_keys: list[str]) -> dict[str, pd.Data
 
 
 def one_version(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` itself if it holds one version per table (:mod:`tecb_eval.versions`), else a
+    """``frame`` itself if it holds one version per table (:mod:`tecb_eval.reports.versions`), else a
     :class:`UserError`: a table of several versions would average them."""
-    from tecb_eval.versions import select
+    from tecb_eval.reports.versions import select
 
     _, left_out = select(frame)
     if left_out:
         raise UserError("the results hold several versions of a result, which a table would average; take one "
-                        "first (tecb_eval.versions.select, or report.tables, which does): " + left_out)
+                        "first (tecb_eval.reports.versions.select, or report.tables, which does): " + left_out)
     return frame
 
 
@@ -188,7 +188,7 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
     """Model x dataset: V-measure of k-means on unreduced embeddings, the mean over seeds of the
     mean over splits, plus the average over datasets. ``stats``: a table with, per cell, the SD
     over seeds and over splits too (columns (dataset, stat)); ``markers``: and the paired
-    comparison with the best model per dataset (:func:`tecb_eval.compare.against_best`)."""
+    comparison with the best model per dataset (:func:`tecb_eval.reports.compare.against_best`)."""
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
     if kmeans.empty:
         raise UserError("the results hold no minibatch_kmeans:none cells, which Table 2 reports")
@@ -197,7 +197,7 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
     if not stats:
         return parts["mean"]
     if markers:
-        from tecb_eval.compare import against_best
+        from tecb_eval.reports.compare import against_best
 
         marks = against_best(kmeans)
         parts["marker"] = pd.DataFrame([[marks.get((m, d), "") for d in parts["mean"].columns]
@@ -444,12 +444,12 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
     and ``run`` print them (Table 2 only when the results hold k-means on the embeddings).
 
     Tables never average across versions: one version per table is taken first
-    (:func:`tecb_eval.versions.select` with ``selection``; default the newest), and the note says
+    (:func:`tecb_eval.reports.versions.select` with ``selection``; default the newest), and the note says
     in one line what was left out. Cells carry the SD over seeds and over splits, Table 2 the
     markers against the best model per dataset. With the authors' results
     (:func:`read_reference`), Table 3 gets the paper's row under each of ours, and Table 2 under
     each model the paper printed; ``demo`` puts :data:`DEMO_NOTE` on both."""
-    from tecb_eval.versions import select
+    from tecb_eval.reports.versions import select
 
     frame, left_out = select(frame, **(selection or {}))
     out = {}
@@ -546,11 +546,6 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, not
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
     raise UserError(f"unknown table format {fmt!r}; choose md, csv or latex")
-
-
-def write_text(path: Path, text: str) -> Path:
-    atomic_save(Path(path), lambda fh: fh.write(text.encode("utf-8")), Path(path).suffix)
-    return Path(path)
 
 
 def write_reference_csv(frame: pd.DataFrame, path: Path) -> Path:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn import metrics
 
-from tecb_eval import algorithms as algo
+from tecb_eval.clustering import algorithms as algo
 
 # Bytes a worker process holds before any unit (numpy, scikit-learn, UMAP, numba, hdbscan loaded);
 # counted once per worker against the memory budget.

@@ -10,6 +10,7 @@ import numpy as np
 
 from tecb_data.errors import UserError
 
+DEFAULT_SEED = 42  # the paper's
 MAX_SEED = 2**32 - 1
 
 

@@ -16,16 +16,14 @@ cannot be written is one line naming it.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from tecb_data.errors import UserError
+from tecb_eval.files import atomic_save, short_hash  # noqa: F401 (the caches' own names)
 
 KEY_BYTES = 16
 ENCODE_CHUNK = 4096
@@ -33,35 +31,6 @@ ENCODE_CHUNK = 4096
 
 def text_key(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=KEY_BYTES).digest()
-
-
-def short_hash(*parts: str) -> str:
-    digest = hashlib.blake2b(digest_size=12)
-    for part in parts:
-        digest.update(part.encode("utf-8") + b"\0")
-    return digest.hexdigest()
-
-
-def atomic_save(path: Path, write: Callable[[object], None], suffix: str) -> None:
-    """Write through ``write(fileobj)`` into a temporary sibling, fsync, then rename into place."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
-    except OSError as exc:
-        raise UserError(f"{path.parent}: cannot write to the cache ({exc.strerror}); choose a writable --cache-dir") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UserError(f"{path}: writing the cache file failed ({exc.strerror}); free space or choose another "
-                        "--cache-dir") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # What numpy raises on a damaged .npy / .npz (cut short, not a zip, a member missing or garbled).

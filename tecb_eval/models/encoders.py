@@ -306,7 +306,7 @@ def check_options(spec, **options) -> None:
     """Refuse, in one line, an option ``spec``'s encoder does not take (``tfidf-lsa,layer=3``) or a
     bad value (a non-integer layer, a batch size of 0, ``device=tpu9``); None means "not given".
     Cheap: nothing is loaded, so a grid can check every model before it starts."""
-    from tecb_eval.devices import check_device
+    from tecb_eval.models.devices import check_device
 
     given = {k: v for k, v in options.items() if v is not None}
     if isinstance(spec, (str, Path)):

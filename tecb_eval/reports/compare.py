@@ -125,7 +125,7 @@ def compare(frame: pd.DataFrame, model_a: str, model_b: str, datasets=None, *,
             seed: int = DEFAULT_SEED) -> list[Comparison]:
     """A - B per dataset (default: every dataset both models have) for one configuration (default:
     k-means on the embeddings, Table 2's). ``frame`` should hold one version per table
-    (:func:`tecb_eval.versions.select`), so that pairs are on the same build and seeds."""
+    (:func:`tecb_eval.reports.versions.select`), so that pairs are on the same build and seeds."""
     if not 0 < confidence < 1:
         raise UserError(f"confidence must be between 0 and 1, got {confidence}")
     if resamples < 1:

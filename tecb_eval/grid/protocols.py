@@ -7,7 +7,7 @@ reduction, shared by every algorithm) and the rows of that base it clusters.
 - ``legacy`` (the paper, MTEB v1's ``AbsTaskClusteringLegacy``): a unit per split; base = the
   split; every row once.
 - ``fast`` (MTEB v2's ``AbsTaskClustering``): what MTEB's own ``<Task>.v2`` clusters, taken from
-  MTEB's code by :func:`tecb_eval.mteb_bridge.fast_sample` (the task's own transform, its
+  MTEB's code by :func:`tecb_eval.mteb.sampling.fast_sample` (the task's own transform, its
   downsampling and its bootstrap draws from ``random.Random(seed)``); the units are the
   bootstrap samples, and the base is the embedded set they are drawn from.
 
@@ -47,7 +47,7 @@ def legacy_units(bench, limit_splits: int | None = None) -> list[Unit]:
 
 
 def fast_units(bench, seed: int) -> list[Unit]:
-    from tecb_eval.mteb_bridge import fast_sample
+    from tecb_eval.mteb.sampling import fast_sample
 
     sample = fast_sample(bench, seed)
     # k as MTEB's bootstrapped k-means asks for it: the number of labels in the embedded set.

@@ -5,7 +5,7 @@ one pass (chunks saved as they finish), in this process. The rest is split into 
 (dataset, split or sample set, reduction, seed): the reduction is computed once (or read from the
 reduction cache) and every algorithm clusters it. Units run here (``jobs=1``), in local worker
 processes (``jobs=N``) or on a Dask cluster (``scheduler=``), with the same scores bit for bit
-(:mod:`tecb_eval.work`). Only this process writes: every finished cell is one fsynced line in the
+(:mod:`tecb_eval.grid.work`). Only this process writes: every finished cell is one fsynced line in the
 results store; a rerun skips the cells the store already holds.
 """
 
@@ -24,16 +24,18 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-import tecb_data
 from tecb_data.errors import UserError
-from tecb_eval import algorithms as algo, encoders, executors, protocols, work as work_module
-from tecb_eval.profiles import DEFAULT_PROFILE, get_profile
-from tecb_eval.seeds import check_seed, check_seeds
-from tecb_eval.cache import EmbeddingStore, ReductionCache, short_hash
-from tecb_eval.work import UnitResult, WorkUnit
-from tecb_eval.store import ResultsStore, cell_key, rows_frame, seed_set_name
+from tecb_eval.clustering import algorithms as algo
+from tecb_eval.grid import executors, protocols, scheduling, work as work_module
+from tecb_eval.models import encoders
+from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
+from tecb_eval.grid.seeds import DEFAULT_SEED, check_seed, check_seeds
+from tecb_eval.benchmark import load_dataset
+from tecb_eval.files import short_hash
+from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
+from tecb_eval.grid.work import UnitResult, WorkUnit
+from tecb_eval.grid.store import ResultsStore, cell_key, rows_frame, seed_set_name
 
-DEFAULT_SEED = 42
 
 
 @dataclass(frozen=True)
@@ -58,17 +60,6 @@ def model_spec(item) -> ModelSpec:
             name = f"{name}-layer{options['layer']}"
         return ModelSpec(item["spec"], name, options)
     return ModelSpec(item, encoders.display_name(item))
-
-
-def load_dataset(item):
-    """A Benchmark, a folder, or ``repo_id[@revision]``: anything tecb_data.load accepts."""
-    if isinstance(item, tecb_data.Benchmark):
-        return item
-    text = str(item)
-    if not Path(text).exists() and "@" in text:
-        repo_id, _, revision = text.partition("@")
-        return tecb_data.load(repo_id, revision=revision)
-    return tecb_data.load(text)
 
 
 def encoder_for_dataset(encoder, bench):
@@ -106,7 +97,7 @@ class Grid:
                  seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None,
                  profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
-                 scheduler_timeout: float = executors.DASK_CONNECT_TIMEOUT):
+                 scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT):
         self.benchmarks = [load_dataset(d) for d in datasets]
         self.models = [model_spec(m) for m in models]
         self.configurations = configurations
@@ -263,7 +254,7 @@ class Grid:
                     profile=self.profile.name, n=len(base_texts), dim=int(vectors.matrix.shape[1]),
                     cells=tuple(work_module.Cell(u.name, u.rows, u.labels, u.k, a) for u, a in cells),
                 )
-                tasks.append(executors.Task(unit, input_key, reduced is not None))
+                tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
                                     identity=vectors.identity, encode_s=seconds_per_text * len(set(base_texts)))
         return tasks, inputs, context
@@ -371,7 +362,7 @@ def run_grid(
     jobs: int | None = None,
     scheduler: str | None = None,
     memory_limit: int | str | None = None,
-    scheduler_timeout: float = executors.DASK_CONNECT_TIMEOUT,
+    scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
@@ -385,7 +376,7 @@ def run_grid(
     four algorithms by default, the fast one (MTEB v2's bootstrapped k-means) only k-means.
     ``cache_dir`` keeps embeddings and reductions across runs; ``results`` is the JSONL store that
     makes the run resumable. ``profile`` is ``"current"`` (today's libraries) or ``"paper"`` (what
-    the authors ran, e.g. river 0.14's DBSTREAM; see :mod:`tecb_eval.profiles`); every
+    the authors ran, e.g. river 0.14's DBSTREAM; see :mod:`tecb_eval.clustering.profiles`); every
     row names it.
 
     ``seeds`` (instead of ``seed``) runs every reduction and clustering once per seed, encoding
@@ -401,8 +392,8 @@ def run_grid(
     if protocol not in protocols.PROTOCOLS:
         raise UserError(f"unknown protocol {protocol!r}; choose from {', '.join(protocols.PROTOCOLS)}")
     seeds = check_seeds(seeds) if seeds is not None else (check_seed(seed),)
-    jobs = executors.check_jobs(jobs, scheduler)
-    memory = executors.parse_memory(memory_limit)
+    jobs = scheduling.check_jobs(jobs, scheduler)
+    memory = scheduling.parse_memory(memory_limit)
     if limit_splits is not None and (isinstance(limit_splits, bool) or not isinstance(limit_splits, (int, np.integer))
                                      or limit_splits < 0):
         raise UserError(f"limit_splits (--limit-splits) must be a number of splits, or 0 for all of them; "

@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
 
 from tecb_data.errors import UserError
-from tecb_eval.profiles import DBSTREAM_CLEANUPS, get_profile
+from tecb_eval.clustering.profiles import DBSTREAM_CLEANUPS, get_profile
 
 # MTEB v1's settings, which the paper used for k-means; MTEB v2 (the fast protocol) uses its own.
 KMEANS_BATCH_SIZE = 500
@@ -54,7 +54,7 @@ def _river_014_dbstream():
       the last bit now and then): neither changed a label in our checks; kept so ties go as in 0.14.
 
     Built lazily so that importing this module does not import river; reachable as
-    ``tecb_eval.algorithms.River014DBSTREAM`` (module ``__getattr__``), so a fitted model pickles.
+    ``tecb_eval.clustering.algorithms.River014DBSTREAM`` (module ``__getattr__``), so a fitted model pickles.
     """
     import math
 
@@ -296,7 +296,7 @@ def reduce(name: str, X: np.ndarray, seed: int) -> np.ndarray:
 def make_algorithm(name: str, n_clusters: int, seed: int, protocol: str = "legacy", profile=None):
     """The clusterer for ``name``: k = ``n_clusters`` for the algorithms that take a k.
 
-    ``profile`` (a name or :class:`~tecb_eval.profiles.Profile`; ``None``: the default) only picks
+    ``profile`` (a name or :class:`~tecb_eval.clustering.profiles.Profile`; ``None``: the default) only picks
     DBSTREAM's ``cleanup``; every other algorithm is the same in every profile.
     """
     profile = get_profile(profile)

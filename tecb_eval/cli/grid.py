@@ -1,0 +1,113 @@
+"""`tecb-eval run` and `tecb-eval demo`: run or resume a grid, print Tables 2 and 3, export."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tecb_eval.cli.options import dataset_folders, grid_options, parse_model, print_tables
+
+DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
+DEMO_SPLITS = 4
+
+
+def _run_grid(args, models, datasets, configurations=None):
+    from tecb_data.outputs import writable_folder
+    from tecb_eval.grid.run import run_grid
+
+    if getattr(args, "out", None) is not None:
+        writable_folder(args.out, option="--out")  # a read-only or file-typed --out fails now, not after the grid
+    return run_grid(
+        datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
+        configurations=configurations, protocol=args.protocol, profile=args.profile, seed=args.seed,
+        seeds=args.seeds, cache_dir=args.cache_dir,
+        results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
+        jobs=args.jobs, scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout,
+        memory_limit=args.memory_limit,
+    )
+
+
+def _export(args, frame, datasets, models) -> None:
+    from tecb_eval.reports.export import export_all, figure1
+
+    log = lambda message: print(message, file=sys.stderr)  # noqa: E731
+    # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.
+    written = export_all(frame, args.out, reference=args.reference, log=log, demo=getattr(args, "demo", False))
+    if not args.no_figure1:
+        for model in models:
+            written.append(figure1(datasets, model, args.out, seed=args.seed, cache_dir=args.cache_dir))
+    print(f"wrote {len(written)} files to {args.out}/ (results.csv, table2.md, table3.md, mteb/, *.png)", file=sys.stderr)
+
+
+def _cmd_run(args) -> int:
+    from tecb_eval.clustering.algorithms import REDUCTIONS
+
+    if args.reduction is None:
+        args.reduction = list(REDUCTIONS)
+    models = [parse_model(m) for m in args.model]
+    datasets = dataset_folders(args.data)
+    if args.out and args.reference is not None:
+        from tecb_eval.reports.tables import read_reference
+
+        read_reference(args.reference)  # a wrong file fails now, not after the grid
+    frame = _run_grid(args, models, datasets, args.config)
+    print_tables(frame, args.format)
+    if args.out:
+        _export(args, frame, datasets, models)
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    """A small grid with the offline encoders on the demo datasets, Tables 2 and 3, and the plots."""
+    from tecb_eval.clustering.algorithms import REDUCTIONS
+    from tecb_eval.reports.tables import DEMO_NOTE, read_reference
+
+    if args.reference is not None:
+        read_reference(args.reference)  # a wrong file fails now, not after the grid
+    args.reduction = list(REDUCTIONS)
+    args.algorithm, args.protocol = None, "legacy"
+    args.results = args.results or args.out / "results.jsonl"
+    args.limit_splits = args.limit_splits or None
+    models = list(args.model or DEMO_MODELS)
+    datasets = dataset_folders(args.data)
+    frame = _run_grid(args, [parse_model(m) for m in models], datasets)
+    print(f"Note: {DEMO_NOTE}\n")
+    print_tables(frame)
+    _export(args, frame, datasets, [parse_model(m) for m in models])
+    print(f"Note: {DEMO_NOTE}", file=sys.stderr)
+    return 0
+
+
+def register(commands) -> None:
+    from tecb_eval.clustering.algorithms import ALGORITHMS, REDUCTIONS
+    from tecb_eval.grid.protocols import PROTOCOLS
+
+    run = commands.add_parser("run", help="run or resume a grid; prints Tables 2 and 3")
+    run.add_argument("--data", action="append", required=True,
+                     help="dataset folder, folder of dataset folders, or Hub repo_id@revision (repeatable)")
+    run.add_argument("--model", action="append", required=True,
+                     help="built-in name (minilm-l6, use-multilingual, tfidf-lsa), model folder or Hub id; "
+                          "options: SPEC,layer=K,max_length=N,name=NAME (repeatable)")
+    run.add_argument("--algorithm", action="append", choices=ALGORITHMS,
+                     help="repeatable; default: all (legacy) or minibatch_kmeans (fast)")
+    run.add_argument("--reduction", action="append", choices=REDUCTIONS, help="repeatable; default: all")
+    run.add_argument("--config", action="append", metavar="ALGORITHM:REDUCTION",
+                     help="run exactly these configurations (repeatable), e.g. hdbscan:none")
+    run.add_argument("--protocol", choices=PROTOCOLS, default="legacy",
+                     help="legacy: per split (the paper, MTEB v1); fast: MTEB v2 bootstrapped k-means")
+    run.add_argument("--results", type=Path, required=True, help="results store (JSONL); a rerun resumes it")
+    run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy; 0 = all)")
+    run.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here")
+    grid_options(run)
+    run.set_defaults(func=_cmd_run, protocol="legacy")
+
+    demo = commands.add_parser("demo", help="small grid with the offline encoders; tables and plots")
+    demo.add_argument("--data", action="append", required=True, help="dataset folder or folder of them (repeatable)")
+    demo.add_argument("--out", type=Path, required=True, help="where results.jsonl, tables and plots go")
+    demo.add_argument("--model", action="append", help=f"default: {', '.join(DEMO_MODELS)}")
+    demo.add_argument("--results", type=Path, help="results store (default OUT/results.jsonl)")
+    demo.add_argument("--limit-splits", type=int, default=DEMO_SPLITS,
+                      help=f"first N splits of each dataset (default {DEMO_SPLITS}: a quick look; 0 = all)")
+    grid_options(demo)
+    demo.set_defaults(func=_cmd_demo, demo=True)

@@ -1,0 +1,45 @@
+"""`tecb-eval layers`: V-measure of every layer of a transformers model from one forward pass."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tecb_eval.cli.options import DEFAULT_CACHE, dataset_folders
+
+
+def _cmd_layers(args) -> int:
+    from tecb_eval.layers import SUMMARY_MD, layer_sweep
+
+    table = layer_sweep(args.model, dataset_folders(args.data), layers=args.layers, seed=args.seed, cache_dir=args.cache_dir,
+                        output_dir=args.out, max_length=args.max_length, batch_size=args.batch_size, device=args.device,
+                        results=args.results, profile=args.profile, progress=not args.quiet)
+    print((args.out / SUMMARY_MD).read_text(encoding="utf-8"), end="")
+    print(f"wrote {args.out}/: layers.csv, splits.csv, figure.png, summary.md "
+          f"({len(table)} dataset x layer rows; vectors cached in {args.cache_dir}/ under each layer's identity)",
+          file=sys.stderr)
+    return 0
+
+
+def register(commands) -> None:
+    from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
+    from tecb_eval.grid.seeds import DEFAULT_SEED
+
+    layers = commands.add_parser("layers", help="V-measure of every layer of a transformers model, one forward pass")
+    layers.add_argument("--model", required=True,
+                        help="transformers or sentence-transformers folder, Hub id[@revision], or minilm-l6")
+    layers.add_argument("--data", action="append", required=True,
+                        help="dataset folder, folder of dataset folders, or Hub repo_id@revision (repeatable)")
+    layers.add_argument("--layers", default=None,
+                        help="e.g. 0-12 or 0,4,6-8 (0 = embedding layer; default: all of the model's)")
+    layers.add_argument("--out", type=Path, required=True, help="where layers.csv, splits.csv, figure.png, summary.md go")
+    layers.add_argument("--results", type=Path, help="also append the cells to this grid results store (JSONL)")
+    layers.add_argument("--max-length", type=int, help="tokens per text (default 512, clipped to the model's)")
+    layers.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
+    layers.add_argument("--device", help="cpu, cuda, ... (default: CUDA when present)")
+    layers.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means seed (default {DEFAULT_SEED})")
+    layers.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                        help=f"embedding cache shared with `run` (default {DEFAULT_CACHE})")
+    layers.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE, help="named in every row")
+    layers.add_argument("--quiet", action="store_true", help="no progress bars")
+    layers.set_defaults(func=_cmd_layers)

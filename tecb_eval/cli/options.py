@@ -1,0 +1,111 @@
+"""What several `tecb-eval` commands share, said once: model and seed syntax, dataset folders, the
+options that pick a version of the results, the grid's options, and printing the tables."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from tecb_data.errors import UserError
+
+DEFAULT_CACHE = Path(".tecb-cache")
+SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.grid.scheduling.DASK_CONNECT_TIMEOUT, without importing it here
+_OPTION = re.compile(r",(layer|max_length|batch_size|name|device)=([^,]*)")
+
+
+
+def parse_model(text: str):
+    """``SPEC[,layer=K][,max_length=N][,batch_size=B][,name=NAME]`` -> a run_grid model item."""
+    options = {key: value for key, value in _OPTION.findall(text)}
+    spec = _OPTION.sub("", text)
+    if not spec:
+        raise UserError(f"--model {text!r}: no model named before the options")
+    for key in ("layer", "max_length", "batch_size"):
+        if key in options:
+            try:
+                options[key] = int(options[key])
+            except ValueError:
+                raise UserError(f"--model {text!r}: {key} must be an integer") from None
+    return {"spec": spec, **options} if options else spec
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``--seeds 42,1,2`` -> (42, 1, 2); run_grid checks range and repeats."""
+    items = [item.strip() for item in text.split(",")]
+    if not text.strip() or not all(items):
+        raise argparse.ArgumentTypeError(f"{text!r}: give seeds separated by commas, e.g. 42,1,2")
+    try:
+        return tuple(int(item) for item in items)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: every seed must be an integer, e.g. 42,1,2") from None
+
+
+def dataset_folders(paths: list[str]) -> list[str]:
+    """Dataset folders as given; a folder that holds dataset folders stands for all of them."""
+    out = []
+    for item in paths:
+        path = Path(item)
+        if path.is_dir() and not (path / "manifest.json").is_file():
+            found = sorted(p for p in path.iterdir() if (p / "manifest.json").is_file())
+            if not found:
+                raise UserError(f"{path}: neither a dataset folder (no manifest.json) nor a folder of them")
+            out += [str(p) for p in found]
+        else:
+            out.append(item)
+    return out
+
+
+def print_tables(frame, fmt: str = "md", selection: dict | None = None) -> None:
+    from tecb_eval.reports import tables as report
+
+    # The same tables as `table` and `export` write: one version, its seeds' spread, the markers.
+    for table, note in report.tables(frame, selection=selection).values():
+        print(report.format_table(table, fmt, note=note))
+
+
+def selection(args) -> dict:
+    """Which version of each result a table shows (tecb_eval.reports.versions.select); default the newest."""
+    return {"protocol": args.protocol, "profile": args.profile, "seeds": args.seeds,
+            "fingerprints": args.fingerprint or (), "identities": args.model_identity or ()}
+
+
+def selection_options(p: argparse.ArgumentParser) -> None:
+    from tecb_eval.clustering.profiles import PROFILES
+    from tecb_eval.grid.protocols import PROTOCOLS
+
+    p.add_argument("--protocol", choices=PROTOCOLS, help="show this protocol's results (default: the newest's)")
+    p.add_argument("--profile", choices=list(PROFILES), help="show this profile's results (default: the newest's)")
+    p.add_argument("--seeds", help="show the run with this seed set, e.g. 42,1,2 (default: the newest per dataset)")
+    p.add_argument("--fingerprint", action="append",
+                   help="show this dataset build (a fingerprint prefix; repeatable; default: the newest per dataset)")
+    p.add_argument("--model-identity", action="append",
+                   help="show this model identity (a prefix; repeatable; default: the newest per model and dataset)")
+
+
+def grid_options(p: argparse.ArgumentParser) -> None:
+    from tecb_eval.grid.seeds import DEFAULT_SEED
+    from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
+    from tecb_eval.grid.protocols import PROTOCOLS
+
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
+    p.add_argument("--seeds", type=parse_seeds, metavar="S1,S2,...",
+                   help="run every reduction and clustering once per seed (encoding once), e.g. 42,1,2; "
+                        "instead of --seed")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="local worker processes (default: every core, or $TECB_JOBS; 1: in this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on a Dask distributed cluster instead, e.g. tcp://host:8786 (see README)")
+    p.add_argument("--scheduler-timeout", type=float, default=SCHEDULER_TIMEOUT, metavar="SECONDS",
+                   help=f"how long to wait for the Dask scheduler (default {SCHEDULER_TIMEOUT:g})")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="memory for units running side by side, e.g. 8GB or 0.5 (of RAM); per worker on a "
+                        "cluster (default: 70 %% of RAM, of each worker's limit on a cluster)")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                   help=f"embedding and reduction cache, shared by runs (default {DEFAULT_CACHE})")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--reference", type=Path, help="the authors' tecb-de-full-results.csv, to plot ours beside theirs")
+    p.add_argument("--no-figure1", action="store_true", help="skip the UMAP scatter plots")
+    p.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
+                   help="current: today's libraries; paper: what the authors ran (river 0.14's DBSTREAM)")
+    p.set_defaults(protocol=PROTOCOLS[0])

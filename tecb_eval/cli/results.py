@@ -1,0 +1,139 @@
+"""`tecb-eval table`, `export` and `compare`: read a results store (one version per table), print or
+write its tables, MTEB JSON and plots, and say how sure a ranking is."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tecb_data.errors import UserError
+from tecb_eval.cli.options import print_tables, selection, selection_options
+
+def _print_paper_tables(reference, which: str, fmt: str) -> None:
+    from tecb_eval.reports import tables as report
+
+    made = {"2": report.paper_table2, "3": report.paper_table3}
+    for number in ("2", "3") if which == "both" else (which,):
+        if which == "both" and number == "3":
+            print()
+        print(report.format_table(made[number](reference), fmt, note=report.paper_note(number)), end="")
+
+
+def _cmd_table(args) -> int:
+    from tecb_eval.reports import tables as report
+    from tecb_eval.reports.versions import read_store, select, versions
+
+    reference = report.read_reference(args.reference) if args.reference else None
+    if args.paper:
+        if reference is None:
+            raise UserError(f"--paper prints the paper's tables from the authors' CSV: add --reference {report.REFERENCE_CSV}")
+        if args.results is not None or args.table == "full":
+            raise UserError("--paper prints the paper's Table 2 and/or 3 alone: leave out the results store and --table full")
+        _print_paper_tables(reference, args.table, args.format)
+        return 0
+    if args.results is None:
+        raise UserError("name a results store (JSONL), or pass --paper --reference CSV for the paper's tables alone")
+    frame = read_store(args.results)
+    if args.versions:
+        print(report.format_table(versions(frame).astype(str), "csv" if args.format == "csv" else "md",
+                                  note="Versions in the store (shown: what `table` and `export` show by default)."), end="")
+        return 0
+    if args.table == "full":
+        if reference is not None:
+            raise UserError("--reference sets the paper's figures beside Tables 2 and 3, not beside --table full")
+        frame, left_out = select(frame, **selection(args))
+        if left_out:
+            print(left_out, file=sys.stderr)
+        layout = report.reference_layout(frame)
+        if args.format == "csv":
+            print(layout.to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
+        else:
+            layout = layout.set_index(report.HEADER)
+            print(report.format_table(layout, args.format), end="")
+    elif reference is None and not args.demo and args.table == "both":
+        print_tables(frame, args.format, selection(args))
+    else:
+        shown = report.tables(frame, reference, demo=args.demo, selection=selection(args))
+        if args.table == "2" and "table2" not in shown:
+            raise UserError(f"{args.results}: no minibatch_kmeans:none cells, which Table 2 reports")
+        for number in ("2", "3") if args.table == "both" else (args.table,):
+            if f"table{number}" in shown:
+                table, note = shown[f"table{number}"]
+                print(report.format_table(table, args.format, note=note), end="\n" if args.table == "both" else "")
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from tecb_eval.reports import compare, tables as report
+    from tecb_eval.reports.versions import read_store, select
+
+    if len(args.model) != 2:
+        raise UserError(f"compare takes two models, --model A --model B; got {len(args.model)}")
+    algorithm, _, reduction = args.config.partition(":")
+    frame, left_out = select(read_store(args.results), **selection(args))
+    results = compare.compare(frame, *args.model, args.dataset, algorithm=algorithm, reduction=reduction or "none",
+                              confidence=args.confidence, resamples=args.resamples, seed=args.seed)
+    table = compare.comparison_table(results)
+    if args.format == "csv":
+        print(table.to_csv(float_format="%.6f", lineterminator="\n"), end="")
+    else:
+        shown = table[["mean_a", "mean_b", "difference", "low", "high"]].copy()
+        note = (f"A = {args.model[0]}, B = {args.model[1]}, {algorithm}:{reduction or 'none'}; V-measure x100; "
+                f"A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over splits and seeds.")
+        print(report.format_table(shown, args.format, note=note), end="")
+        print("\n" + "\n".join(c.sentence() for c in results))
+    if left_out:
+        print(left_out, file=sys.stderr)
+    return 0
+
+
+def _cmd_export(args) -> int:
+    from tecb_data.outputs import writable_folder
+    from tecb_eval.reports.export import export_all
+    from tecb_eval.reports.versions import read_store
+
+    writable_folder(args.out, option="--out")
+    written = export_all(read_store(args.results), args.out, reference=args.reference,
+                         log=lambda m: print(m, file=sys.stderr), demo=args.demo, selection=selection(args))
+    print(f"wrote {len(written)} files to {args.out}/")
+    return 0
+
+
+def register(commands) -> None:
+    table = commands.add_parser("table", help="print tables from a results store, or the paper's")
+    table.add_argument("results", type=Path, nargs="?", help="results store (JSONL); not with --paper")
+    table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    table.add_argument("--table", choices=["2", "3", "full", "both"], default="both",
+                       help="2: model x dataset; 3: algorithm x reduction; full: the authors' CSV layout")
+    table.add_argument("--reference", type=Path,
+                       help="the authors' tecb-de-full-results.csv: the paper's printed figures beside ours")
+    table.add_argument("--paper", action="store_true",
+                       help="print the paper's Table 2 / 3 alone, from --reference (no results store)")
+    table.add_argument("--demo", action="store_true", help="mark the tables as synthetic demo data")
+    table.add_argument("--versions", action="store_true",
+                       help="list the versions (dataset build, seed set, protocol, profile, model identity) in the store")
+    selection_options(table)
+    table.set_defaults(func=_cmd_table)
+
+    export = commands.add_parser("export", help="write CSV, tables, MTEB JSON and plots from a results store")
+    export.add_argument("results", type=Path)
+    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--reference", type=Path,
+                        help="the authors' tecb-de-full-results.csv: the paper's figures beside ours")
+    export.add_argument("--demo", action="store_true",
+                        help="results of `tecb-eval demo`: mark tables and plots as not comparable with the paper")
+    selection_options(export)
+    export.set_defaults(func=_cmd_export)
+
+    compare = commands.add_parser("compare", help="A - B paired over splits and seeds: interval, p-value, does the ranking hold")
+    compare.add_argument("results", type=Path, help="results store (JSONL)")
+    compare.add_argument("--model", action="append", required=True, help="model A, then model B (as named in the tables)")
+    compare.add_argument("--dataset", action="append", help="MTEB name of a dataset (repeatable; default: all both have)")
+    compare.add_argument("--config", default="minibatch_kmeans:none", metavar="ALGORITHM:REDUCTION",
+                         help="configuration compared (default minibatch_kmeans:none, Table 2's)")
+    compare.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    compare.add_argument("--resamples", type=int, default=9999, help="bootstrap and permutation resamples (default 9999)")
+    compare.add_argument("--seed", type=int, default=42, help="seed of the bootstrap and permutations (default 42)")
+    compare.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    selection_options(compare)
+    compare.set_defaults(func=_cmd_compare)

@@ -1,0 +1,100 @@
+"""MTEB's results layout (``results/<model>/<revision>/<Task>.json`` + ``model_meta.json``) written
+with MTEB's own ``TaskResult``, so ``mteb.ResultCache(OUT).load_results(include_remote=False)`` reads it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tecb_data.errors import UserError
+from tecb_eval.mteb.encoders import revision_of
+from tecb_eval.mteb.tasks import SPLIT, task_for
+
+
+def _scores(group, version: str) -> dict:
+    """MTEB's ScoresDict for one (model, task): what its legacy / v2 clustering tasks return.
+
+    With several seeds (one run's seed set) ``v_measure`` is the mean over seeds of the split
+    means, as our Table 2; ``v_measure_std`` the SD over splits averaged over seeds; ``v_measures``
+    per split the mean over seeds (legacy: the same splits) or every seed's bootstrap draws one
+    after another (v2: each seed draws its own); ours (``tecb_*``) add each seed's figures."""
+    by_seed = {int(seed): g.sort_values("split") for seed, g in group.groupby("seed", sort=True)}
+    seeds = list(by_seed)
+    per_seed = {s: g.v_measure.to_numpy(dtype=float) for s, g in by_seed.items()}
+    means = np.array([v.mean() for v in per_seed.values()])
+    result = {"v_measure": float(means.mean()), "v_measure_std": float(np.mean([v.std() for v in per_seed.values()]))}
+    if version == "v2":
+        result["v_measures"] = {"Level 0": [float(x) for s in seeds for x in per_seed[s]]}
+        ami = {s: g.ami.to_numpy(dtype=float) for s, g in by_seed.items()}
+        result.update(ami=float(np.mean([a.mean() for a in ami.values()])),
+                      ami_std=float(np.mean([a.std() for a in ami.values()])),
+                      ami_scores={"Level 0": [float(x) for s in seeds for x in ami[s]]})
+    elif len(seeds) == 1:
+        result["v_measures"] = per_seed[seeds[0]].tolist()
+    else:
+        splits = sorted(set.intersection(*(set(g.split) for g in by_seed.values())))
+        result["v_measures"] = [float(np.mean([g.set_index("split").at[name, "v_measure"] for g in by_seed.values()]))
+                                for name in splits]
+    if len(seeds) > 1:
+        result["tecb_v_measure_sd_seeds"] = float(means.std(ddof=1))
+        result["tecb_v_measure_per_seed"] = {str(s): float(m) for s, m in zip(seeds, means)}
+    result["main_score"] = result["v_measure"]
+    return result
+
+
+def task_results(frame) -> list[tuple[str, str, object, dict]]:
+    """[(model folder name, revision, TaskResult, extra)] for k-means on the embeddings (MTEB's
+    clustering) in ``frame``; one per (model, identity, dataset fingerprint, protocol, profile)."""
+    from mteb.results import TaskResult
+
+    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    if "profile" not in kmeans.columns:
+        kmeans = kmeans.assign(profile="current")
+    out = []
+    if "seeds" not in kmeans.columns:
+        kmeans = kmeans.assign(seeds=kmeans.seed.astype(str))
+    # One result per version (a run's seed set is one: its seeds are summarised together).
+    keys = ["model", "model_identity", "mteb_name", "dataset_fingerprint", "dataset_location", "protocol", "profile", "seeds"]
+    for key, group in kmeans.groupby(keys, sort=True):
+        model, identity, mteb_name, fingerprint, location, protocol, profile, seeds = key
+        version = "v2" if protocol == "fast" else "legacy"
+        # Split names sort in published order (coarse-00 ..., sample-00 ..., bootstrap-00 ...).
+        group = group.sort_values(["split", "seed"])
+        seed = int(group.seed.min())
+        task = task_for(mteb_name, version, {"path": str(location), "revision": str(fingerprint)}, seed)
+        seconds = float(group[["encode_s", "reduce_s", "cluster_s"]].to_numpy().sum())
+        result = TaskResult.from_task_results(task, {SPLIT: {"default": _scores(group, version)}}, seconds)
+        extra = {"tecb_protocol": protocol, "tecb_profile": profile, "tecb_seeds": str(seeds),
+                 "tecb_model_identity": identity, "tecb_model": model}
+        if group.seed.nunique() == 1:
+            extra["tecb_seed"] = seed
+        out.append((model, revision_of(identity), result, extra))
+    return out
+
+
+def write_results(frame, out: Path) -> list[Path]:
+    """MTEB's results layout under ``out``: ``results/<model>/<revision>/<Task>.json`` and a
+    ``model_meta.json`` per revision, as ``mteb.ResultCache(out)`` reads it."""
+    from mteb.models.model_meta import ModelMeta
+
+    from tecb_eval.files import write_text
+
+    written = []
+    seen = set()
+    for model, revision, result, extra in task_results(frame):
+        folder = Path(out) / "results" / model.replace("/", "__") / revision
+        if (folder, result.task_name) in seen:
+            # Two versions (builds, seed sets, protocols...) would write one file: the last would win.
+            raise UserError(f"{model} on {result.task_name}: the results hold several versions; take one first "
+                            "(tecb_eval.reports.versions.select, as the export does)")
+        seen.add((folder, result.task_name))
+        data = result.model_dump(mode="json")
+        data["date"] = None  # MTEB writes a timestamp; ours stay byte-identical across runs
+        for score in data["scores"][SPLIT]:
+            score.update(extra)  # MTEB keeps unknown score keys: which protocol and profile made it
+        written.append(write_text(folder / f"{result.task_name}.json", json.dumps(data, indent=2, sort_keys=True) + "\n"))
+        meta = ModelMeta.create_empty(overwrites={"name": model, "revision": revision}).to_dict()
+        written.append(write_text(folder / "model_meta.json", json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"))
+    return sorted(set(written))

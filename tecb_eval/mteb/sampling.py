@@ -1,0 +1,74 @@
+"""The fast protocol's samples: what MTEB v2 clusters for one of our datasets, taken from the task's
+own ``dataset_transform``, downsampling and bootstrap draws (see :mod:`tecb_eval.mteb`)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from tecb_eval.mteb.tasks import SPLIT, dataset_reference, task_for
+
+
+@dataclass(frozen=True)
+class FastSample:
+    """What MTEB v2 clusters for one dataset: the embedded texts and the bootstrap row indices."""
+
+    texts: tuple[str, ...]
+    labels: tuple[str, ...]
+    bootstraps: tuple[np.ndarray, ...]
+
+
+def _in_memory(bench):
+    """The benchmark as the DatasetDict ``datasets.load_dataset`` gives for its folder's test.jsonl."""
+    from datasets import Dataset, DatasetDict
+
+    return DatasetDict({SPLIT: Dataset.from_dict({
+        "sentences": [list(s.texts) for s in bench.splits],
+        "labels": [list(s.labels) for s in bench.splits],
+    })})
+
+
+@contextlib.contextmanager
+def _quiet_datasets():
+    """No "Casting the dataset" bars from inside the grid's own progress bar."""
+    from datasets.utils import logging as ds_logging
+
+    shown = ds_logging.is_progress_bar_enabled()
+    ds_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            ds_logging.enable_progress_bar()
+
+
+def fast_sample(bench, seed: int) -> FastSample:
+    """MTEB v2's sample of ``bench``: the task's own transform, downsampling and bootstrap draws."""
+    task = task_for(bench.mteb_name, "v2", dataset_reference(bench), seed)
+    # The rows are already loaded and verified; the transform is MTEB's (tested equal to MTEB
+    # loading the folder itself).
+    task.dataset = _in_memory(bench)
+    with _quiet_datasets():
+        task.dataset_transform()
+    task.data_loaded = True
+    data = task.dataset[SPLIT]
+    texts = data[task.input_column_name]
+    feature = data.features[task.label_column_name]
+    labels = [feature.int2str(v) if hasattr(feature, "int2str") else str(v) for v in data[task.label_column_name]]
+    # AbsTaskClustering._evaluate_subset: the downsampling draw is made whenever a cap is set (it
+    # reorders the texts and advances rng_state even when nothing is dropped) ...
+    n = len(texts)
+    cap = task.max_document_to_embed
+    if task.max_fraction_of_documents_to_embed is not None:
+        cap = int(task.max_fraction_of_documents_to_embed * n)
+    if cap is not None:
+        chosen = task.rng_state.sample(range(n), k=min(n, cap))
+        texts, labels = [texts[i] for i in chosen], [labels[i] for i in chosen]
+    # ... then _evaluate_clustering_bootstrapped draws n_clusters samples with replacement.
+    bootstraps = tuple(
+        np.array(task.rng_state.choices(range(len(texts)), k=task.max_documents_per_cluster), dtype=np.int64)
+        for _ in range(task.n_clusters)
+    )
+    return FastSample(tuple(texts), tuple(labels), bootstraps)

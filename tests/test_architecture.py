@@ -1,0 +1,207 @@
+"""The house keeps its shape: no import circles in tecb_eval or tecb_data, lower rooms never import
+higher ones, tecb_data never imports tecb_eval.
+
+Every ``import`` and ``from ... import`` counts, at module level or inside a function (a lazy
+import is still a dependency; it only moves the circle to run time).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# tecb_eval's rooms, bottom to top (../shared/ARCHITECTURE.md). A room may import its own modules
+# and any room of a lower rank; rooms of one rank may import each other as long as the rooms' own
+# graph stays acyclic (checked below).
+RANKS = {
+    "files": 0, "benchmark": 0,
+    "models": 1, "clustering": 1,
+    "mteb": 2,
+    "grid": 3,
+    "reports": 4, "layers": 4, "pretraining": 4,
+    "cli": 5,
+}
+
+
+def modules(root: Path, package: str) -> dict[str, Path]:
+    found = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """module -> the modules of ``packages`` it imports (a ``from X import name`` counts as X.name
+    where that is a module, else as X)."""
+    known: dict[str, Path] = {}
+    for package in packages:
+        known.update(modules(root, package))
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        is_package = path.name == "__init__.py"
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+            for target in targets:
+                while target and target not in known:  # `import a.b.c` of a module or its attribute
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    deps.add(target)
+        graph[name] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "tecb_eval" and len(parts) > 1 else None
+
+
+def layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for source, deps in sorted(graph.items()):
+        for target in sorted(deps):
+            if source.startswith("tecb_data") and target.startswith("tecb_eval"):
+                bad.append(f"{source} -> {target}: tecb_data never imports tecb_eval")
+            here, there = room(source), room(target)
+            if here is None or there is None or here == there:
+                continue
+            if here not in RANKS or there not in RANKS:
+                bad.append(f"{source} -> {target}: a room not in RANKS; place it in the house plan")
+            elif RANKS[there] > RANKS[here]:
+                bad.append(f"{source} -> {target}: room {here!r} (rank {RANKS[here]}) imports the higher room "
+                           f"{there!r} (rank {RANKS[there]})")
+    return bad
+
+
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    rooms: dict[str, set[str]] = {}
+    for source, deps in graph.items():
+        here = room(source)
+        if here is None:
+            continue
+        rooms.setdefault(here, set()).update(r for r in map(room, deps) if r is not None and r != here)
+    return rooms
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph(REPO, ("tecb_data", "tecb_eval"))
+
+
+def test_no_import_cycles_among_the_modules(graph):
+    assert cycles(graph) == []
+
+
+def test_no_cycles_among_the_rooms(graph):
+    assert cycles(room_graph(graph)) == []
+
+
+def test_lower_rooms_never_import_higher_ones(graph):
+    assert layering_violations(graph) == []
+
+
+def test_every_room_is_ranked_and_opens_with_a_docstring():
+    for path in sorted((REPO / "tecb_eval").iterdir()):
+        name = path.stem if path.suffix == ".py" else path.name
+        if name.startswith(("_", ".")) or not (path.suffix == ".py" or (path / "__init__.py").is_file()):
+            continue
+        assert name in RANKS, f"tecb_eval/{path.name} is in no room of the house plan"
+        source = path if path.suffix == ".py" else path / "__init__.py"
+        assert ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))), f"{source} has no docstring"
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return root
+
+
+def test_the_checks_find_a_cycle_and_an_upward_import(tmp_path):
+    # The checks above can fail: a circle through a lazy import, and a low room importing a high one.
+    root = _package(tmp_path, {
+        "tecb_eval/__init__.py": "",
+        "tecb_eval/grid/__init__.py": "",
+        "tecb_eval/grid/run.py": "from tecb_eval.grid import executors\n",
+        "tecb_eval/grid/executors.py": "def f():\n    from .run import x\n",
+        "tecb_eval/models/__init__.py": "",
+        "tecb_eval/models/encoders.py": "import tecb_eval.reports.tables\n",
+        "tecb_eval/reports/__init__.py": "",
+        "tecb_eval/reports/tables.py": "from tecb_eval.models import encoders\n",
+        "tecb_data/__init__.py": "from tecb_eval.files import atomic_save\n",
+        "tecb_eval/files.py": "",
+    })
+    found = import_graph(root, ("tecb_data", "tecb_eval"))
+    assert cycles(found) == [["tecb_eval.grid.executors", "tecb_eval.grid.run"],
+                             ["tecb_eval.models.encoders", "tecb_eval.reports.tables"]]
+    assert cycles(room_graph(found)) == [["models", "reports"]]
+    assert layering_violations(found) == [
+        "tecb_data -> tecb_eval.files: tecb_data never imports tecb_eval",
+        "tecb_eval.models.encoders -> tecb_eval.reports.tables: room 'models' (rank 1) imports the higher room "
+        "'reports' (rank 4)",
+    ]
+
+
+def test_the_public_face_stays_where_it_was():
+    import tecb_eval
+    from tecb_eval.grid.run import run_grid
+    from tecb_eval.reports import compare
+
+    for name in tecb_eval.__all__:
+        assert getattr(tecb_eval, name) is not None, name
+    assert tecb_eval.run_grid is run_grid and tecb_eval.compare is compare
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        tecb_eval.nothing  # noqa: B018
