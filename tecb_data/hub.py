@@ -410,5 +410,4 @@ def verify_listed(folder: Path, manifest: dict, *, where: str) -> None:
                 f"{where}: {relative} does not match {layout.MANIFEST} (damaged download or repository); "
                 f"delete {folder} from the Hugging Face cache and load again"
             )
-    if manifest.get("fingerprint") != layout.fingerprint(files):
-        raise VerificationError(f"{where}: {layout.MANIFEST} fingerprint does not match its file hashes; re-publish it")
+    layout.check_fingerprint(manifest, where=f"{where}: {layout.MANIFEST}", fix="re-publish it")

@@ -7,6 +7,7 @@
         data/test.jsonl     MTEB's legacy clustering layout: one row per split, {"sentences", "labels"}
         data/samples.jsonl  provenance: one row per sample, {"id", "split", "text", "label", "path"}
         manifest.json       version, seed, inputs, splits, build report, file hashes, fingerprint
+                            (over the file hashes and the fields that say what they mean)
 
 Every file is written by this module's own serializer (sorted keys, UTF-8, "\\n" line ends), never
 by a library whose output embeds its version, so the same content is the same bytes on any machine.
@@ -54,8 +55,35 @@ def sha256_file(path: Path) -> str:
 
 
 def fingerprint(files: dict[str, str]) -> str:
-    """One hash over the published files (everything but the manifest): equal data, equal fingerprint."""
+    """One hash over the published files (everything but the manifest): the card's data digest."""
     return hashlib.sha256(json_line(dict(sorted(files.items()))).encode("utf-8")).hexdigest()
+
+
+# The manifest fields that say what the files mean: whose data and which view, the MTEB task the
+# rows are reported under, the seed and recipe that drew the splits, the splits' names, and whether
+# the texts may be published. Editing any of them changes what a score computed on the folder means,
+# so the fingerprint covers them; the rest (inputs, build report, statistics, package version) is
+# provenance or derived from the files.
+MEANING_FIELDS = ("dataset", "source", "view", "mteb_name", "publishable", "seed", "recipe", "splits")
+
+
+def manifest_fingerprint(manifest: dict) -> str:
+    """The dataset's fingerprint: one hash over its file hashes and its :data:`MEANING_FIELDS`, so
+    equal data and equal meaning give an equal fingerprint, and an edited manifest does not verify."""
+    payload = {"files": dict(sorted(manifest["files"].items())),
+               "meaning": {name: manifest.get(name) for name in MEANING_FIELDS}}
+    return hashlib.sha256(json_line(payload).encode("utf-8")).hexdigest()
+
+
+def check_fingerprint(manifest: dict, *, where: str, fix: str) -> None:
+    """The manifest's fingerprint covers its files and meaning; one line naming what is wrong if not."""
+    if manifest.get("fingerprint") == manifest_fingerprint(manifest):
+        return
+    if manifest.get("fingerprint") == fingerprint(manifest["files"]):
+        raise VerificationError(f"{where}: built by an earlier tecb whose fingerprint did not cover the manifest's "
+                                f"fields ({', '.join(MEANING_FIELDS)}), so an edit to them cannot be told; {fix}")
+    raise VerificationError(f"{where}: fingerprint does not match its file hashes and fields "
+                            f"({', '.join(MEANING_FIELDS)}): the manifest was edited or damaged; {fix}")
 
 
 def _write_text(path: Path, chunks: Iterable[str]) -> None:
@@ -171,7 +199,8 @@ def write_datasets(out: Path, datasets: list[Dataset]) -> list[Path]:
             for relative, make in derived.items():
                 _write_text(tmp / relative, make(data_hashes))
             hashes = {relative: sha256_file(tmp / relative) for relative in sorted(dataset.files)}
-            manifest = {**dataset.manifest, "files": hashes, "fingerprint": fingerprint(hashes)}
+            manifest = {**dataset.manifest, "files": hashes}
+            manifest["fingerprint"] = manifest_fingerprint(manifest)
             _write_text(tmp / MANIFEST, [json_document(manifest)])
         publication.publish(out, [(staged[name], out / name) for name in names])
     except OSError as exc:
@@ -216,7 +245,39 @@ def read_manifest(folder: Path) -> dict:
         raise VerificationError(f"{path}: damaged manifest ({exc}); rebuild the dataset") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise VerificationError(f"{path}: manifest without a files table; rebuild the dataset")
+    problem = manifest_problem(manifest)
+    if problem:
+        raise VerificationError(f"{path}: {problem}; rebuild the dataset")
     return manifest
+
+
+def _is_name(value) -> bool:
+    return isinstance(value, str) and value.strip() != ""
+
+
+def manifest_problem(manifest: dict) -> str | None:
+    """What makes a manifest unusable by the evaluation (a field missing or of the wrong type, or one
+    that contradicts the dataset registry), or None."""
+    if not _is_name(manifest.get("dataset")):
+        return f"'dataset' must be a name, got {manifest.get('dataset')!r}"
+    # Without an MTEB name a dataset is reported under its own name (tecb_data.Benchmark.mteb_name).
+    if "mteb_name" in manifest and not _is_name(manifest["mteb_name"]):
+        return f"'mteb_name' must be a name, got {manifest['mteb_name']!r}"
+    seed = manifest.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        return f"'seed' must be a non-negative integer, got {seed!r}"
+    splits = manifest.get("splits", [])
+    if not isinstance(splits, list) or not all(isinstance(s, dict) and _is_name(s.get("name")) for s in splits):
+        return "'splits' must be a list of splits, each with a name"
+    from tecb_data.recipes import DATASETS
+
+    spec = DATASETS.get(manifest["dataset"])
+    if spec is not None:
+        for name in ("mteb_name", "source", "view"):
+            if name in manifest and manifest[name] != getattr(spec, name):
+                return (f"{name!r} is {manifest[name]!r}, but {manifest['dataset']} is {getattr(spec, name)!r} "
+                        "(tecb_data.recipes.DATASETS)")
+    return None
 
 
 def verify(folder: Path) -> dict:
@@ -247,8 +308,7 @@ def verify(folder: Path) -> dict:
     extra = sorted(on_disk - set(files) - {MANIFEST})
     if extra:
         raise VerificationError(f"{folder / extra[0]}: not listed in {MANIFEST}; remove it or rebuild the dataset")
-    if manifest.get("fingerprint") != fingerprint(files):
-        raise VerificationError(f"{folder / MANIFEST}: fingerprint does not match its file hashes; rebuild the dataset")
+    check_fingerprint(manifest, where=str(folder / MANIFEST), fix="rebuild the dataset")
     return manifest
 
 

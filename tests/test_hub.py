@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from tecb_data import layout
 from hubserver import FakeHub
 
 TOKEN = "hf_tecbTestSecret0123456789abcdef"
@@ -182,10 +183,20 @@ def test_unverified_or_unpublishable_folders_never_reach_the_hub(hub, hub_env, d
 
     manifest_path = dataset / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    manifest_path.write_text(json.dumps({**manifest, "publishable": False}), encoding="utf-8")
+    # An edited manifest is refused as such: its fingerprint covers what the data means.
+    manifest_path.write_text(json.dumps({**manifest, "publishable": True, "seed": 7}), encoding="utf-8")
+    edited = push(dataset, hub_env)
+    assert edited.returncode == 1 and "manifest was edited" in edited.stderr
+
+    def built_as(**fields):  # a manifest as a build of that kind would have written it
+        changed = {**manifest, **fields}
+        changed["fingerprint"] = layout.manifest_fingerprint(changed)
+        manifest_path.write_text(json.dumps(changed), encoding="utf-8")
+
+    built_as(publishable=False)
     refused = push(dataset, hub_env)
     assert refused.returncode == 2 and "must not be republished" in refused.stderr
-    manifest_path.write_text(json.dumps({**manifest, "dataset": "reddit-clustering-s2s"}), encoding="utf-8")
+    built_as(dataset="reddit-clustering-s2s", source="reddit", mteb_name="RedditClusteringS2S")
     refused = push(dataset, hub_env)
     assert refused.returncode == 2 and "reddit-clustering-s2s" in refused.stderr
     assert hub.requests == []

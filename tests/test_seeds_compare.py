@@ -212,7 +212,7 @@ def two_builds(tmp_path_factory):
 def _run(root, data, results, *extra):
     return ["run", "--data", str(data / "tenkgnad-clustering-s2s"), "--model", "tfidf-lsa", "--model", "minilm-l6",
             "--config", "minibatch_kmeans:none", "--results", str(results), "--cache-dir", str(root / "cache"),
-            "--quiet", "--limit-splits", "4", "--no-figure1", *extra]
+            "--quiet", "--no-figure1", *extra]  # every split: MTEB's JSON holds complete results only
 
 
 def _cell(text: str, model: str) -> str:
@@ -231,9 +231,9 @@ def test_two_builds_in_one_store_run_table_export_and_mteb_agree(two_builds, tmp
     assert main(["table", str(results), "--table", "2"]) == 0
     table = capsys.readouterr().out
     assert _cell(table, "tfidf-lsa") == _cell(second, "tfidf-lsa") and _cell(table, "minilm-l6") == _cell(second, "minilm-l6")
-    assert "Left out 8 rows of other versions" in table
+    assert "Left out 20 rows of other versions" in table
     assert main(["export", str(results), "--out", str(tmp_path / "export")]) == 0
-    assert "Left out 8 rows" in capsys.readouterr().err
+    assert "Left out 20 rows" in capsys.readouterr().err
     md = (tmp_path / "export" / "table2.md").read_text()
     assert md == table
     for model in ("tfidf-lsa", "minilm-l6"):
@@ -256,9 +256,9 @@ def test_two_builds_in_one_store_run_table_export_and_mteb_agree(two_builds, tmp
 def test_two_one_seed_runs_in_one_store_and_compare(two_builds, tmp_path, capsys):
     results = tmp_path / "results.jsonl"
     data = two_builds / "build-42"
-    assert main(_run(two_builds, data, results, "--seed", "42")) == 0
+    assert main(_run(two_builds, data, results, "--seed", "42", "--limit-splits", "4")) == 0
     capsys.readouterr()
-    assert main(_run(two_builds, data, results, "--seed", "1")) == 0
+    assert main(_run(two_builds, data, results, "--seed", "1", "--limit-splits", "4")) == 0
     second = capsys.readouterr().out
     assert main(["table", str(results), "--table", "2"]) == 0
     table = capsys.readouterr().out
@@ -281,8 +281,8 @@ def test_a_seed_set_in_one_run_gives_sd_over_seeds_everywhere(two_builds, tmp_pa
     results = tmp_path / "results.jsonl"
     frame = run_grid([two_builds / "build-42" / "tenkgnad-clustering-s2s"], ["tfidf-lsa", "minilm-l6"],
                      configurations=["minibatch_kmeans:none"], seeds=(42, 1, 2), cache_dir=two_builds / "cache",
-                     results=results, limit_splits=4, progress=False, log=lambda m: None)
-    assert set(frame.seeds) == {"1,2,42"} and len(frame) == 2 * 4 * 3
+                     results=results, progress=False, log=lambda m: None)
+    assert set(frame.seeds) == {"1,2,42"} and len(frame) == 2 * 10 * 3
     assert main(["table", str(results), "--table", "2", "--format", "csv"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert f"{S2S} sd_seeds" in header
@@ -292,7 +292,7 @@ def test_a_seed_set_in_one_run_gives_sd_over_seeds_everywhere(two_builds, tmp_pa
     per_seed = [statistics.mean(frame[(frame.model == "tfidf-lsa") & (frame.seed == s)].v_measure) for s in (1, 2, 42)]
     assert scores["main_score"] == pytest.approx(statistics.mean(per_seed), abs=1e-12)
     assert scores["tecb_seeds"] == "1,2,42" and scores["tecb_v_measure_sd_seeds"] == pytest.approx(statistics.stdev(per_seed))
-    assert len(scores["v_measures"]) == 4 and "tecb_seed" not in scores
+    assert len(scores["v_measures"]) == 10 and "tecb_seed" not in scores
     # Byte-identical tables from a rerun (which only resumes) and from the export.
     first = (tmp_path / "out" / "table2.md").read_bytes()
     assert main(["export", str(results), "--out", str(tmp_path / "again")]) == 0

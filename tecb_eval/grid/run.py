@@ -103,8 +103,9 @@ class Grid:
         self.configurations = configurations
         self.protocol = protocol
         # Several seeds: every reduction, clustering and fast-protocol sample varies with the seed;
-        # encoding happens once, seeded (for encoders that take a seed) by the first one.
-        self.seeds = tuple(int(s) for s in seeds) if seeds else (DEFAULT_SEED if seed is None else int(seed),)
+        # encoding happens once, seeded (for encoders that take a seed) by the smallest. A seed set is
+        # a set: sorted here, so the order it was asked in changes no row, identity or cache key.
+        self.seeds = tuple(sorted(int(s) for s in seeds)) if seeds else (DEFAULT_SEED if seed is None else int(seed),)
         self.seed = self.seeds[0]
         self.seed_set = seed_set_name(self.seeds)
         self.profile = get_profile(profile)
@@ -267,6 +268,9 @@ class Grid:
         bench = ctx["bench"]
         reduction_params = algo.params_json(algo.make_reduction(unit.reduction, unit.seed))
         reduce_cached = ctx["cached"]
+        # How many splits (legacy) or bootstrap draws (fast) the dataset has, whatever this run limited
+        # itself to: what a table needs to tell a complete result from a partial one.
+        dataset_splits = len(bench.splits) if self.protocol == "legacy" else len(self.units[(bench.fingerprint, unit.seed)])
         for cell, scores in zip(unit.cells, result.metrics):
             row = {
                 "model": ctx["run"].spec.name,
@@ -280,6 +284,7 @@ class Grid:
                 "seeds": self.seed_set,
                 "seed": unit.seed,
                 "split": cell.split,
+                "dataset_splits": dataset_splits,
                 "n_samples": scores["n_samples"],
                 "n_labels": int(cell.k),
                 "reduction": unit.reduction,

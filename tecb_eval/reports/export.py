@@ -49,17 +49,22 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     out = Path(out)
     # Read first: a wrong --reference fails before anything in OUT is replaced.
     ref = report.read_reference(reference) if reference is not None else None
+    # The tables' notes say what `tecb-eval table` says: the versions left out, the cells not every
+    # model has, the datasets not covered in full.
+    shown = report.tables(frame, ref, demo=demo, selection=selection)
     frame, left_out = versions.select(frame, **(selection or {}))
     if left_out:
         log(left_out)
-    shown = report.tables(frame, ref, demo=demo)
     written = [report.write_reference_csv(frame, out / "results.csv")]
     for name, (table, note) in shown.items():
-        if left_out:
-            note = f"{note}\n{left_out}"
         written += _write_table(out / name, table, note)
     t3 = report.table3(frame)
-    written += mteb_results.write_results(frame, out / "mteb")
+    # MTEB's JSON claims MTEB's score: a mean over part of a dataset's splits is not, so it stays out
+    # (results.csv and the tables keep it, marked incomplete).
+    partial = versions.incomplete(frame)
+    for dataset, (covered, total) in partial.items():
+        log(f"{dataset}: left out of the MTEB results export: {covered} of {total} splits ran")
+    written += mteb_results.write_results(frame[~frame.mteb_name.isin(list(partial))], out / "mteb")
     ref_t3 = report.paper_table3(ref) if ref is not None else None
     demo_title = report.DEMO_TITLE if demo else None
     if "table2" in shown:

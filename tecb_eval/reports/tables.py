@@ -173,15 +173,16 @@ def _aggregate(per_seed: pd.DataFrame, row_keys: list[str]) -> dict[str, pd.Data
 
 
 def one_version(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` itself if it holds one version per table (:mod:`tecb_eval.reports.versions`), else a
-    :class:`UserError`: a table of several versions would average them."""
-    from tecb_eval.reports.versions import select
+    """``frame``'s cells that every model has (:func:`tecb_eval.reports.versions.common_cells`) if it
+    holds one version per table (:mod:`tecb_eval.reports.versions`), else a :class:`UserError`: a
+    table of several versions would average them."""
+    from tecb_eval.reports.versions import common_cells, select
 
-    _, left_out = select(frame)
+    _, left_out = select(frame, like_with_like=False)
     if left_out:
         raise UserError("the results hold several versions of a result, which a table would average; take one "
                         "first (tecb_eval.reports.versions.select, or report.tables, which does): " + left_out)
-    return frame
+    return common_cells(frame)[0]
 
 
 def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -> pd.DataFrame:
@@ -192,7 +193,7 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
     if kmeans.empty:
         raise UserError("the results hold no minibatch_kmeans:none cells, which Table 2 reports")
-    one_version(frame)
+    kmeans = one_version(kmeans)
     parts = _aggregate(seed_split_means(kmeans), ["model"])
     if not stats:
         return parts["mean"]
@@ -206,10 +207,33 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
     return _stat_table(parts)
 
 
+def table3_models(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """Per dataset, only the models that ran every configuration shown for it, and one line naming
+    the models left out (or None): a configuration's row averaged over other models than the next
+    row's would rank the models, not the configurations."""
+    keep = pd.Series(True, index=frame.index)
+    left = []
+    for dataset, rows in frame.groupby("mteb_name", sort=True):
+        configurations = set(zip(rows.algorithm, rows.reduction))
+        ran = {model: set(zip(mine.algorithm, mine.reduction)) for model, mine in rows.groupby("model", sort=True)}
+        complete = [m for m, have in ran.items() if have == configurations]
+        if len(complete) == len(ran) or not complete:
+            continue
+        for model in sorted(set(ran) - set(complete)):
+            keep[rows.index[rows.model == model]] = False
+            left.append(f"{model} on {dataset} ({len(ran[model])} of {len(configurations)} configurations)")
+    if not left:
+        return frame, None
+    return frame[keep], ("Table 3 averages each dataset over the models that ran every configuration; left out: "
+                         + "; ".join(left) + ".")
+
+
 def table3(frame: pd.DataFrame, *, stats: bool = False) -> pd.DataFrame:
     """(algorithm, reduction) x dataset: the models' figures (mean over seeds of the split means)
-    averaged over models, plus the average over datasets; ``stats`` as in :func:`table2`."""
-    parts = _aggregate(seed_split_means(one_version(frame)), ["algorithm", "reduction"])
+    averaged over the models that ran every configuration (:func:`table3_models`), plus the average
+    over datasets; ``stats`` as in :func:`table2`."""
+    frame, _ = table3_models(one_version(frame))
+    parts = _aggregate(seed_split_means(frame), ["algorithm", "reduction"])
     parts = {stat: table.loc[_order_configurations(table.index)] for stat, table in parts.items()}
     return _stat_table(parts) if stats else parts["mean"]
 
@@ -470,11 +494,12 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
         out["table2"] = (t2, "\n".join([*t2_note, legend("2", frame), *tail]))
     t3 = table3(frame, stats=True)
     t3_note = [DEMO_NOTE] if demo else []
+    t3_models, t3_left = table3_models(frame)
     if reference is not None:
         paper = paper_table3(reference)
-        t3_note = [beside_paper_note("3", means_of(t3), frame.model.unique(), paper, demo)]
+        t3_note = [beside_paper_note("3", means_of(t3), t3_models.model.unique(), paper, demo)]
         t3 = beside_paper(t3, paper)
-    out["table3"] = (t3, "\n".join([*t3_note, legend("3", frame), *tail]))
+    out["table3"] = (t3, "\n".join([*t3_note, legend("3", frame), *tail, *([t3_left] if t3_left else [])]))
     return out
 
 

@@ -99,9 +99,11 @@ def _prefixed(rows: pd.DataFrame, field: str, prefixes, by: str, what: str) -> p
 
 
 def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | None = None,
-           seeds=None, fingerprints=(), identities=()) -> tuple[pd.DataFrame, str | None]:
-    """(rows of one version per table as described in the module, one line saying what was left
-    out or None). ``seeds``: a seed set (``"42,1,2"`` or ints) — the run's set, not one seed of it;
+           seeds=None, fingerprints=(), identities=(), like_with_like: bool = True) -> tuple[pd.DataFrame, str | None]:
+    """(rows of one version per table as described in the module, what was left out or None: a
+    line each for other versions, for cells not every model has (:func:`common_cells`, unless
+    ``like_with_like`` is False) and for datasets the results do not cover in full).
+    ``seeds``: a seed set (``"42,1,2"`` or ints) — the run's set, not one seed of it;
     ``fingerprints`` / ``identities``: prefixes of dataset fingerprints / model identities, each
     choosing for the datasets / models it matches."""
     if frame.empty:
@@ -144,11 +146,76 @@ def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | N
     chosen = _sorted(pd.concat(parts)) if parts else rows.iloc[0:0]
     if frame.columns.difference(chosen.columns).empty:
         chosen = chosen[[c for c in frame.columns]]
-    note = None
+    lines = []
     if left:
-        note = (f"Left out {len(asked) - len(chosen)} rows of other versions (the newest of each is shown): "
-                + "; ".join(left) + f". List them with `tecb-eval table RESULTS --versions`; choose with {CHOICES}.")
-    return chosen, note
+        lines.append(f"Left out {len(asked) - len(chosen)} rows of other versions (the newest of each is shown): "
+                     + "; ".join(left) + f". List them with `tecb-eval table RESULTS --versions`; choose with {CHOICES}.")
+    if like_with_like:
+        chosen, uncommon = common_cells(chosen)
+        lines += [line for line in (uncommon, incomplete_note(chosen)) if line]
+    return chosen, "\n".join(lines) or None
+
+
+CELL = ("split", "seed")  # what a model's figure on a dataset and configuration is a mean over
+
+
+def common_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """Only the cells every model has, per dataset and configuration, and one line saying what was
+    left out (or None): a mean over 2 splits beside a mean over 28 compares nothing (a model run
+    with ``--limit-splits``, or one whose units a memory limit skipped, would be ranked on other
+    splits than the rest)."""
+    if frame.empty or frame.model.nunique() < 2:
+        return frame, None
+    keep = pd.Series(True, index=frame.index)
+    left = []
+    for (dataset, algorithm, reduction), group in frame.groupby(["mteb_name", "algorithm", "reduction"], sort=True):
+        cells = {model: set(rows[list(CELL)].itertuples(index=False, name=None))
+                 for model, rows in group.groupby("model", sort=True)}
+        if len(cells) < 2:
+            continue
+        shared = set.intersection(*cells.values())
+        if all(len(have) == len(shared) for have in cells.values()):
+            continue
+        outside = ~pd.Series([cell in shared for cell in group[list(CELL)].itertuples(index=False, name=None)],
+                             index=group.index)
+        keep[group.index[outside]] = False
+        fewest = min(cells, key=lambda m: (len(cells[m]), m))
+        extra = ", ".join(f"{m} {len(have) - len(shared)}" for m, have in cells.items() if len(have) > len(shared))
+        left.append(f"{dataset} {algorithm}:{reduction} over the {len(shared)} split x seed cells all "
+                    f"{len(cells)} models have ({fewest} has only these; left out: {extra})")
+    if not left:
+        return frame, None
+    return frame[keep], ("Compared like with like, over the cells every model has: " + "; ".join(left)
+                         + ". Run the missing cells (the same command without --limit-splits, or with a higher "
+                           "--memory-limit) to compare over all of them.")
+
+
+def coverage(frame: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per dataset, (splits the results cover, splits the dataset has): the fewest any model and
+    configuration covers, against the dataset's own count (rows name it in ``dataset_splits``;
+    older rows do not, and then the most splits any row of the dataset names is all that is known)."""
+    out = {}
+    for dataset, rows in frame.groupby("mteb_name", sort=True):
+        covered = rows.groupby(["model", "algorithm", "reduction"]).split.nunique().min()
+        total = rows.split.nunique()
+        if "dataset_splits" in rows.columns and rows.dataset_splits.notna().any():
+            total = max(total, int(rows.dataset_splits.max()))
+        out[dataset] = (int(covered), int(total))
+    return out
+
+
+def incomplete(frame: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """The datasets whose results cover fewer splits than the dataset has: ``{dataset: (covered, total)}``."""
+    return {d: (c, n) for d, (c, n) in coverage(frame).items() if c < n}
+
+
+def incomplete_note(frame: pd.DataFrame) -> str | None:
+    partial = incomplete(frame)
+    if not partial:
+        return None
+    listed = ", ".join(f"{d} {c} of {n}" for d, (c, n) in partial.items())
+    return (f"Incomplete: {listed} splits (a run limited with --limit-splits, or units skipped); these figures are "
+            "not comparable with a full run's or MTEB's, and the MTEB results export leaves them out.")
 
 
 def versions(frame: pd.DataFrame) -> pd.DataFrame:
