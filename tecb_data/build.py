@@ -18,11 +18,13 @@ from tecb_data.recipes import (
     RECIPES,
     DatasetSpec,
     Item,
+    Recipe,
     Split,
     datasets_of,
     label_counts,
+    table_recipe,
 )
-from tecb_data.sources import SourceResult, blurbs, tenkgnad
+from tecb_data.sources import SourceResult, blurbs, table, tenkgnad
 from tecb_data.stats import table1
 from tecb_data.version import __version__
 
@@ -60,6 +62,8 @@ def prepare(
     data_files: dict | None = None,
     manifest_extra: dict | None = None,
     paired: bool = False,
+    recipe: Recipe | None = None,
+    card_context: dict | None = None,
 ) -> layout.Dataset:
     """One dataset folder's contents (card, clustering rows, sample table, manifest), to be written
     with :func:`publish_all` together with the other views of the same build.
@@ -67,8 +71,10 @@ def prepare(
     ``data_files`` replaces the clustering rows and sample table (for a dataset without texts, such as
     reddit-clustering-ids); ``manifest_extra`` adds top-level manifest fields. ``paired`` says the
     splits are shared with the source's other views, against the recipe's default ``members``.
+    ``recipe`` is the recipe object of a build whose recipe has parameters (a table build), and
+    ``card_context`` more values for the card's template.
     """
-    recipe = RECIPES[spec.recipe]
+    recipe = recipe or RECIPES[spec.recipe]
     if paired:
         # As a recipe parameter, the choice reaches the manifest's recipe entry and the card's template.
         recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
@@ -79,7 +85,7 @@ def prepare(
 
     def card(data_hashes: dict[str, str]) -> list[str]:
         return [render_card(spec, recipe, version=__version__, seed=seed, stats=stats, splits=split_entries,
-                            data_digest=layout.fingerprint(data_hashes))]
+                            data_digest=layout.fingerprint(data_hashes), extra=card_context)]
 
     if data_files is None:
         data_files = {
@@ -136,6 +142,9 @@ def build(
     if source == "reddit":  # no source files: the ids are rehydrated through Reddit's API
         raise UserError("reddit is built from submission ids: `tecb-data build --source reddit --ids PATH_OR_URL` "
                         "or tecb_data.sources.reddit.build_from_ids")
+    if source == "table":  # a table needs its columns named: text, label, id
+        raise UserError("a table is built with its columns named: `tecb-data build --source table --input FILE "
+                        "--name NAME --text COL --label COL ...` or tecb_data.build.build_table")
     if source not in READERS:
         raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
     if seed < 0:
@@ -167,6 +176,131 @@ def build(
     if progress:
         print(f"writing {', '.join(spec.name for spec in specs)} into {out}", file=sys.stderr)
     return publish_all(Path(out), prepared)
+
+
+def build_table(
+    input_path: Path,
+    out: Path,
+    *,
+    name: str,
+    label: str | None = None,
+    text=(),
+    text_p2p=(),
+    label_parent: str | None = None,
+    label_path: str | None = None,
+    path_sep: str = ">",
+    id: str | None = None,
+    columns=None,
+    delimiter: str | None = None,
+    quotechar: str | None = None,
+    input_format: str | None = None,
+    split: str | None = None,
+    language: str = "de",
+    licence: str | None = None,
+    citation: Path | None = None,
+    description: str | None = None,
+    pretty_name: str | None = None,
+    source_url: str | None = None,
+    splits: int | None = None,
+    min_fraction: float | None = None,
+    max_fraction: float = 1.0,
+    min_chars: int = 1,
+    min_per_label: int = 1,
+    language_filter: bool = False,
+    seed: int = DEFAULT_SEED,
+    views: tuple[str, ...] | None = None,
+    paired: bool = False,
+    report: Path | None = None,
+    progress: bool = False,
+) -> list[tuple[Path, dict]]:
+    """Build ``name``-s2s and/or ``name``-p2p from a labelled table (see :mod:`tecb_data.sources.table`).
+
+    ``text`` (S2S) and ``text_p2p`` (P2P) are column names (a string or a list, joined by a space);
+    ``label`` alone gives flat labels and the TenKGnad-style recipe, ``label_parent`` (with ``label``
+    as the child) or ``label_path`` (``"parent > child"``) the Blurbs-style one. ``splits`` and the
+    fraction range default to the paper's. ``licence`` (a Hub licence id) and ``citation`` (a BibTeX
+    file) are needed to push, not to build. ``report`` writes the removed records' examples as JSON.
+    """
+    as_columns = lambda value: tuple(c.strip() for c in value.split(",") if c.strip()) if isinstance(value, str) \
+        else tuple(value or ())
+    source = table.TableSource(
+        label=label or label_path or "", text=as_columns(text), text_p2p=as_columns(text_p2p),
+        label_parent=label_parent, label_path=label_path, path_sep=path_sep, id=id,
+        columns=as_columns(columns) if columns is not None else None, delimiter=delimiter, quotechar=quotechar,
+        format=input_format, split=split, min_chars=min_chars, min_per_label=min_per_label, language=language,
+        language_filter=language_filter,
+    )
+    source.check()
+    if seed < 0:
+        raise UserError(f"--seed must be a non-negative integer, got {seed}")
+    wanted = tuple(views) if views else source.views
+    missing = [v for v in wanted if v not in source.views]
+    if missing:
+        raise UserError(f"--view {'/'.join(missing)}: no text columns for it; "
+                        f"give --text COL for S2S and --text-p2p COL for P2P")
+    table.check_name(name, wanted)
+    licence = table.check_licence(licence)
+    citation_text = table.read_citation(citation)
+    try:
+        recipe = table_recipe(source.hierarchical, splits=splits, min_fraction=min_fraction, max_fraction=max_fraction)
+    except ValueError as exc:
+        raise UserError(f"--splits / --min-fraction / --max-fraction: {exc}") from None
+    layout.check_out(Path(out))
+    if report is not None and Path(report).is_dir():
+        raise UserError(f"--report {report}: a folder; name the JSON file to write")
+    with tqdm(desc="reading table rows", unit=" rows", disable=None if progress else True) as bar:
+        result, examples = table.read_table(Path(input_path), source, progress=bar)
+    shared = recipe.make_splits(result.items, seed) if paired else None
+    made = {view: shared if paired else recipe.make_splits(result.items, seed, view=view) for view in wanted}
+    if not all(made.values()):
+        raise UserError(f"{input_path}: after cleaning ({result.report['kept']:,} of {result.report['rows_read']:,} "
+                        "rows kept) too few labelled records to make any split with two or more labels")
+    specs = table.dataset_specs(name, wanted, source, input_name=Path(input_path).name, recipe_name=recipe.name,
+                                licence=licence, citation=citation_text, description=description,
+                                pretty_name=pretty_name, source_url=source_url)
+    definition = {
+        "format": table.input_format(Path(input_path), source.format),
+        "text": list(source.text), "text_p2p": list(source.text_p2p),
+        "label": None if source.label_path else source.label,
+        "label_parent": source.label_parent, "label_path": source.label_path,
+        "path_sep": source.path_sep if source.label_path else None, "id": source.id,
+        "min_chars": source.min_chars, "min_per_label": source.min_per_label,
+        "language_filter": source.language_filter,
+    }
+    extra = {"language": language, "license": licence, "citation": citation_text, "table": definition}
+    items = {item.id: item for item in result.items}
+    if paired:
+        recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
+    prepared = [
+        prepare(spec, made[spec.view], items, seed=seed, inputs=result.inputs, report=result.report,
+                manifest_extra=extra, recipe=recipe,
+                card_context={"table": definition, "report": result.report, "language": language})
+        for spec in specs
+    ]
+    if progress:
+        print(f"writing {', '.join(spec.name for spec in specs)} into {out}", file=sys.stderr)
+    built = publish_all(Path(out), prepared)
+    if report is not None:
+        document = {"report": result.report, "examples": examples,
+                    "datasets": [manifest["dataset"] for _, manifest in built]}
+        _write_report(Path(report), layout.json_document(document))
+    return built
+
+
+def _write_report(path: Path, text: str) -> None:
+    """Written beside its target and renamed over it: a reader sees the old report or the new one."""
+    import os
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~layout.current_umask())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UserError(f"--report {path}: cannot write it ({exc.strerror}); the datasets were written") from None
 
 
 def dataset_spec(name: str) -> DatasetSpec:

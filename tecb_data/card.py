@@ -31,7 +31,7 @@ def _environment() -> jinja2.Environment:
 
 
 def render_card(spec: DatasetSpec, recipe: Recipe, *, version: str, seed: int, stats: dict, splits: list[dict],
-                data_digest: str | None = None) -> str:
+                data_digest: str | None = None, extra: dict | None = None) -> str:
     """The card; ``data_digest`` (a hash of the data files) goes into each config's description, where
     ``datasets`` hashes it: it keys its cache of a local folder by the card's metadata and the data
     files' names, not their content, so without it two builds of one dataset would share a cache entry."""
@@ -46,6 +46,7 @@ def render_card(spec: DatasetSpec, recipe: Recipe, *, version: str, seed: int, s
         size_category=size_category(stats["samples"]),
         splits=splits,
         benchmark_citation=BENCHMARK_CITATION,
+        **(extra or {}),
     )
 
 
@@ -72,10 +73,14 @@ def card_problems(text: str, manifest: dict) -> list[str]:
         problems.append(f"license {data.license!r} is not one Hub licence id")
     elif spec is not None and licenses[0] != spec.license:
         problems.append(f"license {licenses[0]!r} differs from the source's licence {spec.license!r}")
+    elif spec is None and manifest.get("license") and licenses[0] != manifest["license"]:
+        problems.append(f"license {licenses[0]!r} differs from the manifest's licence {manifest['license']!r}")
     if licenses == ["other"] and not (data.get("license_name") and data.get("license_link")):
         problems.append("license 'other' needs license_name and license_link")
-    if _as_list(data.language) != ["de"]:
-        problems.append(f"language is {data.language!r}, expected ['de']")
+    # A table dataset says its language in the manifest; every registry dataset is German.
+    language = manifest.get("language", "de") if spec is None else "de"
+    if _as_list(data.language) != [language]:
+        problems.append(f"language is {data.language!r}, expected [{language!r}]")
     tasks = _as_list(data.task_categories)
     if not tasks or any(task not in HUB_TASK_CATEGORIES for task in tasks):
         problems.append(f"task_categories {tasks!r} must be Hub task categories among {sorted(HUB_TASK_CATEGORIES)}")

@@ -15,6 +15,16 @@ from tecb_data.errors import UserError, run_command
 
 
 REDDIT_ONLY_OPTIONS = ("ids", "cache", "praw_site", "refresh")
+# dest -> build_table keyword; each is for --source table only.
+TABLE_OPTIONS = {
+    "name": "name", "text": "text", "text_p2p": "text_p2p", "label": "label", "label_parent": "label_parent",
+    "label_path": "label_path", "path_sep": "path_sep", "id_column": "id", "columns": "columns",
+    "delimiter": "delimiter", "quotechar": "quotechar", "input_format": "input_format", "input_split": "split",
+    "language": "language", "licence": "licence", "citation": "citation", "description": "description",
+    "pretty_name": "pretty_name", "source_url": "source_url", "splits": "splits", "min_fraction": "min_fraction",
+    "max_fraction": "max_fraction", "min_chars": "min_chars", "min_per_label": "min_per_label",
+    "language_filter": "language_filter", "report": "report",
+}
 
 
 def _print_built(built) -> dict:
@@ -50,6 +60,23 @@ def _cmd_build_reddit(args) -> int:
     return 0
 
 
+def _cmd_build_table(args) -> int:
+    from tecb_data.build import build_table
+
+    if args.input is None or args.demo:
+        raise UserError("--source table takes --input FILE (CSV/TSV, JSON Lines, Parquet or a datasets folder), not --demo")
+    if args.name is None:
+        raise UserError("--source table needs --name NAME: the datasets are NAME-s2s and/or NAME-p2p")
+    options = {keyword: getattr(args, dest) for dest, keyword in TABLE_OPTIONS.items() if getattr(args, dest) is not None}
+    built = build_table(args.input, args.out, seed=args.seed, views=tuple(args.view) if args.view else None,
+                        paired=args.paired, progress=not args.quiet, **options)
+    report = _print_built(built)["report"]
+    print("report: " + ", ".join(f"{k} {v}" for k, v in report.items()))
+    if args.report is not None:
+        print(f"removed rows with examples: {args.report}")
+    return 0
+
+
 def _cmd_build(args) -> int:
     from tecb_data.build import build
     from tecb_data.demo import demo_input
@@ -59,6 +86,12 @@ def _cmd_build(args) -> int:
     misplaced = [name for name in REDDIT_ONLY_OPTIONS if getattr(args, name) not in (None, False)]
     if misplaced:
         raise UserError(f"--{misplaced[0].replace('_', '-')} is for --source reddit only")
+    if args.source == "table":
+        return _cmd_build_table(args)
+    misplaced = [dest for dest in TABLE_OPTIONS if getattr(args, dest) not in (None, False)]
+    if misplaced:
+        flag = {"id_column": "--id", "input_format": "--format"}.get(misplaced[0], "--" + misplaced[0].replace("_", "-"))
+        raise UserError(f"{flag} is for --source table only")
     if args.demo == (args.input is not None):
         raise UserError("pass exactly one of --input PATH or --demo")
     input_path = demo_input(args.source) if args.demo else args.input
@@ -155,7 +188,7 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
 
     build = commands.add_parser("build", help="build the datasets of one source into OUT/<dataset>/")
-    build.add_argument("--source", required=True, choices=sorted([*READERS, "reddit"]))
+    build.add_argument("--source", required=True, choices=sorted([*READERS, "reddit", "table"]))
     build.add_argument("--input", type=Path, help="source files: a file, their folder, or the release zip")
     build.add_argument("--demo", action="store_true", help="build from the small embedded demo sample")
     build.add_argument("--out", type=Path, required=True, help="output folder (one sub-folder per dataset)")
@@ -171,6 +204,36 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--cache", type=Path, help="reddit: rehydration cache folder (default ~/.cache/tecb/reddit)")
     build.add_argument("--praw-site", help="reddit: praw.ini site with your API credentials (default $praw_site)")
     build.add_argument("--refresh", action="store_true", help="reddit: re-check every id with Reddit")
+    tab = build.add_argument_group("--source table (a labelled CSV/TSV, JSON Lines, Parquet or datasets folder)")
+    tab.add_argument("--name", help="datasets NAME-s2s / NAME-p2p (lower case, e.g. german-news-clustering)")
+    tab.add_argument("--text", help="S2S view: text column(s), comma-separated, joined by a space")
+    tab.add_argument("--text-p2p", help="P2P view: text column(s), comma-separated, joined by a space")
+    tab.add_argument("--label", help="label column (the child label with --label-parent)")
+    tab.add_argument("--label-parent", help="parent label column: Blurbs-style splits over parent and child")
+    tab.add_argument("--label-path", help="one column 'parent > child' (or a list): Blurbs-style splits")
+    tab.add_argument("--path-sep", help="separator of --label-path levels (default '>')")
+    tab.add_argument("--id", dest="id_column", help="record id column (default: a digest of texts and labels)")
+    tab.add_argument("--columns", help="CSV/TSV without a header row: its column names, comma-separated")
+    tab.add_argument("--delimiter", help="CSV delimiter (default: sniffed among , ; tab |)")
+    tab.add_argument("--quotechar", help="CSV quote character (default: sniffed among \" and ')")
+    tab.add_argument("--format", dest="input_format", choices=["csv", "tsv", "jsonl", "parquet", "datasets"],
+                     help="input format (default: from the extension; a folder is a datasets save_to_disk folder)")
+    tab.add_argument("--input-split", help="the split of a datasets DatasetDict folder")
+    tab.add_argument("--language", help="ISO 639-1 language of the texts (default de)")
+    tab.add_argument("--language-filter", action="store_true", default=None,
+                     help="drop rows langdetect does not find in --language (counted as other_language)")
+    tab.add_argument("--licence", "--license", dest="licence", help="Hub licence id of the data, e.g. cc-by-4.0 "
+                     "(needed to push)")
+    tab.add_argument("--citation", type=Path, help="file with the source's BibTeX entry (needed to push)")
+    tab.add_argument("--description", help="one sentence for the card (default: made from the columns)")
+    tab.add_argument("--pretty-name", help="card title without the view (default: from --name)")
+    tab.add_argument("--source-url", help="where the source table comes from, for the card")
+    tab.add_argument("--splits", type=int, help="sampled splits (per level) (default 10, as in the paper)")
+    tab.add_argument("--min-fraction", type=float, help="smallest sampled split, a fraction of the records (default 0.1)")
+    tab.add_argument("--max-fraction", type=float, help="largest sampled split (default 1.0)")
+    tab.add_argument("--min-chars", type=int, help="remove texts shorter than this (default 1: only empty ones)")
+    tab.add_argument("--min-per-label", type=int, help="remove rows of labels with fewer texts (default 1: none)")
+    tab.add_argument("--report", type=Path, help="write the removed rows' counts and examples as JSON here")
     build.set_defaults(func=_cmd_build)
 
     collect = commands.add_parser("collect", help="list subreddits' hot and top submissions into an id list")

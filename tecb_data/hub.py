@@ -183,8 +183,21 @@ def check_publishable(folder: Path, manifest: dict) -> None:
     registry must both say so, so neither a hand-edited manifest nor a new spec slips through."""
     name = manifest.get("dataset")
     spec = DATASETS.get(name)
+    if spec is None and manifest.get("source") == "table":
+        # A table dataset is the builder's: it leaves the machine only with a licence and a citation
+        # that its card states (the manifest's fingerprint covers the source, not these two).
+        if manifest.get("license") in (None, "unknown"):
+            raise UserError(f"{folder}: {name} was built without a licence; rebuild it with --licence ID "
+                            "(the data's Hub licence id, e.g. cc-by-4.0) and --citation FILE to push it")
+        if not manifest.get("citation"):
+            raise UserError(f"{folder}: {name} was built without a citation; rebuild it with --citation FILE "
+                            "(the source's BibTeX entry) to push it")
+        if manifest.get("publishable") is not True:
+            raise UserError(f"{folder}: {name} says publishable=false; it is not pushed")
+        return
     if spec is None:
-        raise UserError(f"{folder}: dataset {name!r} is not in the tecb registry; only registry datasets are pushed")
+        raise UserError(f"{folder}: dataset {name!r} is not in the tecb registry; only registry datasets "
+                        "and table datasets built with --source table are pushed")
     if manifest.get("publishable") is not True or not spec.publishable:
         raise UserError(
             f"{folder}: {name} holds texts that must not be republished (publishable=false); "

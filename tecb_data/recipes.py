@@ -56,13 +56,14 @@ def _members_key(seed: int, family: str, name: str, view: str | None) -> bytes:
 
 
 def _sampled_split(
-    items: list[Item], level: str, name: str, seed: int, family: str, min_fraction: float, view: str | None
+    items: list[Item], level: str, name: str, seed: int, family: str, min_fraction: float, view: str | None,
+    max_fraction: float = 1.0,
 ) -> Split:
     """A seeded random sample of the items labelled at ``level``, in keyed-hash order."""
     labelled = {it.id: it.labels[level] for it in items if it.labels.get(level)}
     # The size is drawn per split, not per view: the published S2S and P2P datasets have equal
     # totals (174,637 Blurbs and 45,914 TenKGnad samples in both), only their members differ.
-    size = seeding.draw_size(seeding.rng(seed, family, name, "size"), len(labelled), min_fraction)
+    size = seeding.draw_size(seeding.rng(seed, family, name, "size"), len(labelled), min_fraction, max_fraction)
     order = seeding.keyed_order(sorted(labelled), _members_key(seed, family, name, view))[:size]
     return Split(name, level, tuple(order), tuple(labelled[i] for i in order))
 
@@ -359,3 +360,85 @@ def datasets_of(source: str) -> list[DatasetSpec]:
 
 def label_counts(split: Split) -> dict[str, int]:
     return dict(sorted(Counter(split.labels).items()))
+
+
+# -- the generic table source ---------------------------------------------------------------------
+# A labelled table gets one of the two paper recipes, with its split count and fraction range as
+# parameters. The draws keep the families and split names of the recipe they follow ("tenkgnad":
+# sample-NN; "blurbs": coarse-NN, fine-NN, within-<parent>), so the same records, ids and seed give
+# the very splits of the source built with that recipe: that is what the equivalence tests hold.
+TABLE_FLAT = "table-flat"
+TABLE_HIERARCHICAL = "table-hierarchical"
+TABLE_RECIPE_VERSION = "1"
+
+
+def flat_splits(
+    items: list[Item], seed: int, view: str | None = None, *, splits: int = TENKGNAD_SPLITS,
+    min_fraction: float = TENKGNAD_MIN_FRACTION, max_fraction: float = 1.0,
+) -> list[Split]:
+    """:func:`tenkgnad_splits` with its split count and fraction range as parameters (labels at
+    level ``category``)."""
+    made = [
+        _sampled_split(items, "category", f"sample-{i:02d}", seed, "tenkgnad", min_fraction, view, max_fraction)
+        for i in range(splits)
+    ]
+    return [s for s in made if _meaningful(s)]
+
+
+def hierarchical_splits(
+    items: list[Item], seed: int, view: str | None = None, *, splits: int = BLURBS_SAMPLED,
+    min_fraction: float = BLURBS_MIN_FRACTION, max_fraction: float = 1.0,
+) -> list[Split]:
+    """:func:`blurbs_splits` with its count of sampled splits per level and their fraction range as
+    parameters (labels at levels ``top``, the parent, and ``fine``, the child)."""
+    made = [
+        _sampled_split(items, level, f"{prefix}-{i:02d}", seed, "blurbs", min_fraction, view, max_fraction)
+        for level, prefix in (("top", "coarse"), ("fine", "fine"))
+        for i in range(splits)
+    ]
+    tops = sorted({it.labels["top"] for it in items})
+    made += [
+        _full_split(items, "fine", f"within-{top}", seed, "blurbs", lambda it, top=top: it.labels["top"] == top, view)
+        for top in tops
+    ]
+    return [s for s in made if _meaningful(s)]
+
+
+def table_recipe(hierarchical: bool, *, splits: int | None = None, min_fraction: float | None = None,
+                 max_fraction: float = 1.0) -> Recipe:
+    """The recipe of a table build: TenKGnad-style for flat labels, Blurbs-style for parent/child
+    labels; ``None`` takes the paper's value. Raises ValueError on parameters no recipe can draw."""
+    import functools
+
+    splits = (BLURBS_SAMPLED if hierarchical else TENKGNAD_SPLITS) if splits is None else splits
+    min_fraction = (BLURBS_MIN_FRACTION if hierarchical else TENKGNAD_MIN_FRACTION) if min_fraction is None else min_fraction
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
+        raise ValueError(f"the split count must be a positive integer, got {splits!r}")
+    if not 0 < min_fraction <= max_fraction <= 1:
+        raise ValueError(f"the fraction range must satisfy 0 < min <= max <= 1, got {min_fraction}-{max_fraction}")
+    span = f"{min_fraction:.0%}-{max_fraction:.0%}" if min_fraction != max_fraction else f"{min_fraction:.0%}"
+    if hierarchical:
+        description = (
+            f"Records labelled with a parent and (optionally) a child label. {splits} coarse splits labelled "
+            f"by the parent and {splits} fine splits labelled by the child, each a seeded random {span} of "
+            "the records that have that label; and one split per parent holding all its records, labelled by "
+            "the child (the Blurbs recipe; splits with fewer than two labels are left out). The split sizes "
+            "are the same for the S2S and the P2P dataset."
+        )
+        make = functools.partial(hierarchical_splits, splits=splits, min_fraction=min_fraction, max_fraction=max_fraction)
+        name, family = TABLE_HIERARCHICAL, "blurbs"
+    else:
+        description = (
+            f"{splits} splits, each a seeded random sample of {span} of the records, sizes drawn from the "
+            "seed, the same for the S2S and the P2P dataset (the TenKGnad recipe)."
+        )
+        make = functools.partial(flat_splits, splits=splits, min_fraction=min_fraction, max_fraction=max_fraction)
+        name, family = TABLE_FLAT, "tenkgnad"
+    return Recipe(
+        name=name,
+        version=TABLE_RECIPE_VERSION,
+        description=description,
+        make_splits=make,
+        params={"draws_as": family, "splits": splits, "min_fraction": min_fraction, "max_fraction": max_fraction,
+                "members": MEMBERS_PER_VIEW},
+    )

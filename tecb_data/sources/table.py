@@ -1,0 +1,635 @@
+"""Any labelled table (CSV/TSV, JSON Lines, Parquet, a ``datasets`` ``save_to_disk`` folder) as
+normalized records, cleaned with every removal counted by reason.
+
+A record's text per view is its text columns joined by a space, with runs of whitespace as one
+space (as the 10kGNAD source does). Its labels are one column (flat: level ``category``), or a
+parent and a child (levels ``top`` and ``fine``, from two columns or from one path column). Its id
+is the id column, or else a digest of its texts and labels, so that the keyed member hashing of the
+recipes stays independent of the row order.
+
+Input a user can get wrong ends in one line naming the file, the row and the column; cleaning never
+drops a record without counting it under its reason (``removed_<reason>`` in the build report).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import hashlib
+import io
+import json
+import math
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from tecb_data.errors import UserError
+from tecb_data.recipes import Item
+from tecb_data.sources import InputFile, SourceResult, collapse_spaces
+
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "datasets")
+EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+              ".parquet": "parquet", ".pq": "parquet"}
+DELIMITERS = (",", ";", "\t", "|")
+QUOTECHARS = ('"', "'")
+PARQUET_MAGIC = b"PAR1"
+SNIFF_CHARS = 1 << 16
+# Every reason a record can be removed for; each is reported, zero or not, so that a card shows
+# what was checked and not only what happened to occur.
+REASONS = ("empty_text", "too_short", "other_language", "exact_duplicate", "conflicting_duplicate", "rare_label")
+EXAMPLES_PER_REASON = 10
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """What to read from the table and how to clean it: the library form of the CLI's options."""
+
+    label: str
+    text: tuple[str, ...] = ()  # S2S view: these columns joined
+    text_p2p: tuple[str, ...] = ()  # P2P view: these columns joined
+    label_parent: str | None = None  # with ``label``: the parent of the child label ``label``
+    label_path: str | None = None  # instead: one column "parent > child" (or a list)
+    path_sep: str = ">"
+    id: str | None = None
+    columns: tuple[str, ...] | None = None  # names of a CSV's columns when it has no header row
+    delimiter: str | None = None  # CSV/TSV: sniffed when None
+    quotechar: str | None = None
+    format: str | None = None  # from the extension when None
+    split: str | None = None  # of a datasets DatasetDict folder
+    min_chars: int = 1
+    min_per_label: int = 1
+    language: str = "de"
+    language_filter: bool = False  # drop records langdetect does not find in ``language``
+
+    @property
+    def hierarchical(self) -> bool:
+        return self.label_parent is not None or self.label_path is not None
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        return tuple(view for view, columns in (("s2s", self.text), ("p2p", self.text_p2p)) if columns)
+
+    def needed_columns(self) -> list[str]:
+        wanted = [*self.text, *self.text_p2p, self.label_path or self.label]
+        if self.label_path is None and self.label_parent is not None:
+            wanted.append(self.label_parent)
+        if self.id is not None:
+            wanted.append(self.id)
+        return list(dict.fromkeys(wanted))
+
+    def check(self) -> None:
+        """Option combinations that cannot work, before any file is read."""
+        if not self.views:
+            raise UserError("--source table needs --text COL[,COL...] (S2S view) and/or --text-p2p COL[,COL...] (P2P view)")
+        if self.label_parent is not None and self.label_path is not None:
+            raise UserError("pass --label-parent COL or --label-path COL, not both")
+        if self.label_path is None and not self.label:
+            raise UserError("--source table needs --label COL (or --label-path COL for parent > child labels)")
+        if self.label_path is not None and self.label and self.label != self.label_path:
+            raise UserError("--label-path names the label column; leave --label out (or give it the same column)")
+        if self.label_path is not None and not self.path_sep:
+            raise UserError("--path-sep must not be empty")
+        if self.format is not None and self.format not in FORMATS:
+            raise UserError(f"--format {self.format!r}: choose one of {', '.join(FORMATS)}")
+        for name, value in (("--delimiter", self.delimiter), ("--quotechar", self.quotechar)):
+            if value is not None and len(value) != 1:
+                raise UserError(f"{name} must be one character, got {value!r} (a tab: $'\\t')")
+        if self.min_chars < 1 or self.min_per_label < 1:
+            raise UserError("--min-chars and --min-per-label must be 1 or more")
+        if not re.fullmatch(r"[a-z]{2,3}", self.language or ""):
+            raise UserError(f"--language {self.language!r}: give an ISO 639-1 code such as de")
+        if self.columns is not None and len(set(self.columns)) != len(self.columns):
+            raise UserError(f"--columns {','.join(self.columns)}: a name repeats")
+
+
+@dataclass
+class _Record:
+    id: str
+    texts: dict[str, str]
+    labels: dict[str, str | None]
+    path: tuple[str, ...]
+    where: str  # "row 5 (line 6)": for messages and report examples
+
+
+@dataclass
+class _Removals:
+    counts: Counter = field(default_factory=Counter)
+    examples: dict = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, reason: str, record: _Record, detail: str | None = None) -> None:
+        self.counts[reason] += 1
+        if len(self.examples[reason]) < EXAMPLES_PER_REASON:
+            example = {"where": record.where, "id": record.id, "labels": {k: v for k, v in record.labels.items() if v},
+                       "text": next(iter(record.texts.values()), "")[:200]}
+            if detail:
+                example["why"] = detail
+            self.examples[reason].append(example)
+
+
+# -- reading the file ------------------------------------------------------------------------------
+def input_format(path: Path, given: str | None) -> str:
+    if given is not None:
+        return given
+    if path.is_dir():
+        return "datasets"
+    fmt = EXTENSIONS.get(path.suffix.lower())
+    if fmt is None:
+        raise UserError(f"{path}: unknown table format {path.suffix or '(no extension)'!r}; name it "
+                        f"{', '.join(sorted(EXTENSIONS))} or pass --format {{{','.join(FORMATS)}}}")
+    return fmt
+
+
+def _what_it_is(raw: bytes) -> str:
+    if raw.startswith(PARQUET_MAGIC):
+        return "a Parquet file: name it .parquet or pass --format parquet"
+    if raw.startswith(b"\x1f\x8b"):
+        return "a gzip file: decompress it first"
+    if raw.startswith(b"PK\x03\x04"):
+        return "a zip file: extract the table first"
+    return "binary data"
+
+
+def _text_of(path: Path, raw: bytes, fmt: str) -> str:
+    """The file as text; a binary file or one that is not UTF-8 is named with its line and position."""
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    if b"\x00" in raw[:SNIFF_CHARS] or raw.startswith(PARQUET_MAGIC):
+        raise UserError(f"{path}: not a {fmt.upper()} text file, it is {_what_it_is(raw)}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UserError(
+            f"{path}: line {line}, byte {column} of the line: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
+            "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`"
+        ) from None
+
+
+def sniff_dialect(sample: str, delimiters=DELIMITERS, quotechars=QUOTECHARS) -> tuple[str, str]:
+    """(delimiter, quote character) that split the sample into the most consistent rows of two or
+    more fields. csv.Sniffer takes 10kGNAD's ``label;'text'`` for space-delimited; counting how
+    consistently each candidate splits whole records, and how many fields it leaves wrapped in an
+    unconsumed quote, tells them apart."""
+    best, best_score = None, None
+    for rank, (delimiter, quotechar) in enumerate((d, q) for d in delimiters for q in quotechars):
+        try:
+            rows = [r for r in csv.reader(io.StringIO(sample), delimiter=delimiter, quotechar=quotechar) if r]
+        except csv.Error:
+            continue
+        if len(sample) >= SNIFF_CHARS and len(rows) > 1:
+            rows = rows[:-1]  # the sample may end inside the last record
+        if not rows:
+            continue
+        width, count = Counter(len(r) for r in rows).most_common(1)[0]
+        stray = sum(1 for r in rows for f in r if len(f) >= 2 and f[0] == f[-1] and f[0] in QUOTECHARS)
+        score = (width >= 2, count / len(rows), -stray, -rank)
+        if best_score is None or score > best_score:
+            best, best_score = (delimiter, quotechar), score
+    return best or (delimiters[0], quotechars[0])
+
+
+def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Iterator[tuple[str, dict]]]:
+    text = _text_of(path, path.read_bytes(), fmt)
+    delimiters = (source.delimiter,) if source.delimiter else (("\t",) if fmt == "tsv" else DELIMITERS)
+    quotechars = (source.quotechar,) if source.quotechar else QUOTECHARS
+    delimiter, quotechar = sniff_dialect(text[:SNIFF_CHARS], delimiters, quotechars)
+    dialect = f"delimiter {delimiter!r}, quote {quotechar!r}"
+    # strict: a quote never closed (a file cut mid-record) is an error, not a shorter last record
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quotechar, strict=True)
+
+    def records() -> Iterator[tuple[int, list[str]]]:
+        while True:
+            line = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                if "unexpected end of data" in str(exc):
+                    raise UserError(f"{path}: line {line}: the file ends inside this record's quoted text; "
+                                    "it is truncated, or pass --quotechar") from None
+                raise UserError(f"{path}: line {reader.line_num}: not a CSV record ({exc}; read with {dialect}); "
+                                "pass --delimiter / --quotechar") from None
+            if row:
+                yield line, row
+
+    rows = records()
+    if source.columns is not None:
+        header = list(source.columns)
+    else:
+        first = next(rows, None)
+        if first is None:
+            raise UserError(f"{path}: empty file; no header row and no records")
+        header = [name.strip() for name in first[1]]
+        repeated = [name for name, n in Counter(header).items() if n > 1]
+        if repeated:
+            raise UserError(f"{path}: line 1 (header): column {repeated[0]!r} appears twice; rename one")
+
+    def values() -> Iterator[tuple[str, dict]]:
+        for number, (line, row) in enumerate(rows, start=1):
+            where = f"row {number} (line {line})"
+            if len(row) != len(header):
+                raise UserError(f"{path}: {where}: {len(row)} fields, the header has {len(header)} "
+                                f"({dialect}); pass --delimiter / --quotechar, or --columns for a file without header")
+            yield where, dict(zip(header, row))
+
+    return header, values()
+
+
+def _jsonl_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iterator[tuple[str, dict]]]:
+    text = _text_of(path, path.read_bytes(), "jsonl")
+
+    def values() -> Iterator[tuple[str, dict]]:
+        for line, content in enumerate(text.splitlines(), start=1):
+            if not content.strip():
+                continue
+            where = f"line {line}"
+            try:
+                row = json.loads(content)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{path}: {where}, character {exc.colno}: not JSON ({exc.msg}); "
+                                "is this a JSON Lines file (one object per line)?") from None
+            if not isinstance(row, dict):
+                raise UserError(f"{path}: {where}: a JSON {type(row).__name__}, not an object with columns")
+            yield where, row
+
+    return None, values()
+
+
+def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[tuple[str, dict]]]:
+    import pyarrow
+    import pyarrow.parquet as pq
+
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - 4))
+        tail = fh.read(4)
+    if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        raw = path.read_bytes()[:SNIFF_CHARS]
+        looks = "text (a CSV or JSON Lines file?)" if b"\x00" not in raw else _what_it_is(raw)
+        raise UserError(f"{path}: not a Parquet file (no PAR1 marker at its {'start' if head != PARQUET_MAGIC else 'end'}); "
+                        f"it looks like {looks}")
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pyarrow.ArrowException, OSError) as exc:
+        raise UserError(f"{path}: damaged Parquet file ({exc})") from None
+    header = list(parquet.schema_arrow.names)
+    wanted = [c for c in source.needed_columns() if c in header]
+
+    def values() -> Iterator[tuple[str, dict]]:
+        number = 0
+        for batch in parquet.iter_batches(columns=wanted, batch_size=4096):
+            for row in batch.to_pylist():
+                number += 1
+                yield f"row {number}", row
+
+    return header, values()
+
+
+def _datasets_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[tuple[str, dict]]]:
+    import datasets
+
+    if not any((path / name).is_file() for name in ("dataset_info.json", "state.json", "dataset_dict.json")):
+        raise UserError(f"{path}: a folder, but not one written by datasets' save_to_disk "
+                        "(no dataset_info.json or dataset_dict.json); pass a table file or such a folder")
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        raise UserError(f"{path}: cannot read this datasets folder ({' '.join(str(exc).split())})") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        names = sorted(loaded)
+        split = source.split or (names[0] if len(names) == 1 else None)
+        if split not in loaded:
+            raise UserError(f"{path}: holds the splits {', '.join(names)}; pick one with --split NAME")
+        loaded = loaded[split]
+    elif source.split is not None:
+        raise UserError(f"{path}: a single dataset without splits; leave --split out")
+    header = list(loaded.column_names)
+    wanted = [c for c in source.needed_columns() if c in header]
+
+    def values() -> Iterator[tuple[str, dict]]:
+        number = 0
+        for batch in loaded.select_columns(wanted).iter(batch_size=4096):
+            for i in range(len(batch[wanted[0]]) if wanted else 0):
+                number += 1
+                yield f"row {number}", {c: batch[c][i] for c in wanted}
+
+    return header, values()
+
+
+def _inputs(path: Path) -> list[InputFile]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and ".cache" not in p.relative_to(path).parts)
+        return [InputFile.of(p, f"{path.name}/{p.relative_to(path).as_posix()}") for p in files]
+    return [InputFile.of(path)]
+
+
+def read_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iterator[tuple[str, dict]]]:
+    """(column names, or None where each row brings its own; (where, row) per record)."""
+    fmt = input_format(path, source.format)
+    if fmt == "datasets":
+        if not path.is_dir():
+            raise UserError(f"{path}: --format datasets needs the folder datasets' save_to_disk wrote")
+        return _datasets_rows(path, source)
+    if path.is_dir():
+        raise UserError(f"{path}: a folder; pass the table file, or a datasets save_to_disk folder")
+    if source.columns is not None and fmt not in ("csv", "tsv"):
+        raise UserError("--columns names the columns of a CSV/TSV file without a header row; "
+                        f"{path.name} is {fmt}, whose columns have names")
+    if fmt in ("csv", "tsv"):
+        return _csv_rows(path, source, fmt)
+    if fmt == "jsonl":
+        return _jsonl_rows(path, source)
+    return _parquet_rows(path, source)
+
+
+# -- rows to records -------------------------------------------------------------------------------
+def _cell(path: Path, where: str, column: str, row: dict, *, allow_list: bool = False):
+    if column not in row:
+        raise UserError(f"{path}: {where}: no column {column!r} (this row has: {', '.join(map(str, row)) or 'nothing'})")
+    value = row[column]
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):  # bool is an int: True/False labels are fine as text
+        return str(value)
+    if allow_list and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise UserError(f"{path}: {where}, column {column!r}: a {type(value).__name__}, expected text")
+
+
+def _joined(path: Path, where: str, columns: tuple[str, ...], row: dict) -> str:
+    return " ".join(part for part in (collapse_spaces(_cell(path, where, c, row)) for c in columns) if part)
+
+
+def _label(path: Path, where: str, column: str, row: dict, what: str = "label") -> str:
+    value = collapse_spaces(_cell(path, where, column, row))
+    if not value:
+        raise UserError(f"{path}: {where}, column {column!r}: empty {what}; fill it in or remove the row")
+    return value
+
+
+def _labels(path: Path, where: str, source: TableSource, row: dict) -> tuple[dict, tuple[str, ...]]:
+    if source.label_path is not None:
+        column = source.label_path
+        value = _cell(path, where, column, row, allow_list=True)
+        parts = value if isinstance(value, list) else value.split(source.path_sep)
+        parts = [collapse_spaces(p) for p in parts]
+        if not any(parts):
+            raise UserError(f"{path}: {where}, column {column!r}: empty label path; fill it in or remove the row")
+        if not all(parts):
+            raise UserError(f"{path}: {where}, column {column!r}: the path {value!r} has an empty level "
+                            f"(separator {source.path_sep!r}; pass --path-sep)")
+        # The recipe has two levels: the first element is the parent, the second the child; deeper
+        # levels stay in the record's path for provenance.
+        return {"top": parts[0], "fine": parts[1] if len(parts) > 1 else None}, (" > ".join(parts),)
+    if source.label_parent is not None:
+        top = _label(path, where, source.label_parent, row, "parent label")
+        fine = _label(path, where, source.label, row, "child label")
+        return {"top": top, "fine": fine}, (f"{top} > {fine}",)
+    category = _label(path, where, source.label, row)
+    return {"category": category}, (category,)
+
+
+def record_id(texts: dict[str, str], labels: dict[str, str | None]) -> str:
+    """A record's id without an id column: a digest of what it is, never of where it stands."""
+    payload = json.dumps([sorted(texts.items()), sorted(labels.items(), key=lambda kv: kv[0])],
+                         ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(payload.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _records(path: Path, source: TableSource, progress=None) -> tuple[list[_Record], list[str] | None]:
+    header, rows = read_rows(path, source)
+    if header is not None:
+        missing = [c for c in source.needed_columns() if c not in header]
+        if missing:
+            hint = "" if source.columns is not None else "; a file without a header row needs --columns NAME,NAME,..."
+            shown = ", ".join(repr(h[:40]) for h in header[:12]) + (", ..." if len(header) > 12 else "")
+            where = "line 1 (header)" if input_format(path, source.format) in ("csv", "tsv") and source.columns is None else "columns"
+            raise UserError(f"{path}: {where}: no column {missing[0]!r}; the table has {shown}{hint}")
+    records = []
+    for where, row in rows:
+        texts = {}
+        if source.text:
+            texts["s2s"] = _joined(path, where, source.text, row)
+        if source.text_p2p:
+            texts["p2p"] = _joined(path, where, source.text_p2p, row)
+        labels, label_path = _labels(path, where, source, row)
+        if source.id is not None:
+            identifier = collapse_spaces(_cell(path, where, source.id, row))
+            if not identifier:
+                raise UserError(f"{path}: {where}, column {source.id!r}: empty id; every row needs one")
+        else:
+            identifier = record_id(texts, labels)
+        records.append(_Record(identifier, texts, labels, label_path, where))
+        if progress is not None:
+            progress.update(1)
+    if not records:
+        raise UserError(f"{path}: no records (only a header row, or an empty file)")
+    return records, header
+
+
+def _check_label_column(path: Path, source: TableSource, records: list[_Record]) -> None:
+    level = "top" if source.hierarchical else "category"
+    values = {r.labels[level] for r in records}
+    if len(values) < 2:
+        column = source.label_path or source.label_parent or source.label
+        raise UserError(f"{path}: column {column!r}: every one of the {len(records):,} rows has the label "
+                        f"{next(iter(values))!r}; clustering needs two or more labels (is it the right column?)")
+
+
+def _unique_ids(path: Path, source: TableSource, records: list[_Record], removals: _Removals) -> list[_Record]:
+    by_id: dict[str, _Record] = {}
+    for record in records:
+        first = by_id.get(record.id)
+        if first is None:
+            by_id[record.id] = record
+        elif (first.texts, first.labels) == (record.texts, record.labels):
+            removals.add("exact_duplicate", record, f"same id, text and label as {first.where}")
+        else:
+            raise UserError(f"{path}: {record.where}, column {source.id!r}: id {record.id!r} is also the id of "
+                            f"{first.where}, with another text or label; ids must be unique")
+    return [by_id[i] for i in sorted(by_id)]
+
+
+def _duplicate_key(record: _Record) -> tuple:
+    # Whitespace is collapsed already; NFC makes a composed and a decomposed umlaut the same text.
+    return tuple(unicodedata.normalize("NFC", record.texts[view]) for view in sorted(record.texts))
+
+
+def clean(records: list[_Record], source: TableSource, removals: _Removals, progress=None) -> list[_Record]:
+    """Remove what cannot be a clustering sample, counting each record under its reason. ``records``
+    are sorted by id and unique by id; the result is too, whatever the input order."""
+    kept = []
+    for record in records:
+        if any(not text for text in record.texts.values()):
+            removals.add("empty_text", record)
+        elif any(len(text) < source.min_chars for text in record.texts.values()):
+            removals.add("too_short", record, f"fewer than {source.min_chars} characters")
+        else:
+            kept.append(record)
+    if source.language_filter:
+        from tecb_data.sources.reddit_collect import MIN_PROBABILITY, language_probability
+
+        # The longest text decides: langdetect misjudges short titles, as the Reddit collection found.
+        survivors = []
+        for record in kept:
+            text = max(record.texts.values(), key=len)
+            probability = language_probability(text, source.language)
+            if probability >= MIN_PROBABILITY:
+                survivors.append(record)
+            else:
+                removals.add("other_language", record, f"P({source.language}) = {probability:.2f}")
+        kept = survivors
+    groups: dict[tuple, list[_Record]] = defaultdict(list)
+    for record in kept:
+        groups[_duplicate_key(record)].append(record)
+    deduplicated = []
+    for group in groups.values():
+        if len(group) == 1:
+            deduplicated.append(group[0])
+        elif len({tuple(sorted(r.labels.items(), key=lambda kv: kv[0])) for r in group}) == 1:
+            deduplicated.append(group[0])  # the smallest id: the group is in id order
+            for record in group[1:]:
+                removals.add("exact_duplicate", record, f"same text and label as {group[0].where}")
+        else:
+            # Which label is right cannot be told: none of them is kept.
+            labels = sorted({"/".join(v for v in r.labels.values() if v) for r in group})
+            for record in group:
+                removals.add("conflicting_duplicate", record, f"same text labelled {', '.join(labels)}")
+    kept = sorted(deduplicated, key=lambda r: r.id)
+    if source.min_per_label > 1:
+        # Removing a rare child can make its parent rare: repeat until nothing changes.
+        while True:
+            counts = Counter((level, value) for r in kept for level, value in r.labels.items() if value)
+            rare = [r for r in kept if any(value and counts[level, value] < source.min_per_label
+                                           for level, value in r.labels.items())]
+            if not rare:
+                break
+            for record in rare:
+                removals.add("rare_label", record, f"a label with fewer than {source.min_per_label} texts")
+            dropped = {id(r) for r in rare}
+            kept = [r for r in kept if id(r) not in dropped]
+    return kept
+
+
+def read_table(path: Path, source: TableSource, progress=None) -> tuple[SourceResult, dict]:
+    """The cleaned records of the table, and the removed ones' examples by reason (for ``--report``)."""
+    path = Path(path)
+    source.check()
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    records, _ = _records(path, source, progress)
+    _check_label_column(path, source, records)
+    removals = _Removals()
+    records = _unique_ids(path, source, records, removals)
+    kept = clean(records, source, removals)
+    # Every row read is kept or removed under one reason: the report adds up.
+    removed = {f"removed_{reason}": removals.counts[reason] for reason in REASONS}
+    report = {"rows_read": len(kept) + sum(removed.values()), "kept": len(kept), **removed}
+    if source.hierarchical:
+        parents = defaultdict(set)
+        for record in kept:
+            if record.labels["fine"]:
+                parents[record.labels["fine"]].add(record.labels["top"])
+        shared = sum(1 for tops in parents.values() if len(tops) > 1)
+        if shared:
+            # The fine splits cluster on the child's name alone, as the Blurbs recipe does.
+            report["warning_child_labels_under_several_parents"] = shared
+    items = [Item(id=r.id, views=dict(r.texts), labels=dict(r.labels), path=r.path) for r in kept]
+    examples = {reason: removals.examples[reason] for reason in REASONS if removals.examples[reason]}
+    return SourceResult(items=items, inputs=_inputs(path), views=source.views, report=report), examples
+
+
+# -- the datasets a table build publishes -------------------------------------------------------------
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
+
+
+def mteb_base(name: str) -> str:
+    """``german-news`` -> ``GermanNewsClustering``: MTEB's way of naming a clustering task."""
+    base = "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_.]+", name) if part)
+    return base if base.endswith("Clustering") else base + "Clustering"
+
+
+def check_name(name: str, views) -> None:
+    from tecb_data.recipes import DATASETS
+
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise UserError(f"--name {name!r}: use lower-case letters, digits, '-', '_' or '.' (at most 80), "
+                        "e.g. german-news-clustering")
+    for view in views:
+        dataset, mteb_name = f"{name}-{view}", mteb_base(name) + view.upper()
+        # A registry name would make verify, load and the MTEB tasks take this table for that dataset.
+        for spec in DATASETS.values():
+            if dataset == spec.name or mteb_name == spec.mteb_name:
+                raise UserError(f"--name {name}: {dataset} ({mteb_name}) is the name of the registry's {spec.name}; "
+                                "choose another --name")
+
+
+def check_licence(licence: str | None) -> str:
+    from tecb_data.card import HUB_LICENSES
+
+    licence = (licence or "unknown").strip().lower()
+    if licence not in HUB_LICENSES:
+        raise UserError(f"--licence {licence!r}: not a licence id the Hub accepts; choose one of "
+                        f"{', '.join(sorted(HUB_LICENSES))}")
+    if licence == "other":
+        raise UserError("--licence other needs a licence name and link on the card, which the table source does "
+                        "not write yet; choose a listed licence id")
+    return licence
+
+
+def read_citation(path: str | Path | None) -> str | None:
+    if path is None:
+        return None
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise UserError(f"--citation {path}: no such file; pass a file holding the source's BibTeX entry") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"--citation {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UserError(f"--citation {path}: cannot read it ({exc.strerror})") from None
+    if not text.startswith("@") or "{" not in text:
+        raise UserError(f"--citation {path}: not a BibTeX entry (it should start with @article{{... or @inproceedings{{...)")
+    return text
+
+
+def dataset_specs(name: str, views, source: TableSource, *, input_name: str, recipe_name: str, licence: str,
+                  citation: str | None, description: str | None = None, pretty_name: str | None = None,
+                  source_url: str | None = None) -> list:
+    """One :class:`DatasetSpec` per view, declared as the registry's are, but not in the registry:
+    a table dataset is the user's, its manifest says what it is."""
+    from tecb_data.recipes import DatasetSpec
+
+    labels = (f"{source.label_path} (parent > child)" if source.label_path else
+              f"{source.label_parent} > {source.label}" if source.label_parent else source.label)
+    specs = []
+    for view in views:
+        columns = ", ".join(source.text if view == "s2s" else source.text_p2p)
+        specs.append(DatasetSpec(
+            name=f"{name}-{view}",
+            source="table",
+            view=view,
+            recipe=recipe_name,
+            pretty_name=f"{pretty_name or ' '.join(p.capitalize() for p in re.split(r'[-_.]+', name) if p)} {view.upper()}",
+            mteb_name=mteb_base(name) + view.upper(),
+            description=description or f"Clustering of texts ({columns}) from {input_name} by {labels}.",
+            license=licence,
+            license_note=("The builder of this dataset declared its licence as "
+                          f"`{licence}`." if licence != "unknown" else
+                          "No licence was declared when this dataset was built; it must not be published as it is."),
+            source_citations=(citation,) if citation else (),
+            source_url=source_url or "",
+            card_template="table.md.j2",
+            publishable=True,
+        ))
+    return specs
