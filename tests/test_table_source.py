@@ -272,6 +272,30 @@ def test_mteb_task_under_its_own_name_and_language_and_the_grid_runs(cli_built, 
     assert len(frame) == 3 and frame.v_measure.between(0.5, 1 + 1e-9).all()
 
 
+def test_a_french_table_is_a_french_task_in_mteb_and_in_the_export(tmp_path):
+    import json as json_module
+
+    import mteb
+
+    from tecb_eval import mteb_tasks, run_grid
+    from tecb_eval.cli import main as eval_main
+
+    ((folder, manifest),) = build_table(write_csv(tmp_path / "fr.csv", rows()), tmp_path / "out", name="nouvelles",
+                                        text="title", label="label", language="fr")
+    assert manifest["language"] == "fr"
+    (legacy,) = mteb_tasks([folder])
+    (fast,) = mteb_tasks([folder], version="v2")
+    assert legacy.metadata.eval_langs == fast.metadata.eval_langs == ["fra-Latn"]
+    results = tmp_path / "results.jsonl"
+    run_grid([folder], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], cache_dir=tmp_path / "cache",
+             results=results, progress=False, log=lambda m: None)
+    assert eval_main(["export", str(results), "--out", str(tmp_path / "export")]) == 0
+    (path,) = (tmp_path / "export" / "mteb" / "results").rglob("NouvellesClusteringS2S.json")
+    assert json_module.loads(path.read_text())["scores"]["test"][0]["languages"] == ["fra-Latn"]
+    loaded = mteb.ResultCache(tmp_path / "export" / "mteb").load_results(include_remote=False)
+    assert [r.task_name for m in loaded.model_results for r in m.task_results] == ["NouvellesClusteringS2S"]
+
+
 # -- bad input: one line naming file, row and column; exit 2; nothing written ----------------------------
 def _bad_inputs(tmp: Path) -> list[tuple[Path, str, str]]:
     """(input, label column, the message's pattern)."""

@@ -277,6 +277,7 @@ class Grid:
                 "model_identity": ctx["identity"],
                 "dataset": bench.name,
                 "mteb_name": bench.mteb_name,
+                "language": bench.manifest.get("language", "de"),
                 "dataset_fingerprint": bench.fingerprint,
                 "dataset_location": bench.location,
                 "protocol": self.protocol,

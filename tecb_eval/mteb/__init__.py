@@ -20,9 +20,13 @@ code wherever it can instead of keeping a copy in step by hand:
   layout (``results/<model>/<revision>/<Task>.json`` + ``model_meta.json``) with MTEB's own
   ``TaskResult``, so ``mteb.ResultCache(OUT).load_results(include_remote=False)`` reads it.
 
-Datasets MTEB has no task for (the German Reddit sets) get a task of the same kind built from our
-own metadata: legacy as MTEB v1 clusters, v2 through MTEB's generic ``_convert_to_fast`` pooling
-with every text embedded (as the TenKGnad v2 tasks do).
+MTEB's own class is used only where MTEB's task is our German dataset (language ``deu-Latn``, the
+same dataset). Every other dataset gets a task of the same kind built from our own metadata, in its
+own language: legacy as MTEB v1 clusters, v2 through MTEB's generic ``_convert_to_fast`` pooling
+with every text embedded (as the TenKGnad v2 tasks do). Where MTEB uses the name for another
+dataset, ours carries MTEB's language-variant suffix: the German Reddit views are
+``RedditClusteringS2S-DE`` and ``RedditClusteringP2P-DE``, never MTEB's English
+``RedditClusteringP2P``.
 
 ``mteb`` is imported on first use: it takes seconds to import.
 """

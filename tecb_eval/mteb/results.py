@@ -10,7 +10,7 @@ import numpy as np
 
 from tecb_data.errors import UserError
 from tecb_eval.mteb.encoders import revision_of
-from tecb_eval.mteb.tasks import SPLIT, task_for
+from tecb_eval.mteb.tasks import SPLIT, language_of, task_for
 
 
 def _scores(group, version: str) -> dict:
@@ -63,7 +63,10 @@ def task_results(frame) -> list[tuple[str, str, object, dict]]:
         # Split names sort in published order (coarse-00 ..., sample-00 ..., bootstrap-00 ...).
         group = group.sort_values(["split", "seed"])
         seed = int(group.seed.min())
-        task = task_for(mteb_name, version, {"path": str(location), "revision": str(fingerprint)}, seed)
+        # Rows name their dataset's language since table datasets came (older rows: German).
+        code = group["language"].iloc[0] if "language" in group.columns else None
+        task = task_for(mteb_name, version, {"path": str(location), "revision": str(fingerprint)}, seed,
+                        language_of(code, mteb_name))
         seconds = float(group[["encode_s", "reduce_s", "cluster_s"]].to_numpy().sum())
         result = TaskResult.from_task_results(task, {SPLIT: {"default": _scores(group, version)}}, seconds)
         extra = {"tecb_protocol": protocol, "tecb_profile": profile, "tecb_seeds": str(seeds),

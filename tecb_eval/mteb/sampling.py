@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tecb_eval.mteb.tasks import SPLIT, dataset_reference, task_for
+from tecb_eval.mteb.tasks import SPLIT, dataset_reference, mteb_language, task_for
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def _quiet_datasets():
 
 def fast_sample(bench, seed: int) -> FastSample:
     """MTEB v2's sample of ``bench``: the task's own transform, downsampling and bootstrap draws."""
-    task = task_for(bench.mteb_name, "v2", dataset_reference(bench), seed)
+    task = task_for(bench.mteb_name, "v2", dataset_reference(bench), seed, mteb_language(bench))
     # The rows are already loaded and verified; the transform is MTEB's (tested equal to MTEB
     # loading the folder itself).
     task.dataset = _in_memory(bench)

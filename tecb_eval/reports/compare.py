@@ -15,6 +15,13 @@ every split and seed.
   model" each split's difference is as likely negative as positive. Exact when 2**splits is at
   most ``resamples``, else ``resamples`` seeded random flips.
 - The ranking *holds* when the interval excludes 0 and p < 1 - confidence.
+- Fast protocol (MTEB v2): its "splits" are bootstrap draws from one pool of texts embedded once.
+  They share their texts, so they are not independent evidence: the resampling behind an interval
+  and a p-value would treat ten looks at one sample as ten samples. A fast-protocol comparison
+  reports the difference and its SD over the draws, and no interval, p-value or verdict.
+- Resamples: a percentile interval takes its ends from the (1 - confidence) / 2 tails of the
+  resampled means, so it needs at least 2 / (1 - confidence) resamples (40 at 95 %) for each tail
+  to hold one; fewer are refused (one resample would give an "interval" of one value).
 
 Randomness: one generator per comparison, from ``numpy.random.SeedSequence`` of the seed and the
 names compared, so a comparison gives the same interval whatever else is compared with it.
@@ -23,6 +30,7 @@ names compared, so a comparison gives the same interval whatever else is compare
 from __future__ import annotations
 
 import hashlib
+import math
 import warnings
 from dataclasses import asdict, dataclass
 
@@ -35,6 +43,28 @@ from tecb_data.errors import UserError
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 9999
 DEFAULT_SEED = 42
+FAST_PROTOCOL = "fast"  # tecb_eval.grid.protocols' name for MTEB v2's bootstrap draws
+
+
+def minimum_resamples(confidence: float) -> int:
+    """The fewest resamples whose percentile interval at ``confidence`` has a resample in each tail."""
+    return math.ceil(round(2 / (1 - confidence), 9))
+
+
+def check_settings(confidence: float, resamples: int, seed: int, *, options: dict | None = None) -> None:
+    """Refuse settings that give no interval or no generator; ``options`` names them as the caller
+    knows them (the CLI's ``--resamples``), default the parameter names."""
+    name = {"confidence": "confidence", "resamples": "resamples", "seed": "seed", **(options or {})}
+    if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
+        raise UserError(f"{name['confidence']} {confidence}: give a level between 0 and 1, e.g. 0.95")
+    needed = minimum_resamples(confidence)
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < needed:
+        raise UserError(f"{name['resamples']} {resamples}: a {100 * confidence:g} % interval needs at least {needed} "
+                        f"resamples (2 / (1 - confidence), one in each tail); pass {name['resamples']} {needed} "
+                        f"or more (default {DEFAULT_RESAMPLES})")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UserError(f"{name['seed']} {seed}: the seed of the resampling must be a non-negative integer, "
+                        f"e.g. {name['seed']} {DEFAULT_SEED}")
 
 
 @dataclass(frozen=True)
@@ -54,13 +84,23 @@ class Comparison:
     seeds: int
     pairs: int
     confidence: float
+    spread: float = math.nan  # SD over splits (fast: over draws) of the per-split difference
+    independent: bool = True  # False: the splits are bootstrap draws from one pool (fast protocol)
 
     @property
     def holds(self) -> bool:
+        if not self.independent or math.isnan(self.p_value):
+            return False
         return (self.low > 0 or self.high < 0) and self.p_value < 1 - self.confidence
 
     def sentence(self) -> str:
         ahead, behind = (self.model_a, self.model_b) if self.difference >= 0 else (self.model_b, self.model_a)
+        if not self.independent:
+            return self._draws_sentence(ahead, behind)
+        if self.splits < 2:
+            return (f"{self.dataset}: {ahead} is ahead of {behind} by {100 * abs(self.difference):.2f} V-measure points "
+                    f"on the one split both have (A - B = {100 * self.difference:.2f}): one split gives no interval "
+                    "and no test, the ranking is not established.")
         level = f"{100 * self.confidence:g} %"
         detail = (f"{100 * abs(self.difference):.2f} V-measure points (A - B = {100 * self.difference:.2f}, "
                   f"{level} interval {100 * self.low:.2f} to {100 * self.high:.2f}, p = {self.p_value:.4f}, "
@@ -75,8 +115,21 @@ class Comparison:
             why = f"too few splits to tell (no sign-flip p can fall below {1 - self.confidence:.2g} with {self.splits})"
         return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: {why}, the ranking does not hold."
 
+    def _draws_sentence(self, ahead: str, behind: str) -> str:
+        seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
+        if self.difference == 0 and self.spread == 0:
+            return (f"{self.dataset}: {self.model_a} and {self.model_b} score the same on every bootstrap draw of the "
+                    f"fast protocol ({self.splits} draws x {seeds}).")
+        return (f"{self.dataset}: {ahead} scores {100 * abs(self.difference):.2f} V-measure points above {behind} on the "
+                f"fast protocol (A - B = {100 * self.difference:.2f}, SD {100 * self.spread:.2f} over {self.splits} "
+                f"bootstrap draws x {seeds}). The draws resample one pool of texts, so they are not independent "
+                "evidence: no interval, p-value or verdict on the ranking; compare legacy-protocol runs (independent "
+                "splits) to test it.")
+
     def record(self) -> dict:
-        return {**asdict(self), "holds": self.holds}
+        # No verdict either way where the data cannot give one (fast draws, a single split).
+        verdict = self.holds if self.independent and not math.isnan(self.p_value) else None
+        return {**asdict(self), "holds": verdict}
 
 
 def _generator(seed: int, *names: str) -> np.random.Generator:
@@ -92,8 +145,11 @@ def _scores(frame: pd.DataFrame, model: str, dataset: str, algorithm: str, reduc
 
 def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a: str = "A", model_b: str = "B",
                       confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = DEFAULT_SEED) -> Comparison:
-    """A - B for two series of scores indexed by (split, seed); only pairs both have count."""
+                      seed: int = DEFAULT_SEED, independent: bool = True) -> Comparison:
+    """A - B for two series of scores indexed by (split, seed); only pairs both have count.
+    ``independent=False``: the splits are bootstrap draws from one pool (the fast protocol), and
+    only the difference and its spread are given (see the module)."""
+    check_settings(confidence, resamples, seed)
     both = pd.concat({"a": a, "b": b}, axis=1, join="inner").dropna()
     if both.empty:
         raise UserError(f"{dataset}: {model_a} and {model_b} share no (split, seed) to pair; "
@@ -101,8 +157,11 @@ def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a:
     # Per split: the mean over its seeds (of A, of B, of A - B).
     per_split = both.assign(d=both.a - both.b).groupby(level="split", sort=True).mean()
     d = per_split.d.to_numpy(dtype=float)
+    spread = float(d.std(ddof=1)) if len(d) > 1 else math.nan
     rng = _generator(seed, dataset, model_a, model_b)
-    if np.ptp(d) == 0:
+    if not independent or len(d) < 2:
+        low = high = p_value = math.nan
+    elif np.ptp(d) == 0:
         # Every split gives the same difference: no resample can differ (scipy calls such data degenerate).
         low = high = float(d[0])
         p_value = 1.0 if d[0] == 0 else float(2.0 ** (1 - len(d)))  # only the all-same-sign flips are as extreme
@@ -114,46 +173,88 @@ def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a:
         low, high = float(interval.low), float(interval.high)
         p_value = float(stats.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=resamples,
                                                alternative="two-sided", rng=rng).pvalue)
-    return Comparison(dataset, model_a, model_b, float(per_split.a.mean()), float(per_split.b.mean()),
-                      float(d.mean()), low, high, min(p_value, 1.0), len(d),
-                      int(both.index.get_level_values("seed").nunique()), len(both), confidence)
+    return Comparison(dataset=dataset, model_a=model_a, model_b=model_b, mean_a=float(per_split.a.mean()),
+                      mean_b=float(per_split.b.mean()), difference=float(d.mean()), low=low, high=high,
+                      p_value=min(p_value, 1.0) if not math.isnan(p_value) else p_value, splits=len(d),
+                      seeds=int(both.index.get_level_values("seed").nunique()), pairs=len(both),
+                      confidence=confidence, spread=spread, independent=independent)
+
+
+def independent_splits(rows: pd.DataFrame) -> bool:
+    """Whether ``rows``' splits are independent samples: not the fast protocol's bootstrap draws."""
+    return "protocol" not in rows.columns or not (rows.protocol == FAST_PROTOCOL).any()
+
+
+def _field(rows: pd.DataFrame, name: str) -> pd.Series:
+    return rows[name].astype(str) if name in rows.columns else pd.Series("", index=rows.index)
+
+
+def _versions_of(rows: pd.DataFrame, limit: int = 3) -> str:
+    """The versions (protocol, profile, seed set, build) ``rows`` hold, in a few words."""
+    keys = sorted(set(zip(_field(rows, "protocol"), _field(rows, "profile"), _field(rows, "seeds"),
+                          _field(rows, "dataset_fingerprint").str[:8], _field(rows, "mteb_name"))))
+    listed = [f"{dataset}: protocol {p}, profile {q}, seeds {s}, build {f}" for p, q, s, f, dataset in keys[:limit]]
+    if len(keys) > limit:
+        listed.append(f"{len(keys) - limit} more")
+    return "; ".join(listed)
+
+
+CHOOSE = ("choose that version with --protocol/--profile/--seeds/--fingerprint/--model-identity "
+          "(`tecb-eval table RESULTS --versions` lists them)")
 
 
 def compare(frame: pd.DataFrame, model_a: str, model_b: str, datasets=None, *,
             algorithm: str = "minibatch_kmeans", reduction: str = "none", metric: str = "v_measure",
             confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
-            seed: int = DEFAULT_SEED) -> list[Comparison]:
+            seed: int = DEFAULT_SEED, store: pd.DataFrame | None = None) -> list[Comparison]:
     """A - B per dataset (default: every dataset both models have) for one configuration (default:
     k-means on the embeddings, Table 2's). ``frame`` should hold one version per table
-    (:func:`tecb_eval.reports.versions.select`), so that pairs are on the same build and seeds."""
-    if not 0 < confidence < 1:
-        raise UserError(f"confidence must be between 0 and 1, got {confidence}")
-    if resamples < 1:
-        raise UserError(f"resamples must be positive, got {resamples}")
-    models = set(frame.model)
-    for model in (model_a, model_b):
-        if model not in models:
-            raise UserError(f"no results for model {model!r}; the store has {', '.join(sorted(models))}")
+    (:func:`tecb_eval.reports.versions.select`), so that pairs are on the same build and seeds;
+    ``store``, the rows it was selected from, lets an error name a model's other versions."""
+    check_settings(confidence, resamples, seed)
     if model_a == model_b:
         raise UserError(f"compare two different models (got {model_a!r} twice)")
+    models = set(frame.model)
+    for model in (model_a, model_b):
+        if model in models:
+            continue
+        elsewhere = store[store.model == model] if store is not None else frame.iloc[0:0]
+        if not elsewhere.empty:
+            raise UserError(f"no results for model {model!r} in the version compared; the store has it only in "
+                            f"other versions ({_versions_of(elsewhere)}): {CHOOSE}")
+        raise UserError(f"no results for model {model!r}; the store has {', '.join(sorted(models))}")
     both = sorted(set(frame[frame.model == model_a].mteb_name) & set(frame[frame.model == model_b].mteb_name))
     if datasets:
         missing = [d for d in datasets if d not in both]
         if missing:
-            raise UserError(f"{', '.join(missing)}: not run with both {model_a} and {model_b}; "
-                            f"both have {', '.join(both) or 'no dataset'}")
+            raise UserError(f"{', '.join(missing)}: not run with both {model_a} and {model_b} in the version compared; "
+                            f"both have {', '.join(both) or 'no dataset'}{_elsewhere_hint(store, model_a, model_b, missing)}")
         both = [d for d in both if d in set(datasets)]
     if not both:
-        raise UserError(f"{model_a} and {model_b} were not run on a common dataset")
+        raise UserError(f"{model_a} and {model_b} were not run on a common dataset in the version compared"
+                        f"{_elsewhere_hint(store, model_a, model_b)}")
     out = []
     for dataset in both:
         a = _scores(frame, model_a, dataset, algorithm, reduction, metric)
         b = _scores(frame, model_b, dataset, algorithm, reduction, metric)
         if a.empty or b.empty:
             raise UserError(f"{dataset}: no {algorithm}:{reduction} cells for both {model_a} and {model_b}")
-        out.append(paired_difference(a, b, dataset=dataset, model_a=model_a, model_b=model_b,
-                                     confidence=confidence, resamples=resamples, seed=seed))
+        rows = frame[frame.model.isin([model_a, model_b]) & (frame.mteb_name == dataset)]
+        out.append(paired_difference(a, b, dataset=dataset, model_a=model_a, model_b=model_b, confidence=confidence,
+                                     resamples=resamples, seed=seed, independent=independent_splits(rows)))
     return out
+
+
+def _elsewhere_hint(store, model_a: str, model_b: str, datasets=None) -> str:
+    """"; the store has both on X in another version: choose ..." where it does, else ""."""
+    if store is None:
+        return ""
+    shared = set(store[store.model == model_a].mteb_name) & set(store[store.model == model_b].mteb_name)
+    if datasets:
+        shared &= set(datasets)
+    if not shared:
+        return ""
+    return f"; the store has both on {', '.join(sorted(shared))} in other versions: {CHOOSE}"
 
 
 def mean_interval(scores: pd.Series, *, confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
@@ -171,7 +272,8 @@ def mean_interval(scores: pd.Series, *, confidence: float = DEFAULT_CONFIDENCE, 
 def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = DEFAULT_SEED) -> dict[tuple[str, str], str]:
     """Table 2's markers: {(model, dataset): "*" for the best model on the dataset, "=" for a model
-    whose difference to the best does not hold, "" for one the best is surely ahead of}."""
+    whose difference to the best does not hold, "" for one the best is surely ahead of}. On the fast
+    protocol no ranking can be shown (its draws share one pool; see the module): every other model is "="."""
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
     markers = {}
     for dataset in sorted(kmeans.mteb_name.unique()):
@@ -187,14 +289,16 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
                 markers[(model, dataset)] = "?"
                 continue
             result = paired_difference(a, b, dataset=dataset, model_a=best, model_b=model,
-                                       confidence=confidence, resamples=resamples, seed=seed)
+                                       confidence=confidence, resamples=resamples, seed=seed,
+                                       independent=independent_splits(of))
             markers[(model, dataset)] = "" if result.holds else "="
     return markers
 
 
 def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
-    """One row per dataset: both means, A - B with its interval (0..1), p, pairs, holds."""
+    """One row per dataset: both means, A - B with its interval (0..1) and its SD over splits, p,
+    pairs, holds; no interval, p or verdict (empty) where the splits are fast-protocol draws."""
     rows = [c.record() for c in comparisons]
     table = pd.DataFrame(rows).set_index("dataset")
-    return table[["model_a", "model_b", "mean_a", "mean_b", "difference", "low", "high", "p_value",
-                  "splits", "seeds", "pairs", "confidence", "holds"]]
+    return table[["model_a", "model_b", "mean_a", "mean_b", "difference", "low", "high", "spread", "p_value",
+                  "splits", "seeds", "pairs", "confidence", "independent", "holds"]]
