@@ -7,17 +7,24 @@
   replacing it would damage what the command reads (a dataset folder, a model folder).
 - Folders and files named by the user are checked before the long work starts, so a read-only or
   file-typed path is one line, not a traceback an hour later.
+- A command's output folder is written whole or not at all (:func:`staged_output`): into
+  ``OUT.partial``, then swapped in; its marker lists the files it holds, so a folder a user has
+  since added files to is not replaced either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
+import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from tecb_data.errors import UserError
 
@@ -146,3 +153,293 @@ def writable_folder(folder: str | Path, *, option: str) -> Path:
         raise UserError(f"{option} {folder}: cannot write there ({exc.strerror}); choose a writable folder") from None
     return folder
 
+
+
+# -- a command's output folder, written whole or not at all --------------------------------------
+#
+# `check_output` says before the long work whether a command may write its folder; `staged_output`
+# writes it into ``OUT.partial`` and swaps it in when complete. What they add to the rules above:
+# an output that holds the command's own inputs (a results store, a cache) is refused, since the swap
+# would delete them; a symbolic link is followed to the folder it names; and Ctrl-C (even one a
+# library swallowed) leaves OUT as it was, or, once the swap has begun, the complete new folder.
+
+_published: list[Path] = []
+
+
+def published() -> list[Path]:
+    """The output folders this process has swapped into place, in order (for an honest message
+    after Ctrl-C: whether the new output is there or the old one is untouched)."""
+    return list(_published)
+
+
+def output_target(folder: str | Path, *, option: str = "--out") -> Path:
+    """``folder`` with symbolic links followed: the folder that is written. A link loop is one line."""
+    try:
+        return Path(folder).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError for a loop, 3.13 OSError
+        raise UserError(f"{option} {folder}: a symbolic link that cannot be followed ({exc}); remove the link "
+                        "or choose another folder") from None
+
+
+def _holds_only(folder: Path, kept: set[Path]) -> bool:
+    """Whether ``folder`` holds nothing but the files in ``kept`` (in folders of their own)."""
+    for root, dirs, files in os.walk(folder):
+        if any((Path(root) / name).is_symlink() for name in dirs):
+            return False
+        for name in files:
+            if Path(root) / name not in kept:
+                return False
+    return True
+
+
+def _listed_files(folder: Path) -> list[str] | None:
+    """The files ``folder``'s marker says its command wrote (relative paths), or None if it does not say."""
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    files = marker.get("files") if isinstance(marker, dict) else None
+    return files if isinstance(files, list) and all(isinstance(f, str) for f in files) else None
+
+
+def _files_in(folder: Path) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(folder):
+        links = [d for d in dirs if (Path(root) / d).is_symlink()]  # os.walk lists them as folders, never enters
+        found += [(Path(root) / name).relative_to(folder).as_posix() for name in files + links]
+    return sorted(f for f in found if f != MARKER)
+
+
+def _added_files(target: Path, kept: set[Path]) -> list[str]:
+    """Files in an output folder that its command did not write (a user's notes put there since)."""
+    listed = _listed_files(target)
+    if listed is None:
+        return []
+    allowed = set(listed) | {p.relative_to(target).as_posix() for p in kept}
+    return [f for f in _files_in(target) if f not in allowed]
+
+
+def _replaceable(target: Path, command: str, kept: set[Path]) -> bool:
+    if not target.exists() and not target.is_symlink():
+        return True
+    if not target.is_dir() or target.is_symlink():
+        return False
+    if written_by(target) == command:
+        return not _added_files(target, kept)
+    return _is_empty_folder(target) or _holds_only(target, kept)
+
+
+def _refuse_unreplaceable(target: Path, command: str, *, shown, option: str) -> None:
+    if not target.is_dir():
+        raise UserError(f"{option} {shown}: is a file, not a folder; choose a folder path")
+    if (target / "manifest.json").is_file():
+        raise UserError(f"{option} {shown}: is a dataset folder (it has manifest.json), which `{command}` never "
+                        "writes into; choose another output folder")
+    other = written_by(target)
+    added = _added_files(target, set()) if other == command else []
+    if added:
+        shown_files = ", ".join(added[:3]) + (f" and {len(added) - 3} more" if len(added) > 3 else "")
+        raise UserError(f"{option} {shown}: an earlier `{command}` output, but it now also holds files that command "
+                        f"did not write ({shown_files}); they are never replaced: move them away or choose another "
+                        "output folder")
+    if other is not None:
+        raise UserError(f"{option} {shown}: holds the output of `{other}`, which `{command}` never replaces; "
+                        "choose another output folder")
+    raise UserError(f"{option} {shown}: already holds files that `{command}` did not write (no {MARKER}); they are "
+                    "never replaced: choose a new or empty folder, or move them away yourself")
+
+
+def _resolvable(path: str | Path) -> bool:
+    # An input that cannot be resolved (a link loop) fails where it is read, with its own option named.
+    try:
+        Path(path).expanduser().resolve()
+    except (RuntimeError, OSError):
+        return False
+    return True
+
+
+def _kept(target: Path, keep: Iterable[str | Path | None]) -> set[Path]:
+    found = set()
+    for item in keep:
+        if item is None:
+            continue
+        path = Path(item).expanduser().resolve()
+        if path.is_relative_to(target) and path != target:
+            found.add(path)
+    return found
+
+
+def check_output(folder: str | Path, command: str, *, inputs: Iterable[str | Path | None] = (),
+                 option: str = "--out", keep: Iterable[str | Path | None] = ()) -> Path:
+    """May ``command`` write its output folder at ``folder``? Checked before the long work, creating
+    nothing. Yes when nothing is there, an empty folder, a folder an earlier ``command`` wrote (its
+    marker: rerunning a command replaces its own output), or one that holds only the files in
+    ``keep`` (which the new output keeps). Refused in one line: a file, a dataset folder, another
+    command's or a user's folder, a folder that is, holds or lies inside one of ``inputs`` (files or
+    folders the command reads or keeps elsewhere: the swap would delete them), a work folder
+    ``OUT.partial`` that is not ours, a place that cannot be written. Returns the folder to write."""
+    target = output_target(folder, option=option)
+    refuse_overlap(folder, [item for item in inputs if item is not None and _resolvable(item)], option=option)
+    if not _replaceable(target, command, _kept(target, keep)):
+        _refuse_unreplaceable(target, command, shown=folder, option=option)
+    work = target.with_name(target.name + ".partial")
+    if (work.exists() or work.is_symlink()) and not (work.is_dir() and not work.is_symlink()
+                                                     and (_is_empty_folder(work) or written_by(work) == command)):
+        raise UserError(f"{work}: the work folder `{command}` would use is in the way and was not written by it "
+                        f"(no {MARKER}); move it away or choose another output folder")
+    existing = next(p for p in [target.parent, *target.parent.parents] if p.exists())
+    try:
+        # Creating a file is the only test that agrees with the file system (ACLs, read-only mounts,
+        # root squash); os.access does not. An unnamed temporary file leaves no trace.
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise UserError(f"{option} {folder}: cannot write there ({exc.strerror}); choose a writable folder") from None
+    return target
+
+
+class _Interrupts:
+    """SIGINT while an output is written: raised as KeyboardInterrupt and remembered, so one that a
+    library swallowed still stops the command at the next :meth:`check`; while ``holding`` (the
+    swap, the clean-up) SIGINT and SIGTERM wait and take effect when the step is done."""
+
+    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    # A second Ctrl-C this soon after the first lands while the first is still unwinding (before
+    # the clean-up could begin): raising it there would skip the clean-up. Later, the first was
+    # evidently swallowed, and the second is raised.
+    _REPEAT_SECONDS = 0.5
+
+    def __init__(self):
+        self.seen = False
+        self.holding = False
+        self.held: list[int] = []
+        self._previous: dict = {}
+        self._raised_at: float | None = None
+
+    def _handler(self, signum, frame):
+        if self.holding:
+            self.held.append(signum)
+            return
+        if signum == signal.SIGINT:
+            self.seen = True
+            now = time.monotonic()
+            if self._raised_at is None or now - self._raised_at > self._REPEAT_SECONDS:
+                self._raised_at = now
+                raise KeyboardInterrupt
+            return
+        self._restore()
+        signal.raise_signal(signum)
+
+    def __enter__(self) -> "_Interrupts":
+        if threading.current_thread() is threading.main_thread():
+            for signum in self._SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handler)
+        return self
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
+
+    def _restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def __exit__(self, *exc) -> None:
+        self._restore()
+        for signum in dict.fromkeys(self.held):
+            if signum == signal.SIGINT and exc[0] is None:
+                raise KeyboardInterrupt
+            if signum != signal.SIGINT:
+                signal.raise_signal(signum)
+
+
+class Stage:
+    """The folder an output is written into (``work``); call ``check()`` between files, so that a
+    Ctrl-C a library swallowed still stops the command."""
+
+    def __init__(self, work: Path, target: Path, check):
+        self.work, self.target, self.check = work, target, check
+
+
+def _sync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a folder; the renames are done either way
+    finally:
+        os.close(fd)
+
+
+def _swap(work: Path, target: Path, command: str, kept: set[Path], *, shown, option: str) -> None:
+    """``work`` into ``target``'s place; the old folder is moved aside and removed once ``work`` is in
+    place, and only if it is still replaceable (someone may have put their own folder there)."""
+    if not (target.exists() or target.is_symlink()):
+        os.replace(work, target)
+        return
+    if not _replaceable(target, command, kept):
+        raise UserError(f"{option} {shown}: changed during the run and is no longer `{command}`'s to replace; "
+                        f"nothing there was changed")
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
+    os.replace(target, aside / target.name)
+    try:
+        os.replace(work, target)
+    except BaseException:
+        os.replace(aside / target.name, target)
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Path | None] = (),
+                  option: str = "--out", keep: Iterable[str | Path | None] = ()) -> Iterator[Stage]:
+    """Write ``command``'s output folder whole or not at all: checked as :func:`check_output` says,
+    written into ``OUT.partial`` (marked, held with :func:`claim`; one left by a killed run is
+    removed first), then swapped into place with SIGINT and SIGTERM held back. The files in ``keep``
+    that lie inside OUT (the demo's own results store) are hard-linked into the new folder, so they
+    survive the swap. Anything that stops the body (an error, Ctrl-C) removes ``OUT.partial`` and
+    leaves OUT as it was; a file-system error is one line naming ``option``."""
+    target = check_output(folder, command, inputs=inputs, option=option, keep=keep)
+    kept = _kept(target, keep)
+    work = target.with_name(target.name + ".partial")
+    with _Interrupts() as interrupts:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            remove_own(work, command, what="work folder")  # left by a killed run
+            work.mkdir()  # the mode mkdir gives under the umask, as the folder's final mode
+            mark(work, command)
+        except OSError as exc:
+            raise UserError(f"{option} {folder}: cannot write there ({exc.strerror}); choose a writable folder") from None
+        held = claim(work, command)
+        try:
+            yield Stage(work, target, interrupts.check)
+            interrupts.check()
+            for path in sorted(kept):
+                copy = work / path.relative_to(target)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(path, copy)  # the same file under both names: nothing to lose at any moment
+                except OSError:
+                    shutil.copy2(path, copy)
+            # The marker lists what the folder holds: a later run replaces it only while it holds
+            # nothing else (a user's notes put there since are never deleted).
+            (work / MARKER).write_text(json.dumps({"written_by": command, "files": _files_in(work)}) + "\n",
+                                       encoding="utf-8")
+            interrupts.holding = True
+            _swap(work, target, command, kept, shown=folder, option=option)
+            _sync_folder(target.parent)
+            _published.append(target)
+        except BaseException as exc:
+            interrupts.holding = True
+            os.close(held)
+            shutil.rmtree(work, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise UserError(f"{option} {folder}: writing the output failed ({exc.strerror or exc}); nothing "
+                                "there was changed: free space or choose another folder") from None
+            raise
+        os.close(held)

@@ -1,15 +1,29 @@
 """Writing our output files and naming things by digest: the bottom of ``tecb_eval``, imported by
-every room (caches, tables, MTEB results, layer sweeps) and importing none of them."""
+every room (caches, tables, MTEB results, layer sweeps) and importing none of them.
+
+Every file is written whole or not at all (a temporary sibling, fsynced, renamed into place) and
+gets the mode a plain ``open`` gives under the umask: ``tempfile.mkstemp`` would make it 0600,
+unreadable by the rest of a group sharing a cache or a report.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Callable
 
 from tecb_data.errors import UserError
+
+
+class WriteError(UserError):
+    """Writing one of our files failed (a full disk, a read-only folder). ``path`` and ``reason``
+    let the command that owns the folder say it in its own terms (its option, what was kept)."""
+
+    def __init__(self, message: str, path: Path, reason: str):
+        super().__init__(message)
+        self.path, self.reason = path, reason
 
 
 def short_hash(*parts: str) -> str:
@@ -19,28 +33,44 @@ def short_hash(*parts: str) -> str:
     return digest.hexdigest()
 
 
-def atomic_save(path: Path, write: Callable[[object], None], suffix: str) -> None:
-    """Write through ``write(fileobj)`` into a temporary sibling, fsync, then rename into place."""
+def _create_temporary(folder: Path, suffix: str) -> tuple[int, Path]:
+    # Mode 0o666 as open() uses: the kernel applies the umask (and a folder's default ACL).
+    while True:
+        tmp = folder / f".tmp-{secrets.token_hex(8)}{suffix}"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def atomic_save(path: Path, write: Callable[[object], None], suffix: str, *, option: str | None = None) -> None:
+    """Write through ``write(fileobj)`` into a temporary sibling, fsync, then rename into place.
+    ``option``: the command-line option that chose the folder, named in the error line (e.g.
+    ``--cache-dir``); without it the line says to choose another folder."""
+    path = Path(path)
+    choose = f"choose another {option}" if option else "choose another folder"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
+        fd, tmp = _create_temporary(path.parent, suffix)
     except OSError as exc:
-        raise UserError(f"{path.parent}: cannot write to the cache ({exc.strerror}); choose a writable --cache-dir") from None
+        reason = exc.strerror or str(exc)
+        raise WriteError(f"{path.parent}: cannot write there ({reason}); {choose}", path, reason) from None
     try:
+        # A buffered file retries a short write until every byte is out, and raises if one fails.
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UserError(f"{path}: writing the cache file failed ({exc.strerror}); free space or choose another "
-                        "--cache-dir") from None
+        tmp.unlink(missing_ok=True)
+        reason = exc.strerror or str(exc)
+        raise WriteError(f"{path}: writing the file failed ({reason}); free space or {choose}", path, reason) from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
-def write_text(path: Path, text: str) -> Path:
-    atomic_save(Path(path), lambda fh: fh.write(text.encode("utf-8")), Path(path).suffix)
+def write_text(path: Path, text: str, *, option: str | None = None) -> Path:
+    atomic_save(Path(path), lambda fh: fh.write(text.encode("utf-8")), Path(path).suffix, option=option)
     return Path(path)

@@ -9,7 +9,9 @@ one model per layer, ``{"spec": ..., "layer": k}``, legacy protocol, Minibatch k
 embeddings, which finds every vector in the cache. So layer k scores exactly what a grid run with
 ``layer=k`` scores, and a later grid run with ``layer=k`` encodes nothing.
 
-Output folder (each file written atomically)::
+Output folder (written as ``OUT.partial`` and swapped in when complete; its marker
+``.tecb-output.json`` lets a later sweep replace it, and a sweep never writes into a folder
+something else wrote)::
 
     OUT/layers.csv    one row per (dataset, layer): mean and SD of V-measure over splits, AMI, ARI, ...
     OUT/splits.csv    one row per (dataset, layer, split): the grid's rows
@@ -31,13 +33,14 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from tecb_data.errors import UserError
-from tecb_data.outputs import refuse_overlap, writable_folder
+from tecb_data.outputs import check_output, staged_output
 from tecb_eval.grid.seeds import check_seed
-from tecb_eval.files import atomic_save
+from tecb_eval.files import WriteError, atomic_save
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 
 DEFAULT_SEED = 42
+COMMAND = "tecb-eval layers"  # the marker of a sweep's output folder
 CONFIGURATION = ("minibatch_kmeans", "none")  # the grid's Table-2 cell: k-means on the embeddings
 LAYERS_CSV, SPLITS_CSV, FIGURE, SUMMARY_MD = "layers.csv", "splits.csv", "figure.png", "summary.md"
 METRICS = ("v_measure", "ami", "ari", "homogeneity", "completeness")
@@ -216,6 +219,24 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     atomic_save(path, lambda fh: fh.write(text.encode("utf-8")), ".csv")
 
 
+def _write_output(output_dir, inputs, table: pd.DataFrame, splits: pd.DataFrame, *, name: str, seed: int,
+                  n_layers: int) -> None:
+    """The four files, written whole or not at all into a folder the sweep owns (its marker): an
+    earlier sweep's folder is replaced, anything else was refused before the sweep started."""
+    try:
+        with staged_output(output_dir, COMMAND, inputs=inputs) as stage:
+            _write_csv(table, stage.work / LAYERS_CSV)
+            _write_csv(splits, stage.work / SPLITS_CSV)
+            stage.check()
+            plot_layers(table, stage.work / FIGURE, title=f"{name}: V-measure per layer (k-means, seed {seed})")
+            stage.check()
+            markdown = summary_markdown(table, model=name, seed=seed, n_layers=n_layers)
+            atomic_save(stage.work / SUMMARY_MD, lambda fh: fh.write(markdown.encode("utf-8")), ".md")
+    except WriteError as exc:
+        raise UserError(f"--out {output_dir}: writing {exc.path.name} failed ({exc.reason}); nothing in {output_dir} "
+                        "was changed: free space or choose another --out") from None
+
+
 def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_dir=None, output_dir=None, *,
                 max_length: int | None = None, batch_size: int = 32, device: str | None = None,
                 results=None, per_split: bool = False, profile: str = DEFAULT_PROFILE, progress: bool = True,
@@ -248,10 +269,12 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
                         f"(0 = embedding layer, {n_layers} = last); pass --layers 0-{n_layers} or fewer")
     chosen = list(range(n_layers + 1)) if asked is None else asked
     if output_dir is not None:
-        # Checked before the long work: an unwritable --out, or one inside an input, is one line now.
+        # Checked before the long work: an unwritable or foreign --out, or one that is, holds or lies
+        # inside something the sweep reads or keeps, is one line now (the swap would delete them).
         inputs = [b.location for b in benchmarks if getattr(b, "location", None) and Path(b.location).is_dir()]
-        refuse_overlap(output_dir, inputs + ([model] if Path(str(model)).is_dir() else []))
-        writable_folder(output_dir, option="--out")
+        inputs += [model] if Path(str(model)).is_dir() else []
+        inputs += [results, cache_dir]
+        check_output(output_dir, COMMAND, inputs=inputs)
     texts = sorted({t for bench in benchmarks for split in bench.splits for t in split.texts})
     name = display_name(model)
     names = {k: f"{name}-layer{k}" for k in chosen}  # what the grid calls {"spec": model, "layer": k}
@@ -277,12 +300,7 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
     splits = splits[split_columns].sort_values(["dataset", "layer", "split"]).reset_index(drop=True)
 
     if output_dir is not None:
-        out = Path(output_dir)
-        _write_csv(table, out / LAYERS_CSV)
-        _write_csv(splits, out / SPLITS_CSV)
-        plot_layers(table, out / FIGURE, title=f"{name}: V-measure per layer (k-means, seed {seed})")
-        markdown = summary_markdown(table, model=name, seed=seed, n_layers=n_layers)
-        atomic_save(out / SUMMARY_MD, lambda fh: fh.write(markdown.encode("utf-8")), ".md")
+        _write_output(output_dir, inputs, table, splits, name=name, seed=seed, n_layers=n_layers)
     result = splits if per_split else table
     result.attrs.update(encoded_texts=encoded, encode_seconds=encode_seconds, cluster_seconds=cluster_seconds,
                         n_layers=n_layers, model=name)

@@ -174,7 +174,8 @@ def test_outputs_and_cli(tiny_bert, datasets, tmp_path, capsys):
                  "--results", str(tmp_path / "results.jsonl"), "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["figure.png", "layers.csv", "splits.csv", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".tecb-output.json", "figure.png", "layers.csv", "splits.csv",
+                                                     "summary.md"]
     assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = pd.read_csv(out / "layers.csv")
     assert table.layer.unique().tolist() == [0, 2, 3, 4]

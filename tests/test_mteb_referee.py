@@ -105,23 +105,22 @@ def test_export_writes_mtebs_results_layout_that_mteb_reads(folders, tmp_path):
     import pandas as pd
 
     frame = pd.concat(frames, ignore_index=True)
-    # One protocol per export (its tables and MTEB JSON show one version); both into one MTEB folder.
-    for protocol in ("legacy", "fast"):
-        export_all(frame, tmp_path / "out", log=lambda m: None, selection={"protocol": protocol})
-    root = tmp_path / "out" / "mteb"
-    loaded = mteb.ResultCache(root).load_results(include_remote=False, require_model_meta=True)
-    (model,) = loaded.model_results
-    assert model.model_name == "hashing"
-    got = {r.task_name: r.scores["test"][0] for r in model.task_results}
-    assert set(got) == {"TenKGnadClusteringP2P", "TenKGnadClusteringP2P.v2"}
+    # One protocol per export (its tables and MTEB JSON show one version); an export folder holds one export.
     for protocol, name in (("legacy", "TenKGnadClusteringP2P"), ("fast", "TenKGnadClusteringP2P.v2")):
+        export_all(frame, tmp_path / protocol, log=lambda m: None, selection={"protocol": protocol})
+        root = tmp_path / protocol / "mteb"
+        loaded = mteb.ResultCache(root).load_results(include_remote=False, require_model_meta=True)
+        (model,) = loaded.model_results
+        assert model.model_name == "hashing"
+        got = {r.task_name: r.scores["test"][0] for r in model.task_results}
+        assert set(got) == {name}
         ours = frame[frame.protocol == protocol].v_measure.mean()
         assert got[name]["main_score"] == pytest.approx(ours, abs=1e-6)  # MTEB rounds to 6 decimals on disk
         assert got[name]["tecb_profile"] == "current" and got[name]["tecb_protocol"] == protocol
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.json"))
-    assert all(f.startswith("results/hashing/") for f in files) and any(f.endswith("/model_meta.json") for f in files)
-    meta = json.loads(next(root.rglob("model_meta.json")).read_text())
-    assert meta["name"] == "hashing"
+        files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.json"))
+        assert all(f.startswith("results/hashing/") for f in files) and any(f.endswith("/model_meta.json") for f in files)
+        meta = json.loads(next(root.rglob("model_meta.json")).read_text())
+        assert meta["name"] == "hashing"
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "fast"])

@@ -11,12 +11,27 @@ DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
 DEMO_SPLITS = 4
 
 
+def _output_rules(args, models, datasets) -> dict:
+    """How `--out` is written (tecb_data.outputs.staged_output): the demo's folder keeps its own
+    results store; `run --out` is an export folder, which may not hold anything the run reads or
+    keeps (the store, the cache, datasets, model folders): replacing the folder would delete them."""
+    from tecb_eval.reports.export import DEMO, EXPORT
+
+    local = [d for d in datasets if Path(d).exists()]
+    local += [spec for spec in (m["spec"] if isinstance(m, dict) else m for m in models) if Path(spec).is_dir()]
+    inputs = [*local, args.cache_dir, args.reference]
+    if getattr(args, "demo", False):
+        return {"command": DEMO, "inputs": inputs, "keep": [args.results]}
+    return {"command": EXPORT, "inputs": [*inputs, args.results], "keep": []}
+
+
 def _run_grid(args, models, datasets, configurations=None):
-    from tecb_data.outputs import writable_folder
+    from tecb_data.outputs import check_output
     from tecb_eval.grid.run import run_grid
 
     if getattr(args, "out", None) is not None:
-        writable_folder(args.out, option="--out")  # a read-only or file-typed --out fails now, not after the grid
+        # A read-only, foreign or file-typed --out fails now, not after the grid; nothing is created yet.
+        check_output(args.out, **_output_rules(args, models, datasets))
     return run_grid(
         datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
         configurations=configurations, protocol=args.protocol, profile=args.profile, seed=args.seed,
@@ -27,16 +42,28 @@ def _run_grid(args, models, datasets, configurations=None):
     )
 
 
-def _export(args, frame, datasets, models) -> None:
-    from tecb_eval.reports.export import export_all, figure1
+def _export(args, frame, datasets, models) -> int:
+    from tecb_data.outputs import published
+    from tecb_eval.reports.export import export_all, figure1, interrupted_state
 
+    since = len(published())
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
-    # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.
-    written = export_all(frame, args.out, reference=args.reference, log=log, demo=getattr(args, "demo", False))
-    if not args.no_figure1:
-        for model in models:
-            written.append(figure1(datasets, model, args.out, seed=args.seed, cache_dir=args.cache_dir))
+
+    def figures1(folder: Path) -> list[Path]:
+        if args.no_figure1:
+            return []
+        return [figure1(datasets, model, folder, seed=args.seed, cache_dir=args.cache_dir) for model in models]
+
+    try:
+        # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.
+        written = export_all(frame, args.out, reference=args.reference, log=log, demo=getattr(args, "demo", False),
+                             extra=figures1, **_output_rules(args, models, datasets))
+    except KeyboardInterrupt:
+        print(f"tecb-eval: interrupted; every cell is in the results store; {interrupted_state(args.out, since)}",
+              file=sys.stderr)
+        return 130
     print(f"wrote {len(written)} files to {args.out}/ (results.csv, table2.md, table3.md, mteb/, *.png)", file=sys.stderr)
+    return 0
 
 
 def _cmd_run(args) -> int:
@@ -53,7 +80,7 @@ def _cmd_run(args) -> int:
     frame = _run_grid(args, models, datasets, args.config)
     print_tables(frame, args.format)
     if args.out:
-        _export(args, frame, datasets, models)
+        return _export(args, frame, datasets, models)
     return 0
 
 
@@ -73,9 +100,9 @@ def _cmd_demo(args) -> int:
     frame = _run_grid(args, [parse_model(m) for m in models], datasets)
     print(f"Note: {DEMO_NOTE}\n")
     print_tables(frame)
-    _export(args, frame, datasets, [parse_model(m) for m in models])
+    code = _export(args, frame, datasets, [parse_model(m) for m in models])
     print(f"Note: {DEMO_NOTE}", file=sys.stderr)
-    return 0
+    return code
 
 
 def register(commands) -> None:
@@ -98,7 +125,8 @@ def register(commands) -> None:
     run.add_argument("--results", type=Path, required=True, help="results store (JSONL); a rerun resumes it")
     run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy; 0 = all)")
     run.add_argument("--format", choices=["md", "csv", "latex"], default="md")
-    run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here")
+    run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "
+                                              "folder or an earlier export's, replaced whole")
     grid_options(run)
     run.set_defaults(func=_cmd_run, protocol="legacy")
 

@@ -8,12 +8,36 @@ from pathlib import Path
 from tecb_eval.cli.options import DEFAULT_CACHE, dataset_folders
 
 
+def _interrupted(args, since: int) -> str:
+    from tecb_data.errors import UserError
+    from tecb_data.outputs import output_target, published
+
+    kept = [f"the vectors encoded so far are in {args.cache_dir}/"]
+    if args.results is not None:
+        kept.append(f"the finished cells in {args.results}")
+    try:
+        done = output_target(args.out) in published()[since:]
+    except UserError:
+        done = False
+    if done:
+        return f"the new sweep in {args.out} is complete"
+    return (f"nothing in {args.out} was changed (it is written whole or not at all); " + " and ".join(kept)
+            + ": run the same command again")
+
+
 def _cmd_layers(args) -> int:
+    from tecb_data.outputs import published
     from tecb_eval.layers import SUMMARY_MD, layer_sweep
 
-    table = layer_sweep(args.model, dataset_folders(args.data), layers=args.layers, seed=args.seed, cache_dir=args.cache_dir,
-                        output_dir=args.out, max_length=args.max_length, batch_size=args.batch_size, device=args.device,
-                        results=args.results, profile=args.profile, progress=not args.quiet)
+    since = len(published())
+    try:
+        table = layer_sweep(args.model, dataset_folders(args.data), layers=args.layers, seed=args.seed,
+                            cache_dir=args.cache_dir, output_dir=args.out, max_length=args.max_length,
+                            batch_size=args.batch_size, device=args.device, results=args.results,
+                            profile=args.profile, progress=not args.quiet)
+    except KeyboardInterrupt:
+        print(f"tecb-eval: interrupted; {_interrupted(args, since)}", file=sys.stderr)
+        return 130
     print((args.out / SUMMARY_MD).read_text(encoding="utf-8"), end="")
     print(f"wrote {args.out}/: layers.csv, splits.csv, figure.png, summary.md "
           f"({len(table)} dataset x layer rows; vectors cached in {args.cache_dir}/ under each layer's identity)",
@@ -32,7 +56,9 @@ def register(commands) -> None:
                         help="dataset folder, folder of dataset folders, or Hub repo_id@revision (repeatable)")
     layers.add_argument("--layers", default=None,
                         help="e.g. 0-12 or 0,4,6-8 (0 = embedding layer; default: all of the model's)")
-    layers.add_argument("--out", type=Path, required=True, help="where layers.csv, splits.csv, figure.png, summary.md go")
+    layers.add_argument("--out", type=Path, required=True,
+                        help="where layers.csv, splits.csv, figure.png, summary.md go: a new or empty folder or an "
+                             "earlier sweep's, replaced whole")
     layers.add_argument("--results", type=Path, help="also append the cells to this grid results store (JSONL)")
     layers.add_argument("--max-length", type=int, help="tokens per text (default 512, clipped to the model's)")
     layers.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")

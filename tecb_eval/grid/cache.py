@@ -3,7 +3,8 @@
 Embeddings: one folder per encoder identity, holding shards (``.npz``: 16-byte BLAKE2b text keys
 and their vectors). A text is looked up by its hash, so it is encoded once per identity, whatever
 split, dataset, configuration or run asks for it. Encoding writes a shard per chunk, so an
-interrupted run keeps what it finished. Each shard is written to a temporary file and renamed.
+interrupted run keeps what it finished. Each shard is written to a temporary file and renamed,
+with the mode the umask gives (a cache shared by a group stays readable to it).
 
 Reductions: one ``.npy`` per (embeddings of a split, reduction, seed), shared by the algorithms
 and by later runs.
@@ -26,6 +27,7 @@ import numpy as np
 from tecb_eval.files import atomic_save, short_hash  # noqa: F401 (the caches' own names)
 
 KEY_BYTES = 16
+CACHE_OPTION = "--cache-dir"  # what `run`, `demo` and `layers` call the cache folder, named in its errors
 ENCODE_CHUNK = 4096
 
 
@@ -140,11 +142,12 @@ class EmbeddingStore:
         if self.folder is None:
             return
         if not (self.folder / "identity.txt").is_file():
-            atomic_save(self.folder / "identity.txt", lambda fh: fh.write(self.identity.encode("utf-8") + b"\n"), ".txt")
+            atomic_save(self.folder / "identity.txt", lambda fh: fh.write(self.identity.encode("utf-8") + b"\n"), ".txt",
+                        option=CACHE_OPTION)
         name = hashlib.blake2b(b"".join(keys), digest_size=12).hexdigest()
         key_array = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
         atomic_save(self.folder / f"shard-{name}.npz",
-                    lambda fh: np.savez(fh, keys=key_array, vectors=vectors), ".npz")
+                    lambda fh: np.savez(fh, keys=key_array, vectors=vectors), ".npz", option=CACHE_OPTION)
 
     def embeddings(self) -> Embeddings:
         matrix = np.concatenate(self._blocks) if self._blocks else np.zeros((0, 0), dtype=np.float32)
@@ -194,7 +197,7 @@ class ReductionCache:
         self.computed += 1
         path = self._path(key)
         if path is not None:
-            atomic_save(path, lambda fh: np.save(fh, value), ".npy")
+            atomic_save(path, lambda fh: np.save(fh, value), ".npy", option=CACHE_OPTION)
         self._remember(key, reduction, value)
 
     def _remember(self, key: str, reduction: str, value: np.ndarray) -> None:

@@ -17,6 +17,9 @@ With the authors' CSV (``reference``), Table 3 gets the paper's printed row unde
 (``source`` ours / paper), and Table 2 under each model the paper printed. ``demo=True`` marks
 every table and the Table 3 plot as synthetic demo data that is not comparable with the paper.
 
+The folder is written whole or not at all and holds exactly one export (see :func:`export_all`):
+a second export into it replaces the first, and OUT is never a folder something else wrote.
+
 A store may hold several versions of a result (dataset builds, seed sets, protocols, profiles,
 model identities): every file is written from one version per table, the newest unless
 ``selection`` asks for another (:func:`tecb_eval.reports.versions.select`); what was left out is logged and
@@ -27,12 +30,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
 
+from tecb_data.errors import UserError
+from tecb_data.outputs import staged_output
+from tecb_eval.files import WriteError
 from tecb_eval.mteb import results as mteb_results
 from tecb_eval.reports import figures, tables as report, versions
 from tecb_eval.models.encoders import get_encoder
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.grid.run import encoder_for_dataset, model_spec
+
+# The marker of an export folder, whichever command wrote it (`export`, `run --out`): each replaces
+# the other's. The demo's folder also holds its results store, so it is a kind of its own.
+EXPORT = "tecb-eval export"
+DEMO = "tecb-eval demo"
 
 
 def _slug(name: str) -> str:
@@ -45,7 +57,18 @@ def _write_table(stem: Path, table, note: str | None) -> list[Path]:
 
 
 def export_all(frame, out: Path, *, reference: Path | None = None, log=print, demo: bool = False,
-               selection: dict | None = None) -> list[Path]:
+               selection: dict | None = None, inputs=(), command: str = EXPORT, keep=(),
+               extra: Callable[[Path], list[Path]] | None = None) -> list[Path]:
+    """Write the export of ``frame`` into the folder ``out``, whole or not at all; returns the files.
+
+    The folder holds exactly one export: it is written as ``OUT.partial`` and swapped in when
+    complete, so no file of an earlier export stays beside the new one, and an error or Ctrl-C
+    leaves OUT as it was. OUT may be new, empty, or an earlier output of ``command`` (its marker
+    ``.tecb-output.json``); anything else (a dataset folder, a pre-training output, a user's files)
+    is refused in one line, as is an OUT that holds ``reference`` or one of ``inputs`` (the results
+    store, a cache, the datasets), which the swap would delete. ``keep``: files inside OUT that
+    belong to it and survive the swap (the demo's own results store). ``extra(folder)`` writes more
+    files into the folder before it is swapped in (the Figure 1 plots) and returns them."""
     out = Path(out)
     # Read first: a wrong --reference fails before anything in OUT is replaced.
     ref = report.read_reference(reference) if reference is not None else None
@@ -55,35 +78,55 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     frame, left_out = versions.select(frame, **(selection or {}))
     if left_out:
         log(left_out)
-    written = [report.write_reference_csv(frame, out / "results.csv")]
-    for name, (table, note) in shown.items():
-        written += _write_table(out / name, table, note)
-    t3 = report.table3(frame)
-    # MTEB's JSON claims MTEB's score: a mean over part of a dataset's splits is not, so it stays out
-    # (results.csv and the tables keep it, marked incomplete).
-    partial = versions.incomplete(frame)
-    for dataset, (covered, total) in partial.items():
-        log(f"{dataset}: left out of the MTEB results export: {covered} of {total} splits ran")
-    written += mteb_results.write_results(frame[~frame.mteb_name.isin(list(partial))], out / "mteb")
-    ref_t3 = report.paper_table3(ref) if ref is not None else None
-    demo_title = report.DEMO_TITLE if demo else None
-    if "table2" in shown:
-        written.append(figures.plot_table2_dots(frame, out / "table2.png", demo_title))
-    written.append(figures.plot_table3(t3, out / "table3.png", ref_t3, report.PAPER_BARS_LABEL, demo_title))
-    if ref is not None:
-        means = report.split_means(frame)
-        for model in sorted(frame.model.unique()):
-            # The per-model plots use every model the authors ran, sentence-t5-large included.
-            theirs = report.paper_model(model, ref.model.unique())
-            if theirs is None:
-                log(f"{model}: not in the authors' table; no side-by-side plot for it")
-                continue
-            path = figures.plot_model_comparison(
-                means[means.model == model], ref[ref.model == theirs], model, out / f"vs-authors-{_slug(model)}.png",
-                demo_title,
-            )
-            if path is not None:
-                written.append(path)
+
+    def write(folder: Path, check) -> list[Path]:
+        written = [report.write_reference_csv(frame, folder / "results.csv")]
+        for name, (table, note) in shown.items():
+            written += _write_table(folder / name, table, note)
+            check()
+        t3 = report.table3(frame)
+        # MTEB's JSON claims MTEB's score: a mean over part of a dataset's splits is not, so it stays out
+        # (results.csv and the tables keep it, marked incomplete).
+        partial = versions.incomplete(frame)
+        for dataset, (covered, total) in partial.items():
+            log(f"{dataset}: left out of the MTEB results export: {covered} of {total} splits ran")
+        written += mteb_results.write_results(frame[~frame.mteb_name.isin(list(partial))], folder / "mteb")
+        check()
+        ref_t3 = report.paper_table3(ref) if ref is not None else None
+        demo_title = report.DEMO_TITLE if demo else None
+        if "table2" in shown:
+            written.append(figures.plot_table2_dots(frame, folder / "table2.png", demo_title))
+        written.append(figures.plot_table3(t3, folder / "table3.png", ref_t3, report.PAPER_BARS_LABEL, demo_title))
+        if ref is not None:
+            means = report.split_means(frame)
+            for model in sorted(frame.model.unique()):
+                # The per-model plots use every model the authors ran, sentence-t5-large included.
+                theirs = report.paper_model(model, ref.model.unique())
+                if theirs is None:
+                    log(f"{model}: not in the authors' table; no side-by-side plot for it")
+                    continue
+                path = figures.plot_model_comparison(
+                    means[means.model == model], ref[ref.model == theirs], model, folder / f"vs-authors-{_slug(model)}.png",
+                    demo_title,
+                )
+                if path is not None:
+                    written.append(path)
+        return written
+
+    work = None
+    try:
+        with staged_output(out, command, inputs=[reference, *inputs], keep=keep) as stage:
+            work = stage.work
+            written = write(stage.work, stage.check)
+            stage.check()
+            if extra is not None:
+                written += extra(stage.work)
+            written = [out / path.relative_to(stage.work) for path in written]  # where they are once swapped in
+    except WriteError as exc:
+        if work is None or not exc.path.is_relative_to(work):
+            raise  # a cache file (Figure 1 reads through the caches): its own line names --cache-dir
+        raise UserError(f"--out {out}: writing {exc.path.name} failed ({exc.reason}); nothing in {out} was changed: "
+                        "free space or choose another --out") from None
     return written
 
 
@@ -98,3 +141,17 @@ def figure1(datasets, model, out: Path, *, seed: int = 42, cache_dir: Path | Non
         panels.append((f"{bench.mteb_name} / {name}", coords, labels))
     return figures.plot_umap_scatter(panels, Path(out) / f"figure1-{_slug(spec.name)}.png",
                                      f"UMAP of {spec.name} embeddings, coloured by gold label")
+
+
+def interrupted_state(out: Path, since: int = 0) -> str:
+    """What Ctrl-C during an export left in ``out``, in words; ``since``: how many outputs this
+    process had published before the export began (``len(tecb_data.outputs.published())``)."""
+    from tecb_data.outputs import output_target, published
+
+    try:
+        done = output_target(out) in published()[since:]
+    except UserError:
+        done = False
+    if done:
+        return f"the new export in {out} is complete"
+    return f"nothing in {out} was changed (an export is written whole or not at all); run the same command again"

@@ -1,0 +1,479 @@
+"""Outputs are owned and whole, through the real commands: an export folder holds exactly one
+export; `export`, `run --out`, `demo` and `layers` write only into a folder they wrote (their marker)
+and never into a dataset, a pre-training output or a user's folder; Ctrl-C during an export (even
+one a library swallows) leaves the earlier export as it was; a full disk cuts the results store back
+to its last whole row and is one line; an early error leaves no empty store; every file follows the
+umask.
+
+The full-disk cases run on a real small tmpfs (skipped where mounting is not permitted) and, for
+the store's short write, under a file-size limit (RLIMIT_FSIZE in a child process: the kernel
+writes what fits below the limit and fails the rest with EFBIG, as a filling disk does).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tecb_data.build import build
+from tecb_data.demo import demo_input
+from tecb_data.outputs import MARKER
+from tecb_eval.cli import main
+from tecb_eval.grid.store import ResultsStore
+
+REPO = Path(__file__).resolve().parents[1]
+DATASET = "tenkgnad-clustering-s2s"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("owned-data")
+    build("tenkgnad", demo_input("tenkgnad"), out, views=("s2s",))
+    return out / DATASET
+
+
+def _run(data, results, cache, *extra) -> list[str]:
+    return ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
+            "--results", str(results), "--cache-dir", str(cache), "--quiet", *extra]
+
+
+@pytest.fixture(scope="module")
+def stores(data, tmp_path_factory):
+    """Complete stores: legacy and fast protocol (seed 42) in one, legacy with seed 1 in another."""
+    root = tmp_path_factory.mktemp("owned-stores")
+    both, seed1, cache = root / "both.jsonl", root / "seed1.jsonl", root / "cache"
+    assert main(_run(data, both, cache)) == 0
+    assert main(_run(data, both, cache, "--protocol", "fast")) == 0
+    assert main(_run(data, seed1, cache, "--seed", "1")) == 0
+    return {"both": both, "seed1": seed1, "cache": cache}
+
+
+def _one_line_error(capsys, argv: list[str]) -> str:
+    capsys.readouterr()  # what earlier commands printed
+    code = main(argv)
+    error = capsys.readouterr().err
+    # Loading a transformers model draws transformers' own "Loading weights" bar above the line.
+    lines = [line for line in error.splitlines() if line.strip() and "Loading weights" not in line]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("tecb-eval: error: "), error
+    return lines[0]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _mteb_files(out: Path) -> list[str]:
+    return sorted(p.relative_to(out / "mteb" / "results").as_posix() for p in (out / "mteb").rglob("*.json"))
+
+
+# -- case 5: an export folder holds exactly one export ------------------------------------------
+
+def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    (legacy,) = [f for f in _mteb_files(out) if f.endswith("/TenKGnadClusteringS2S.json")]
+    # The fast protocol's export: its v2 JSON, and no legacy JSON left from the first export.
+    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "fast"]) == 0
+    files = _mteb_files(out)
+    assert [f.rsplit("/", 1)[1] for f in files] == ["TenKGnadClusteringS2S.v2.json", "model_meta.json"], files
+    # Another model identity (seed 1): one revision folder, not the old one beside the new.
+    assert main(["export", str(stores["seed1"]), "--out", str(out)]) == 0
+    revisions = sorted(p.name for p in (out / "mteb" / "results" / "tfidf-lsa").iterdir())
+    assert len(revisions) == 1 and revisions[0] != legacy.split("/")[1], revisions
+    import mteb
+
+    loaded = mteb.ResultCache(out / "mteb").load_results(include_remote=False, require_model_meta=True)
+    assert [len(m.task_results) for m in loaded.model_results] == [1]
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["written_by"] == "tecb-eval export" and sorted(marker["files"]) == sorted(
+        f for f in _snapshot(out) if f != MARKER)
+    assert not (tmp_path / "report.partial").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+    capsys.readouterr()
+
+
+# -- case 9: a command writes only into a folder it wrote ---------------------------------------
+
+def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, stores, tmp_path, capsys):
+    store = str(stores["both"])
+    from tecb_data.layout import verify
+
+    dataset_copy = tmp_path / "datasets"
+    build("tenkgnad", demo_input("tenkgnad"), dataset_copy, views=("s2s",))
+    dataset = dataset_copy / DATASET
+    before = _snapshot(dataset)
+    assert "is a dataset folder" in _one_line_error(capsys, ["export", store, "--out", str(dataset)])
+    assert _snapshot(dataset) == before
+    verify(dataset)
+
+    # A pre-training output and a user's folder: refused, left as they were.
+    pretrained = tmp_path / "pretrained"
+    pretrained.mkdir()
+    (pretrained / MARKER).write_text(json.dumps({"written_by": "tecb-eval pretrain"}))
+    (pretrained / "summary.md").write_text("the pre-training summary\n")
+    users = tmp_path / "mine"
+    users.mkdir()
+    (users / "summary.md").write_text("my notes\n")
+    for folder, says in ((pretrained, "holds the output of `tecb-eval pretrain`"), (users, "did not write")):
+        kept = _snapshot(folder)
+        assert says in _one_line_error(capsys, ["export", store, "--out", str(folder)])
+        results = tmp_path / "never.jsonl"
+        # `run --out` refuses before its grid: no cell is computed, no store is created.
+        assert says in _one_line_error(capsys, _run(data, results, stores["cache"], "--out", str(folder)))
+        assert not results.exists() and _snapshot(folder) == kept
+
+    # An export folder the user has since put a file into is no longer only ours: refused.
+    report = tmp_path / "report"
+    assert main(["export", store, "--out", str(report)]) == 0
+    (report / "notes.txt").write_text("mine\n")
+    assert "notes.txt" in _one_line_error(capsys, ["export", store, "--out", str(report)])
+    assert (report / "notes.txt").read_text() == "mine\n"
+    (report / "notes.txt").unlink()
+    # `run --out` and `export` write the same kind of folder: each replaces the other's.
+    assert main(_run(data, tmp_path / "r.jsonl", stores["cache"], "--limit-splits", "0", "--out", str(report))) == 0
+    assert main(["export", store, "--out", str(report)]) == 0
+    capsys.readouterr()
+
+    # The swap would delete what the run reads or keeps there: the store, the cache, the reference.
+    inside = tmp_path / "both-in-one"
+    assert "holds the input" in _one_line_error(
+        capsys, _run(data, inside / "results.jsonl", stores["cache"], "--out", str(inside)))
+    assert not inside.exists()
+    assert "holds the input" in _one_line_error(capsys, _run(data, tmp_path / "x.jsonl", inside / "cache",
+                                                             "--out", str(inside)))
+    assert "holds the input" in _one_line_error(capsys, ["export", store, "--out", str(Path(store).parent)])
+
+    # A symbolic link loop is one line; a link to an export folder writes the folder it names.
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert "symbolic link" in _one_line_error(capsys, ["export", store, "--out", str(loop)])
+    assert "symbolic link" in _one_line_error(capsys, _run(data, tmp_path / "y.jsonl", stores["cache"],
+                                                           "--out", str(loop)))
+    link = tmp_path / "link"
+    link.symlink_to(report)
+    assert main(["export", store, "--out", str(link), "--protocol", "legacy"]) == 0
+    assert link.is_symlink() and any(f.endswith("S2S.json") for f in _mteb_files(report))
+
+    # The demo's folder keeps its own results store across a rerun (the same file, not a copy).
+    demo = ["demo", "--data", str(data), "--model", "tfidf-lsa", "--out", str(tmp_path / "demo"), "--limit-splits", "1",
+            "--cache-dir", str(stores["cache"]), "--quiet", "--no-figure1"]
+    assert main(demo) == 0
+    inode = (tmp_path / "demo" / "results.jsonl").stat().st_ino
+    assert main(demo) == 0
+    assert (tmp_path / "demo" / "results.jsonl").stat().st_ino == inode
+    assert "holds the output of `tecb-eval demo`" in _one_line_error(capsys, ["export", str(stores["seed1"]), "--out",
+                                                                              str(tmp_path / "demo")])
+    capsys.readouterr()
+
+
+# -- the tiny transformers model `layers` needs --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory, data):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import tecb_data
+
+    folder = tmp_path_factory.mktemp("owned-bert")
+    texts = sorted({t.lower() for s in tecb_data.load(data).splits for t in s.texts})
+    chars = sorted({c for t in texts for c in t if not c.isspace()})
+    words = Counter(w for t in texts for w in re.findall(r"\w+", t))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]
+    vocab += sorted(w for w, n in words.items() if n >= 2 and len(w) > 1)
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = transformers.BertTokenizerFast(vocab=str(folder / "vocab.txt"))
+    config = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _layers(model, data, out, cache) -> list[str]:
+    return ["layers", "--model", str(model), "--data", str(data), "--layers", "0-1", "--out", str(out),
+            "--cache-dir", str(cache), "--quiet"]
+
+
+def test_layers_replaces_only_its_own_sweep(tiny_bert, data, tmp_path, capsys):
+    pretrained = tmp_path / "pretrained"
+    pretrained.mkdir()
+    (pretrained / MARKER).write_text(json.dumps({"written_by": "tecb-eval pretrain"}))
+    (pretrained / "summary.md").write_text("the pre-training summary\n")
+    (pretrained / "figure.png").write_bytes(b"not ours")
+    kept = _snapshot(pretrained)
+    cache = tmp_path / "cache"
+    assert "tecb-eval pretrain" in _one_line_error(capsys, _layers(tiny_bert, data, pretrained, cache))
+    assert _snapshot(pretrained) == kept and not cache.exists()  # refused before anything was encoded
+    users = tmp_path / "mine"
+    users.mkdir()
+    (users / "summary.md").write_text("my notes\n")
+    assert "did not write" in _one_line_error(capsys, _layers(tiny_bert, data, users, cache))
+    assert (users / "summary.md").read_text() == "my notes\n"
+    assert "holds the input" in _one_line_error(capsys, _layers(tiny_bert, data, tmp_path, cache))
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert "symbolic link" in _one_line_error(capsys, _layers(tiny_bert, data, loop, cache))
+
+    out = tmp_path / "sweep"
+    assert main(_layers(tiny_bert, data, out, cache)) == 0
+    first = _snapshot(out)
+    assert main(_layers(tiny_bert, data, out, cache)) == 0  # a rerun replaces its own sweep
+    assert _snapshot(out) == first and json.loads((out / MARKER).read_text())["written_by"] == "tecb-eval layers"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "loop", "mine", "pretrained", "sweep"]
+    capsys.readouterr()
+
+
+# -- case 10: Ctrl-C during an export ------------------------------------------------------------
+
+def _child(script: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_ctrl_c_during_an_export_leaves_the_earlier_one_as_it_was(stores, tmp_path):
+    out = tmp_path / "report"
+    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    before = _snapshot(out)
+    child = subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", "export", str(stores["both"]), "--out", str(out),
+                              "--protocol", "fast"], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    # Once the new tables are written (the plots still to come), Ctrl-C, twice.
+    work = tmp_path / "report.partial"
+    deadline = time.monotonic() + 120
+    while (not (work / "table3.md").exists() and (out / "table3.md").read_bytes() == before["table3.md"]
+           and child.poll() is None and time.monotonic() < deadline):
+        time.sleep(0.002)
+    child.send_signal(signal.SIGINT)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130, (stdout, stderr)
+    assert "wrote" not in stdout and "results store" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"tecb-eval: interrupted; nothing in {out} was changed (an export is written whole or not at all); "
+        "run the same command again")
+    assert _snapshot(out) == before and not work.exists()
+
+
+def test_a_ctrl_c_that_a_library_swallows_still_stops_the_export(stores, tmp_path):
+    out = tmp_path / "report"
+    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    before = _snapshot(out)
+    # A stand-in for a library that catches KeyboardInterrupt (numba did, inside UMAP): the Ctrl-C
+    # arrives while it plots and it carries on.
+    child = _child(f"""
+        import os, signal, sys
+        from tecb_eval.cli import main
+        from tecb_eval.reports import figures
+
+        real = figures.plot_table3
+
+        def swallowing(*args, **kwargs):
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(10**6):
+                    pass
+            except KeyboardInterrupt:
+                print("swallowed", file=sys.stderr)
+            return real(*args, **kwargs)
+
+        figures.plot_table3 = swallowing
+        sys.exit(main(["export", {str(stores["both"])!r}, "--out", {str(out)!r}, "--protocol", "fast"]))
+    """)
+    stdout, stderr = child.communicate(timeout=300)
+    assert "swallowed" in stderr and child.returncode == 130 and "wrote" not in stdout, (stdout, stderr)
+    assert _snapshot(out) == before and not (tmp_path / "report.partial").exists()
+
+
+# -- case 11: a full disk ------------------------------------------------------------------------
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """Mount a small tmpfs (as root); skip where this machine does not allow it."""
+    mounted = []
+
+    def mount(size: str) -> Path:
+        where = tmp_path / f"fs{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}); "
+                        "test_a_short_write_under_a_file_size_limit covers the store's short write")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def _fill(folder: Path, leave: int = 0) -> None:
+    """Fill the file system of ``folder`` to the last byte, then free ``leave`` bytes."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                os.write(fd, b"\0" * 4096)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                break
+        if leave:
+            os.ftruncate(fd, max(0, os.fstat(fd).st_size - leave))
+    finally:
+        os.close(fd)
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("tecb-eval: error: ")]
+
+
+def test_a_full_disk_keeps_every_whole_row_and_no_part_of_one_and_is_one_line(data, stores, small_fs, capsys):
+    fs = small_fs("64k")
+    store = fs / "results.jsonl"
+    cache = stores["cache"]  # holds every vector already: only the store is written on the small disk
+    assert main(_run(data, store, cache, "--limit-splits", "1")) == 0
+    _fill(fs)
+    before = store.read_bytes()
+    # The rows fill the rest of the store's last page; the one that fits only in part is a short
+    # write, then ENOSPC.
+    code = main(_run(data, store, cache, "--limit-splits", "0"))
+    errors = _error_lines(capsys.readouterr().err)
+    assert code == 2 and len(errors) == 1 and "No space left on device" in errors[0] and str(store) in errors[0]
+    rows = ResultsStore(store).rows
+    assert 1 < len(rows) < 10 and store.read_bytes().startswith(before) and store.read_bytes().endswith(b"}\n")
+    assert store.read_bytes() == b"".join(
+        (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode() for row in rows)
+    (fs / "filler").unlink()
+    assert main(_run(data, store, cache, "--limit-splits", "0")) == 0  # resumes: every split
+    assert len(ResultsStore(store).rows) == 10
+    capsys.readouterr()
+
+
+def test_a_short_write_under_a_file_size_limit_is_cut_back(data, stores, tmp_path):
+    store = tmp_path / "results.jsonl"
+    assert main(_run(data, store, stores["cache"], "--limit-splits", "1")) == 0
+    before = store.read_bytes()
+    # RLIMIT_FSIZE: the kernel writes up to the limit (100 bytes of the next row), then fails with
+    # EFBIG; Python ignores the SIGXFSZ that comes with it.
+    child = _child(f"""
+        import resource, sys
+        from tecb_eval.cli import main
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before) + 100}, resource.RLIM_INFINITY))
+        sys.exit(main({_run(data, store, stores["cache"], "--limit-splits", "3")!r}))
+    """)
+    stdout, stderr = child.communicate(timeout=300)
+    errors = _error_lines(stderr)
+    assert child.returncode == 2 and len(errors) == 1 and "File too large" in errors[0], stderr
+    assert store.read_bytes() == before
+
+
+def test_an_export_on_a_full_disk_names_out_and_keeps_the_earlier_export(stores, small_fs, capsys):
+    fs = small_fs("256k")
+    out = fs / "report"
+    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    before = _snapshot(out)
+    _fill(fs, leave=8192)
+    error = _one_line_error(capsys, ["export", str(stores["both"]), "--out", str(out), "--protocol", "fast"])
+    assert f"--out {out}" in error and "No space left on device" in error and "--cache-dir" not in error, error
+    assert _snapshot(out) == before and not (fs / "report.partial").exists()
+
+
+# -- case 12: nothing is created before there is something to write -----------------------------
+
+class _Stops:
+    """An encoder whose encoding is interrupted (Ctrl-C) or fails."""
+
+    identity = "stops-while-encoding"
+
+    def __init__(self, error):
+        self.error = error
+
+    def encode(self, texts):
+        raise self.error
+
+
+def test_an_early_error_leaves_no_empty_store(data, tmp_path, capsys):
+    from tecb_eval.grid.run import run_grid
+
+    results = tmp_path / "results.jsonl"
+    # A memory limit below the smallest unit is found once the grid is planned, after the store is opened.
+    capsys.readouterr()
+    assert main(_run(data, results, tmp_path / "cache", "--memory-limit", "1MB", "--jobs", "2")) == 2
+    errors = _error_lines(capsys.readouterr().err)
+    assert len(errors) == 1 and "raise --memory-limit" in errors[0] and not results.exists()
+    for error in (KeyboardInterrupt(), ValueError("the encoder failed")):
+        with pytest.raises(type(error)):
+            run_grid([data], [("stops", _Stops(error))], configurations=["minibatch_kmeans:none"], results=results,
+                     progress=False, log=lambda m: None)
+        assert not results.exists()
+    # A file that was there before is the user's: left as it was, even empty.
+    results.write_bytes(b"")
+    with pytest.raises(KeyboardInterrupt):
+        run_grid([data], [("stops", _Stops(KeyboardInterrupt()))], configurations=["minibatch_kmeans:none"],
+                 results=results, progress=False, log=lambda m: None)
+    assert results.read_bytes() == b""
+
+
+def test_a_run_waiting_on_a_store_that_is_removed_opens_it_again(data, tmp_path):
+    results = tmp_path / "results.jsonl"
+    holder = _child(f"""
+        import sys, time
+        from tecb_eval.grid.store import ResultsStore
+
+        store = ResultsStore({str(results)!r}, lock=True)
+        print("locked", flush=True)
+        time.sleep(2)
+        store.close()  # created here and never written: removed
+    """)
+    assert holder.stdout.readline().strip() == "locked"
+    with ResultsStore(results, lock=True) as store:  # waits for the holder, then finds its file gone
+        assert holder.wait(timeout=60) == 0
+        store.append({"algorithm": "a", "protocol": "legacy", "profile": "current", "seeds": "42", "seed": 42,
+                      "model": "m", "model_identity": "i", "dataset_fingerprint": "f", "reduction": "none",
+                      "split": "s", "dataset": "d", "mteb_name": "D", "v_measure": 0.5})
+        assert os.stat(results).st_ino == os.fstat(store._fd).st_ino
+    assert len(ResultsStore(results).rows) == 1
+
+
+# -- case 13: files follow the umask ----------------------------------------------------------------
+
+def _modes(*folders: Path) -> Counter:
+    found = Counter()
+    for folder in folders:
+        for path in [folder, *folder.rglob("*")]:
+            kind = "dir" if path.is_dir() else "file"
+            found[(kind, oct(stat.S_IMODE(path.stat().st_mode)))] += 1
+    return found
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_outputs_and_caches_follow_the_umask(data, stores, tiny_bert, tmp_path, capsys, umask):
+    previous = os.umask(umask)
+    try:
+        results, cache = tmp_path / "results.jsonl", tmp_path / "cache"
+        assert main(_run(data, results, cache, "--limit-splits", "1", "--config", "minibatch_kmeans:pca",
+                         "--out", str(tmp_path / "run"))) == 0
+        assert main(["export", str(stores["both"]), "--out", str(tmp_path / "export")]) == 0
+        assert main(_layers(tiny_bert, data, tmp_path / "sweep", tmp_path / "layer-cache")) == 0
+    finally:
+        os.umask(previous)
+    capsys.readouterr()
+    folders = [tmp_path / name for name in ("run", "export", "sweep", "cache", "layer-cache")]
+    assert any(p.suffix == ".npy" for p in (tmp_path / "cache").rglob("*"))  # a reduction was cached
+    modes = _modes(*folders, results)
+    assert set(modes) == {("dir", oct(0o777 & ~umask)), ("file", oct(0o666 & ~umask))}, modes
