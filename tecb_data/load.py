@@ -124,11 +124,21 @@ def rehydration_dir(cache_dir: str | Path | None = None) -> Path:
     return Path(constants.HF_HOME) / "tecb" / "rehydrated"
 
 
+def _view_hint(folder: Path) -> str:
+    """What to give the command line instead of the ids folder: the rehydrated views beside it,
+    where a Reddit build wrote them, else how to make them."""
+    beside = [folder.parent / f"reddit-clustering-{view}" for view in VIEWS]
+    beside = [p for p in beside if (p / layout.MANIFEST).is_file()]
+    if beside:
+        return f"give a rehydrated view instead ({' or '.join(str(p) for p in beside)}) as --data"
+    return (f"rehydrate it with `tecb-data build --source reddit --ids {folder} --out DIR` and give "
+            "DIR/reddit-clustering-s2s or DIR/reddit-clustering-p2p as --data")
+
+
 def _rehydrate(folder: Path, manifest: dict, location: str, *, view, cache_dir, praw_site, reddit_cache, refresh, progress) -> Benchmark:
     if view not in VIEWS:
-        raise UserError(
-            f"{location}: {REDDIT_IDS_DATASET} holds Reddit ids only; pass view='s2s' or view='p2p' to rehydrate its texts"
-        )
+        raise UserError(f"{location}: {REDDIT_IDS_DATASET} holds Reddit ids only, no texts; {_view_hint(folder)}, "
+                        "or in Python pass view='s2s' or view='p2p' to rehydrate its texts")
     # Imported here: praw is needed only by users who load the Reddit datasets.
     from tecb_data.sources import reddit
 

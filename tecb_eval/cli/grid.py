@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tecb_eval.cli.options import dataset_folders, grid_options, parse_model, print_tables
+from tecb_eval.cli.options import check_grid_options, dataset_folders, grid_options, parse_model, print_tables
 
 DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
 DEMO_SPLITS = 4
@@ -34,7 +34,8 @@ def _run_grid(args, models, datasets, configurations=None):
         check_output(args.out, **_output_rules(args, models, datasets))
     return run_grid(
         datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
-        configurations=configurations, protocol=args.protocol, profile=args.profile, seed=args.seed,
+        configurations=configurations, protocol=args.protocol, profile=args.profile,
+        seed=None if args.seeds else args.seed,
         seeds=args.seeds, cache_dir=args.cache_dir,
         results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
         jobs=args.jobs, scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout,
@@ -67,6 +68,7 @@ def _export(args, frame, datasets, models) -> int:
 
 
 def _cmd_run(args) -> int:
+    check_grid_options(args)
     from tecb_eval.clustering.algorithms import REDUCTIONS
 
     if args.reduction is None:
@@ -86,6 +88,7 @@ def _cmd_run(args) -> int:
 
 def _cmd_demo(args) -> int:
     """A small grid with the offline encoders on the demo datasets, Tables 2 and 3, and the plots."""
+    check_grid_options(args)
     from tecb_eval.clustering.algorithms import REDUCTIONS
     from tecb_eval.reports.tables import DEMO_NOTE, read_reference
 

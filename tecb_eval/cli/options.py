@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 
 from tecb_data.errors import UserError
@@ -41,19 +42,101 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: every seed must be an integer, e.g. 42,1,2") from None
 
 
+class _Seeds(argparse.Action):
+    """``--seeds`` given again adds to the seeds, as a repeated ``--data`` adds datasets: the last
+    one alone winning would drop the others without a word."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None) or ()
+        setattr(namespace, self.dest, tuple(before) + tuple(values))
+        _given(namespace, self.dest)
+
+
+class _Given(argparse.Action):
+    """Stores the value as argparse's "store" does and notes that the option was on the command
+    line: a default is no choice of the user's, so only a given option can be refused as ignored."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        _given(namespace, self.dest)
+
+
+def _given(namespace, dest: str) -> None:
+    namespace.given = (*getattr(namespace, "given", ()), dest)
+
+
+def check_grid_options(args) -> None:
+    """Options of `run` and `demo` that would be ignored, or are no number the grid can use,
+    refused in one line before anything runs."""
+    from tecb_eval.grid.scheduling import check_timeout
+
+    given = set(getattr(args, "given", ()))
+    if {"seed", "seeds"} <= given:
+        raise UserError(f"--seed {args.seed} and --seeds {','.join(map(str, args.seeds))} given together: --seeds "
+                        "replaces --seed, so give one of them (--seeds with the seed set to run)")
+    if getattr(args, "protocol", "legacy") == "fast" and getattr(args, "limit_splits", None):
+        raise UserError(f"--limit-splits {args.limit_splits} with --protocol fast: the fast protocol samples from "
+                        "every split at once (MTEB v2), so there is no split to leave out; drop --limit-splits, or "
+                        "use --protocol legacy")
+    check_timeout(args.scheduler_timeout)
+    if "scheduler_timeout" in given and args.scheduler is None:
+        raise UserError("--scheduler-timeout applies to a Dask cluster only: add --scheduler ADDRESS, or leave "
+                        "--scheduler-timeout out (local workers need no timeout)")
+
+
 def dataset_folders(paths: list[str]) -> list[str]:
-    """Dataset folders as given; a folder that holds dataset folders stands for all of them."""
-    out = []
+    """Dataset folders as given; a folder that holds dataset folders stands for all of them.
+
+    A dataset named twice (the same folder twice, or also inside a folder of them) is kept once,
+    with a note: evaluated twice, it would be two rows of the same cells. In a folder of them, the
+    Reddit ids dataset is passed over, with a note, when the views rehydrated from it lie beside
+    it (what `tecb-data build --source reddit` writes): it holds no texts to evaluate."""
+    from tecb_data.load import REDDIT_IDS_DATASET
+
+    out, seen = [], {}
     for item in paths:
         path = Path(item)
         if path.is_dir() and not (path / "manifest.json").is_file():
             found = sorted(p for p in path.iterdir() if (p / "manifest.json").is_file())
             if not found:
                 raise UserError(f"{path}: neither a dataset folder (no manifest.json) nor a folder of them")
-            out += [str(p) for p in found]
+            names = {folder: _dataset_name(folder) for folder in found}
+            views = [f.name for f, name in names.items()
+                     if name and name.startswith("reddit-clustering-") and name != REDDIT_IDS_DATASET]
+            for folder, name in names.items():
+                if views and name == REDDIT_IDS_DATASET:
+                    print(f"note: {folder}: Reddit ids only, passed over; its texts are in {', '.join(views)} "
+                          "beside it", file=sys.stderr)
+                    continue
+                _add(out, seen, str(folder), item)
         else:
-            out.append(item)
+            _add(out, seen, item, item)
     return out
+
+
+def _manifest(folder: Path) -> dict:
+    from tecb_data import layout
+
+    try:
+        return layout.read_manifest(folder)
+    except (UserError, OSError, ValueError):
+        return {}  # load() says what is wrong with it
+
+
+def _dataset_name(folder: Path) -> str | None:
+    return _manifest(folder).get("dataset")
+
+
+def _add(out: list[str], seen: dict, item: str, given: str) -> None:
+    path = Path(item)
+    # A copy of a dataset folder is the same dataset: its fingerprint says so. A Hub repo id is its text.
+    key = (_manifest(path).get("fingerprint") or path.resolve()) if path.is_dir() else item
+    if key in seen:
+        print(f"note: {item}: the same dataset given twice (--data {seen[key]} and --data {given}); it is "
+              "evaluated once", file=sys.stderr)
+        return
+    seen[key] = given
+    out.append(item)
 
 
 def print_tables(frame, fmt: str = "md", selection: dict | None = None) -> None:
@@ -88,19 +171,21 @@ def grid_options(p: argparse.ArgumentParser) -> None:
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
     from tecb_eval.grid.protocols import PROTOCOLS
 
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
-    p.add_argument("--seeds", type=parse_seeds, metavar="S1,S2,...",
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, action=_Given,
+                   help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
+    p.add_argument("--seeds", type=parse_seeds, metavar="S1,S2,...", action=_Seeds,
                    help="run every reduction and clustering once per seed (encoding once), e.g. 42,1,2; "
-                        "instead of --seed")
+                        "instead of --seed (repeatable: the seeds add up)")
     p.add_argument("--jobs", type=int, metavar="N",
                    help="local worker processes (default: every core, or $TECB_JOBS; 1: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on a Dask distributed cluster instead, e.g. tcp://host:8786 (see README)")
-    p.add_argument("--scheduler-timeout", type=float, default=SCHEDULER_TIMEOUT, metavar="SECONDS",
-                   help=f"how long to wait for the Dask scheduler (default {SCHEDULER_TIMEOUT:g})")
+    p.add_argument("--scheduler-timeout", type=float, default=SCHEDULER_TIMEOUT, metavar="SECONDS", action=_Given,
+                   help=f"with --scheduler: how long to wait for the Dask scheduler (default {SCHEDULER_TIMEOUT:g})")
     p.add_argument("--memory-limit", metavar="SIZE",
-                   help="memory for units running side by side, e.g. 8GB or 0.5 (of RAM); per worker on a "
-                        "cluster (default: 70 %% of RAM, of each worker's limit on a cluster)")
+                   help="memory for units running side by side, e.g. 8GB, 512MiB or 0.5 (a share of RAM, at "
+                        "most 1; a larger bare number needs a unit); per worker on a cluster (default: 70 %% of "
+                        "RAM, of each worker's limit on a cluster)")
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
                    help=f"embedding and reduction cache, shared by runs (default {DEFAULT_CACHE})")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -108,4 +193,4 @@ def grid_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-figure1", action="store_true", help="skip the UMAP scatter plots")
     p.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
                    help="current: today's libraries; paper: what the authors ran (river 0.14's DBSTREAM)")
-    p.set_defaults(protocol=PROTOCOLS[0])
+    p.set_defaults(protocol=PROTOCOLS[0], given=())

@@ -30,16 +30,27 @@ _SETTINGS = (
 )
 
 
+class _Seeds(argparse.Action):
+    """``--seeds 42 1 2``, ``--seeds 42,1,2`` (as `run` takes them) or both, and a repeated
+    ``--seeds`` adds to them: the last one alone winning would drop the others without a word."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None) or ()
+        setattr(namespace, self.dest, tuple(before) + tuple(seed for items in values for seed in items))
+
+
 def _cmd_pretrain(args) -> int:
     from tecb_eval.cli.options import dataset_folders
     from tecb_eval.pretraining import pretrain
+    from tecb_eval.pretraining.run import DEFAULT_SEEDS
 
     overrides = {name: getattr(args, name) for name, _, _ in _SETTINGS}
     try:
         result = pretrain(
             args.model, dataset_folders(args.data), method=args.method, profile=args.profile, pool=args.pool,
-            seeds=args.seeds, output_dir=args.out, overwrite=args.overwrite, progress=not args.quiet,
-            precision=args.precision, device=args.device, save_best=not args.no_save_best, **overrides,
+            seeds=DEFAULT_SEEDS if args.seeds is None else args.seeds, output_dir=args.out, overwrite=args.overwrite,
+            progress=not args.quiet, precision=args.precision, device=args.device, save_best=not args.no_save_best,
+            **overrides,
         )
     except KeyboardInterrupt:
         print(f"interrupted; what was written is in {args.out}.partial/ (a rerun starts afresh)", file=sys.stderr)
@@ -64,6 +75,7 @@ def _cmd_pretrain(args) -> int:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``pretrain`` command to the ``tecb-eval`` sub-commands."""
+    from tecb_eval.cli.options import parse_seeds
     from tecb_eval.pretraining.settings import METHODS, PRECISIONS
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
 
@@ -84,7 +96,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True,
                    help="output folder (written as OUT.partial, then renamed); not a dataset or model folder, nor "
                         "one that holds them")
-    p.add_argument("--seeds", type=int, nargs="+", default=[42, 1, 2], help="one training run per seed (default 42 1 2)")
+    p.add_argument("--seeds", type=parse_seeds, nargs="+", action=_Seeds, metavar="SEED",
+                   help="one training run per seed, e.g. 42 1 2 or 42,1,2 (default 42 1 2)")
     for name, kind, text in _SETTINGS:
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text)
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs CUDA; bf16 works on CPU too")

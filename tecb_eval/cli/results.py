@@ -23,6 +23,16 @@ def _cmd_table(args) -> int:
     from tecb_eval.reports import tables as report
     from tecb_eval.reports.versions import read_store, select, versions
 
+    if args.versions:
+        # A listing of every version: options that choose or annotate one table would do nothing.
+        ignored = [option for option, given in (
+            ("--paper", args.paper), ("--table", args.table != "both"), ("--reference", args.reference is not None),
+            ("--demo", args.demo), ("--protocol", args.protocol is not None), ("--profile", args.profile is not None),
+            ("--seeds", args.seeds is not None), ("--fingerprint", bool(args.fingerprint)),
+            ("--model-identity", bool(args.model_identity))) if given]
+        if ignored:
+            raise UserError(f"--versions lists every version in the store, whatever {', '.join(ignored)} would choose "
+                            "or add: leave those out, or drop --versions to print the tables they choose")
     reference = report.read_reference(args.reference) if args.reference else None
     if args.paper:
         if reference is None:
@@ -35,7 +45,7 @@ def _cmd_table(args) -> int:
         raise UserError("name a results store (JSONL), or pass --paper --reference CSV for the paper's tables alone")
     frame = read_store(args.results)
     if args.versions:
-        print(report.format_table(versions(frame).astype(str), "csv" if args.format == "csv" else "md",
+        print(report.format_table(versions(frame).astype(str), args.format,
                                   note="Versions in the store (shown: what `table` and `export` show by default)."), end="")
         return 0
     if args.table == "full":
@@ -69,17 +79,24 @@ def _cmd_compare(args) -> int:
 
     if len(args.model) != 2:
         raise UserError(f"compare takes two models, --model A --model B; got {len(args.model)}")
+    compare.check_settings(args.confidence, args.resamples, args.seed,
+                           options={"confidence": "--confidence", "resamples": "--resamples", "seed": "--seed"})
     algorithm, _, reduction = args.config.partition(":")
-    frame, left_out = select(read_store(args.results), **selection(args))
+    store = read_store(args.results)
+    frame, left_out = select(store, **selection(args))
     results = compare.compare(frame, *args.model, args.dataset, algorithm=algorithm, reduction=reduction or "none",
-                              confidence=args.confidence, resamples=args.resamples, seed=args.seed)
+                              confidence=args.confidence, resamples=args.resamples, seed=args.seed, store=store)
     table = compare.comparison_table(results)
     if args.format == "csv":
         print(table.to_csv(float_format="%.6f", lineterminator="\n"), end="")
     else:
-        shown = table[["mean_a", "mean_b", "difference", "low", "high"]].copy()
+        shown = table[["mean_a", "mean_b", "difference", "low", "high", "spread"]].rename(columns={"spread": "sd"})
         note = (f"A = {args.model[0]}, B = {args.model[1]}, {algorithm}:{reduction or 'none'}; V-measure x100; "
-                f"A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over splits and seeds.")
+                f"A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over splits and seeds, "
+                "and its SD over splits (sd).")
+        if not all(c.independent for c in results):
+            note += ("\nFast protocol: sd is the SD over its bootstrap draws and low/high stay empty; the draws share "
+                     "one pool of texts, so they are not independent evidence for an interval or a test.")
         print(report.format_table(shown, args.format, note=note), end="")
         print("\n" + "\n".join(c.sentence() for c in results))
     if left_out:
@@ -88,13 +105,20 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from tecb_data.outputs import writable_folder
-    from tecb_eval.reports.export import export_all
+    from tecb_data.outputs import check_output, published
+    from tecb_eval.reports.export import EXPORT, export_all, interrupted_state
     from tecb_eval.reports.versions import read_store
 
-    writable_folder(args.out, option="--out")
-    written = export_all(read_store(args.results), args.out, reference=args.reference,
-                         log=lambda m: print(m, file=sys.stderr), demo=args.demo, selection=selection(args))
+    # A --out that is not an earlier export's, or holds the store, fails before the store is read.
+    check_output(args.out, EXPORT, inputs=[args.results, args.reference])
+    frame = read_store(args.results)
+    since = len(published())
+    try:
+        written = export_all(frame, args.out, reference=args.reference, log=lambda m: print(m, file=sys.stderr),
+                             demo=args.demo, selection=selection(args), inputs=[args.results])
+    except KeyboardInterrupt:
+        print(f"tecb-eval: interrupted; {interrupted_state(args.out, since)}", file=sys.stderr)
+        return 130
     print(f"wrote {len(written)} files to {args.out}/")
     return 0
 
@@ -117,7 +141,9 @@ def register(commands) -> None:
 
     export = commands.add_parser("export", help="write CSV, tables, MTEB JSON and plots from a results store")
     export.add_argument("results", type=Path)
-    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--out", type=Path, required=True,
+                        help="a new or empty folder, or an earlier export's, which is replaced whole "
+                             "(never a folder something else wrote)")
     export.add_argument("--reference", type=Path,
                         help="the authors' tecb-de-full-results.csv: the paper's figures beside ours")
     export.add_argument("--demo", action="store_true",
@@ -125,15 +151,18 @@ def register(commands) -> None:
     selection_options(export)
     export.set_defaults(func=_cmd_export)
 
-    compare = commands.add_parser("compare", help="A - B paired over splits and seeds: interval, p-value, does the ranking hold")
+    compare = commands.add_parser("compare", help="A - B paired over splits and seeds: interval, p-value, does the ranking hold "
+                                                  "(fast protocol: the difference and its spread only)")
     compare.add_argument("results", type=Path, help="results store (JSONL)")
     compare.add_argument("--model", action="append", required=True, help="model A, then model B (as named in the tables)")
     compare.add_argument("--dataset", action="append", help="MTEB name of a dataset (repeatable; default: all both have)")
     compare.add_argument("--config", default="minibatch_kmeans:none", metavar="ALGORITHM:REDUCTION",
                          help="configuration compared (default minibatch_kmeans:none, Table 2's)")
     compare.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    compare.add_argument("--resamples", type=int, default=9999, help="bootstrap and permutation resamples (default 9999)")
-    compare.add_argument("--seed", type=int, default=42, help="seed of the bootstrap and permutations (default 42)")
+    compare.add_argument("--resamples", type=int, default=9999,
+                         help="bootstrap and permutation resamples, at least 2 / (1 - confidence) (default 9999)")
+    compare.add_argument("--seed", type=int, default=42,
+                         help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
     compare.add_argument("--format", choices=["md", "csv", "latex"], default="md")
     selection_options(compare)
     compare.set_defaults(func=_cmd_compare)

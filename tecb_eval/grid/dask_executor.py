@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextlib
+import logging
 from importlib.metadata import version
 
 from distributed import Client, KilledWorker, WorkerPlugin, as_completed
@@ -19,7 +20,7 @@ from distributed.client import FutureCancelledError
 
 from tecb_data.errors import UserError
 from tecb_eval.grid.scheduling import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task,
-                                       fit_or_skip, longest_first, machine_memory)
+                                       check_timeout, fit_or_skip, longest_first, machine_memory)
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit
 
 DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) may die 3 times
@@ -27,6 +28,7 @@ DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) 
 
 def connect(address: str, timeout: float = DASK_CONNECT_TIMEOUT) -> Client:
     """A ``distributed.Client`` for ``address``, or one line saying why not, within ``timeout``."""
+    timeout = check_timeout(timeout)
     failure = (f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({{}}); check the address and "
                "that `dask scheduler` runs there, or raise --scheduler-timeout")
     try:
@@ -71,10 +73,17 @@ class MemoryBudget(WorkerPlugin):
 class DaskExecutor:
     """Units as Dask tasks on the cluster at ``address``; a split's embeddings are scattered once."""
 
-    def __init__(self, client: Client, address: str, memory_limit: int | None, log):
+    def __init__(self, client: Client, address: str, memory_limit: int | None, log, timeout: float | None = None):
         self.address = address
         self.log = log
         self.client = client
+        # How long to ask a scheduler that may be gone whether it still answers: --scheduler-timeout,
+        # which connect() gave the client (distributed keeps it as _timeout).
+        self.timeout = timeout or getattr(client, "_timeout", None) or DASK_CONNECT_TIMEOUT
+        # The client logs a lost scheduler or result with tracebacks; run() says it in one line.
+        self._client_log = logging.getLogger("distributed.client")
+        self._client_log_level = self._client_log.level
+        self._client_log.setLevel(logging.CRITICAL)
         try:
             limits = self._check_workers(version("tecb"))
             # Per worker: --memory-limit, else a safe share of the workers' own limit (or of this machine's RAM).
@@ -83,7 +92,7 @@ class DaskExecutor:
             self.window = 4 * len(limits)  # units submitted ahead, so scattered inputs stay few
             self.client.register_plugin(MemoryBudget(float(self.budget - WORKER_BASELINE_BYTES)))
         except BaseException:
-            self.client.close()
+            self.close()
             raise
 
     def _check_workers(self, ours: str) -> dict[str, int]:
@@ -113,13 +122,19 @@ class DaskExecutor:
         completed = None
 
         def submit(task: Task) -> None:
-            if task.input_key not in inputs:
-                # Once per split, not once per cell: the embeddings travel to the cluster once.
-                inputs[task.input_key] = self.client.scatter(load_input(task.input_key), hash=False)
+            data = None if task.input_key in inputs else load_input(task.input_key)
             attempt = attempts.get(task.unit.key, 0)
-            future = self.client.submit(run_unit, task.unit, inputs[task.input_key], task.is_reduced,
-                                        key=f"tecb-unit-{task.unit.key}-{attempt}", pure=False,
-                                        resources={"MEMORY": float(task.unit.memory)})
+            try:
+                if data is not None:
+                    # Once per split, not once per cell: the embeddings travel to the cluster once.
+                    inputs[task.input_key] = self.client.scatter(data, hash=False)
+                future = self.client.submit(run_unit, task.unit, inputs[task.input_key], task.is_reduced,
+                                            key=f"tecb-unit-{task.unit.key}-{attempt}", pure=False,
+                                            resources={"MEMORY": float(task.unit.memory)})
+            except OSError as exc:
+                # distributed's connection errors (CommClosedError) and "No valid workers found"
+                # (a TimeoutError) are OSErrors: the cluster is gone, not this unit's fault.
+                raise self._cluster_lost(exc) from None
             running[future] = task
             if completed is not None:
                 completed.add(future)
@@ -134,16 +149,22 @@ class DaskExecutor:
         completed = as_completed(list(running), loop=self.client.loop, raise_errors=False)
         for future in completed:
             task = running.pop(future)
-            result, exc = None, None
+            result, exc, lost = None, None, False
             try:
                 # A finished unit's result can still be lost: it lives on its worker until gathered.
                 result = future.result() if future.status == "finished" else None
+                if future.status == "error":
+                    exc = future.exception()
+            except OSError as error:
+                # Gathering failed: the worker holding the result went away (the unit runs again),
+                # or the scheduler did (nothing can run again).
+                if not self._scheduler_answers():
+                    raise self._cluster_lost(error, scheduler_answers=False) from None
+                lost = True
             except Exception as error:  # noqa: BLE001 -- sorted into lost or not just below
                 exc = error
-            if future.status == "error":
-                exc = future.exception()
             if result is None:
-                if exc is not None and not _worker_lost(exc):
+                if exc is not None and not lost and not _worker_lost(exc):
                     raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
                 attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
                 if attempts[task.unit.key] >= DASK_MAX_ATTEMPTS:
@@ -159,10 +180,32 @@ class DaskExecutor:
             on_result(task.unit, result)
             fill()
 
+    def _scheduler_answers(self) -> bool:
+        try:
+            asyncio.run(_probe(self.address, self.timeout))
+        except (OSError, TimeoutError, asyncio.TimeoutError):
+            return False
+        return True
+
+    def _cluster_lost(self, exc: OSError, scheduler_answers: bool | None = None) -> UserError:
+        """One line for a cluster that stopped taking work mid-run: its scheduler, or every worker, is gone."""
+        # distributed's own text names sockets and streams, except a short one ("No valid workers found").
+        cause = f"{type(exc).__name__}: {exc}" if 0 < len(str(exc)) <= 60 else type(exc).__name__
+        if not (self._scheduler_answers() if scheduler_answers is None else scheduler_answers):
+            return UserError(f"lost the Dask scheduler at {self.address} mid-run (it no longer answers); the cells "
+                             "finished before are stored: restart the scheduler and its workers, then rerun the same "
+                             "command to resume")
+        return UserError(f"the Dask cluster at {self.address} lost its workers mid-run and none took over ({cause}); "
+                         f"the cells finished before are stored: start workers (`dask worker {self.address}`), then "
+                         "rerun the same command to resume")
+
     def close(self, abandon: bool = False) -> None:
         with contextlib.suppress(Exception):
             self.client.unregister_worker_plugin(MemoryBudget.name)
-        self.client.close()
+        try:
+            self.client.close()
+        finally:
+            self._client_log.setLevel(self._client_log_level)
 
 
 def _worker_lost(exc: BaseException) -> bool:

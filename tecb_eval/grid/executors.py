@@ -112,7 +112,7 @@ def open_executor(*, jobs: int, scheduler: str | None, memory_limit: int | None,
             raise UserError("--scheduler needs dask.distributed: pip install 'tecb[dask]' here and on every "
                             "worker") from None
 
-        executor = DaskExecutor(connect(scheduler, timeout), scheduler, memory_limit, log)
+        executor = DaskExecutor(connect(scheduler, timeout), scheduler, memory_limit, log, timeout=timeout)
     else:
         budget = memory_limit or int(DEFAULT_MEMORY_SHARE * machine_memory())
         executor = SerialExecutor(budget, log) if jobs == 1 else LocalExecutor(jobs, budget, log)

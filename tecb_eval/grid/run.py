@@ -98,7 +98,16 @@ class Grid:
                  profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
                  scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT):
-        self.benchmarks = [load_dataset(d) for d in datasets]
+        self.log = log or (lambda message: print(message, file=sys.stderr))
+        self.benchmarks = []
+        for bench in map(load_dataset, datasets):
+            # The same build given twice (a path and its copy, or twice in the list) is one dataset:
+            # twice its rows would count it double in every table.
+            twin = next((b for b in self.benchmarks if b.fingerprint == bench.fingerprint), None)
+            if twin is not None:
+                self.log(f"note: {bench.location} is the same dataset build as {twin.location}; evaluated once")
+                continue
+            self.benchmarks.append(bench)
         self.models = [model_spec(m) for m in models]
         self.configurations = configurations
         self.protocol = protocol
@@ -112,7 +121,6 @@ class Grid:
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.store = store
         self.progress = progress
-        self.log = log or (lambda message: print(message, file=sys.stderr))
         self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
                                      timeout=scheduler_timeout)
         self.units = {
@@ -359,7 +367,7 @@ def run_grid(
     *,
     configurations: Sequence | None = None,
     protocol: str = "legacy",
-    seed: int = DEFAULT_SEED,
+    seed: int | None = None,
     seeds: Sequence[int] | None = None,
     cache_dir: str | Path | None = None,
     results: str | Path | None = None,
@@ -385,8 +393,9 @@ def run_grid(
     the authors ran, e.g. river 0.14's DBSTREAM; see :mod:`tecb_eval.clustering.profiles`); every
     row names it.
 
-    ``seeds`` (instead of ``seed``) runs every reduction and clustering once per seed, encoding
-    once; the rows name their seed and the run's seed set, which is one version of the results.
+    ``seed`` (default 42) seeds every reduction and clustering; ``seeds`` (instead of ``seed``, not
+    beside it) runs them once per seed, encoding once; the rows name their seed and the run's seed
+    set, which is one version of the results. The order of ``seeds`` changes nothing.
 
     ``jobs``: local worker processes (``None``: ``$TECB_JOBS``, else every core; 1: in this process). ``scheduler``: the
     address of a Dask distributed scheduler (``tcp://host:8786``) to run the units on instead.
@@ -397,7 +406,10 @@ def run_grid(
     say = log or (lambda message: print(message, file=sys.stderr))
     if protocol not in protocols.PROTOCOLS:
         raise UserError(f"unknown protocol {protocol!r}; choose from {', '.join(protocols.PROTOCOLS)}")
-    seeds = check_seeds(seeds) if seeds is not None else (check_seed(seed),)
+    if seeds is not None and seed is not None:
+        raise UserError(f"seed={seed!r} and seeds={seeds!r} given together (--seed and --seeds): seeds replaces "
+                        "seed, so give one of them")
+    seeds = check_seeds(seeds) if seeds is not None else (check_seed(DEFAULT_SEED if seed is None else seed),)
     jobs = scheduling.check_jobs(jobs, scheduler)
     memory = scheduling.parse_memory(memory_limit)
     if limit_splits is not None and (isinstance(limit_splits, bool) or not isinstance(limit_splits, (int, np.integer))
@@ -405,6 +417,9 @@ def run_grid(
         raise UserError(f"limit_splits (--limit-splits) must be a number of splits, or 0 for all of them; "
                         f"got {limit_splits!r}")
     limit_splits = int(limit_splits) if limit_splits else None  # 0: all splits, as `demo` documents
+    if protocol == "fast" and limit_splits:
+        raise UserError(f"limit_splits={limit_splits} (--limit-splits) applies to the legacy protocol's splits; the "
+                        "fast protocol samples from all of them at once (MTEB v2): leave it out")
     for item in models:  # a bad option fails now, not after the models before it have run
         spec = model_spec(item)
         encoders.check_options(spec.spec, **spec.options)

@@ -4,6 +4,7 @@ which order they start. Below both the local executors and the Dask one, so neit
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +45,17 @@ def machine_memory() -> int:
     return total
 
 
+MIB = 2**20
+_ASK = "give --memory-limit e.g. 8GB, 512MiB, or a share of RAM like 0.5"
+
+
 def parse_memory(value) -> int | None:
-    """``"8GB"``, ``"512MiB"``, a share of RAM (``"0.5"``) or bytes -> bytes; None stays None."""
+    """``"8GB"``, ``"512MiB"``, a share of RAM (``"0.5"``: a bare number from 0 to 1) or a whole
+    number of bytes (``8589934592``: bare digits, at least 1 MiB) -> bytes; None stays None.
+
+    A bare number above 1 with a fraction or an exponent (``"2.0"``, ``"1e9"``) is neither a share
+    nor plainly bytes, and a bare count under 1 MiB is no budget anyone means as bytes (``"2"`` was
+    meant as 2 GB): both are refused, asking for a unit, rather than read as a few bytes."""
     if value is None:
         return None
     text = str(value).strip()
@@ -53,19 +63,41 @@ def parse_memory(value) -> int | None:
         number = float(text)
     except ValueError:
         number = None
-    if number is not None and 0 < number <= 1:
-        return int(machine_memory() * number)
-    if number is not None and number > 1:
-        return int(number)
+    if number is not None:
+        if not math.isfinite(number):
+            raise UserError(f"memory limit {value!r}: not a finite size; {_ASK}")
+        if 0 < number <= 1:
+            return int(machine_memory() * number)
+        if number > 1:
+            example = f"{number:g}GB" if number < 1e5 else "8GB"
+            if not text.isdigit():
+                raise UserError(f"memory limit {value!r}: a number above 1 without a unit is ambiguous (a share of "
+                                f"RAM is at most 1, bytes are whole); give a unit, e.g. --memory-limit {example}, "
+                                "or a share of RAM like 0.5")
+            if int(text) < MIB:
+                raise UserError(f"memory limit {value!r}: a bare number above 1 counts bytes, and {text} bytes cannot "
+                                f"be meant; give a unit, e.g. --memory-limit {example}, or a share of RAM like 0.5")
+            return int(text)
     from dask.utils import parse_bytes  # dask's own reading of "8GB", "512 MiB", ...
 
     try:
         parsed = int(parse_bytes(text))
+    except OverflowError:  # "1e400GB": a float that became infinite
+        raise UserError(f"memory limit {value!r}: not a finite size; {_ASK}") from None
     except (ValueError, TypeError, KeyError):
         parsed = 0
     if parsed <= 0:
-        raise UserError(f"memory limit {value!r}: not a size; give e.g. 8GB, 512MiB, or a share of RAM like 0.5")
+        raise UserError(f"memory limit {value!r}: not a size; {_ASK}")
     return parsed
+
+
+def check_timeout(seconds, option: str = "--scheduler-timeout") -> float:
+    """A wait in seconds: a finite number above 0 (NaN would never time out, 0 never connect)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(seconds) or seconds <= 0:
+        raise UserError(f"{option} {seconds!r}: not a finite number of seconds above 0; give e.g. "
+                        f"{option} {DASK_CONNECT_TIMEOUT:g}")
+    return float(seconds)
 
 
 def check_jobs(jobs, scheduler) -> int:

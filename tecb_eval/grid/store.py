@@ -3,8 +3,10 @@
 A cell is (protocol, profile, seed set, seed, model name and identity, dataset fingerprint,
 reduction, algorithm, split). The seed set (``seeds``, e.g. ``"1,2,42"``) is the run's: a run with
 several seeds is one version of its results, apart from a one-seed run that shares a seed. A
-line is written with one ``write`` on a file opened for appending and fsynced before the next cell
-starts, so a killed run loses at most the cell it was working on.
+line is appended and fsynced before the next cell starts, so a killed run loses at most the cell it
+was working on. A line is written whole or not at all: a write that stops short (a full disk) is
+cut back to where the line began and ends the run with one line, the store as it was before it.
+A store file this process created and never wrote a row to is removed when the store closes.
 
 The store only ever edits its own files. A file is the store's when every complete line is a
 results row (a JSON object with the key fields); any other file is refused with one line and never
@@ -20,8 +22,10 @@ same store waits, saying so on stderr, then reads what the first one finished an
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
+import math
 import os
 import sys
 import threading
@@ -31,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_eval.grid.seeds import MAX_SEED
 
 KEY_FIELDS = ("protocol", "profile", "seeds", "seed", "model", "model_identity", "dataset_fingerprint",
                "reduction", "algorithm", "split")
@@ -60,13 +65,59 @@ def cell_key(row: dict) -> tuple:
 ROW_PREFIX = b'{"algorithm": '
 
 
-def _row_key(line: bytes) -> tuple[dict, tuple] | None:
-    """The row and its cell key if ``line`` is a results row, else None."""
+def _row_key(line: bytes) -> tuple[dict, tuple | None] | None:
+    """The row and its cell key if ``line`` is a results row (a JSON object with the key fields),
+    else None. The key is None for a row whose values are not what the grid writes (:func:`row_problem`)."""
     try:
         row = json.loads(line)
-        return row, cell_key(row)
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, IndexError, AttributeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # json.JSONDecodeError is a ValueError
         return None
+    if not isinstance(row, dict) or any(f not in row and f not in FIELD_DEFAULTS for f in KEY_FIELDS):
+        return None
+    return row, None if row_problem(row) else cell_key(row)
+
+
+TEXT_FIELDS = ("protocol", "profile", "model", "model_identity", "dataset_fingerprint", "reduction", "algorithm",
+               "split", "mteb_name")
+COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits")
+# grid.work.METRIC_FIELDS, less the count; named here so that reading a store needs no scikit-learn.
+SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction")
+
+
+def row_problem(row: dict) -> str | None:
+    """What makes a results row unlike every row the grid writes, or None: a key or text field that
+    is no text, a seed that is no seed, a score that is no finite number, no ``mteb_name`` or
+    ``v_measure``. Such a row (an edited line) can be neither keyed nor averaged: kept, it would
+    break every table of its store, or drop out of a mean without a word."""
+    def shown(value) -> str:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def whole(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    for name in ("mteb_name", "v_measure"):
+        if name not in row:
+            return f"no {name}"
+    for name in TEXT_FIELDS + ("dataset",):
+        if name in row and not isinstance(row[name], str):
+            return f"{name} {shown(row[name])} is not text"
+    if not whole(row["seed"]) or not 0 <= row["seed"] <= MAX_SEED:
+        return f"seed {shown(row['seed'])} is not a seed (an integer from 0 to {MAX_SEED})"
+    if "seeds" in row:
+        items = row["seeds"].split(",") if isinstance(row["seeds"], str) else [""]
+        if not all(item.isdigit() for item in items) or row["seeds"] != seed_set_name(items):
+            return f'seeds {shown(row["seeds"])} is not a seed set as the grid names one (sorted, e.g. "1,2,42")'
+        if row["seed"] not in {int(item) for item in items}:
+            return f"seeds {shown(row['seeds'])} does not hold the row's seed {row['seed']}"
+    for name in SCORE_FIELDS:
+        value = row.get(name, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return f"{name} {shown(value)} is not a finite number"
+    for name in COUNT_FIELDS:
+        if name in row and (not whole(row[name]) or row[name] < 0):
+            return f"{name} {shown(row[name])} is not a count"
+    return None
 
 
 def _is_torn_write(fragment: bytes, after_own_rows: bool) -> bool:
@@ -84,36 +135,44 @@ def _is_torn_write(fragment: bytes, after_own_rows: bool) -> bool:
 class _FileLock:
     """An exclusive flock on a file, shared by every store object of this process that opens the
     same file (flock excludes open files, so a second object in one process would wait on the
-    first forever); released when the last one closes or the process ends."""
+    first forever); released when the last one closes or the process ends.
 
-    _held: dict[tuple[int, int], list] = {}  # (st_dev, st_ino) -> [fd, users]
+    A file the lock created (there was none) and nothing was written to is removed on release: a
+    run stopped before its first cell (a bad option, Ctrl-C while encoding, a lost cluster) leaves
+    no empty store behind. It is removed while still locked, so a run that was waiting finds its
+    lock on a removed file and opens the path again."""
+
+    _held: dict[tuple[int, int], list] = {}  # (st_dev, st_ino) -> [fd, users, path, created]
     _guard = threading.Lock()
 
     @classmethod
-    def acquire(cls, path: Path) -> tuple[int, tuple[int, int]]:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise _unwritable(path, exc) from None
-        identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
-        with cls._guard:
-            if identity in cls._held:
-                os.close(fd)
-                cls._held[identity][1] += 1
-                return cls._held[identity][0], identity
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"note: {path}: another run is writing to this results store; waiting for it to finish "
-                  "(the cells it finishes are skipped here)", file=sys.stderr, flush=True)
+    def acquire(cls, path: Path) -> tuple[int, tuple[int, int], bool]:
+        while True:
+            fd, created = _open_store(path, os.O_RDWR)
+            if fd is None:
+                continue  # removed between two opens (see the class docstring): open it again
+            identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+            with cls._guard:
+                if identity in cls._held:
+                    os.close(fd)
+                    cls._held[identity][1] += 1
+                    return cls._held[identity][0], identity, False
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"note: {path}: another run is writing to this results store; waiting for it to finish "
+                      "(the cells it finishes are skipped here)", file=sys.stderr, flush=True)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
+            if not _same_file(path, fd):
                 os.close(fd)
-                raise
-        with cls._guard:
-            cls._held[identity] = [fd, 1]
-        return fd, identity
+                continue
+            with cls._guard:
+                cls._held[identity] = [fd, 1, path, created]
+            return fd, identity, created
 
     @classmethod
     def release(cls, identity: tuple[int, int]) -> None:
@@ -124,7 +183,63 @@ class _FileLock:
             entry[1] -= 1
             if entry[1] == 0:
                 del cls._held[identity]
-                os.close(entry[0])  # closing the last descriptor releases the flock
+                fd, _, path, created = entry
+                try:
+                    if created and os.fstat(fd).st_size == 0 and _same_file(path, fd):
+                        os.unlink(path)
+                except OSError:
+                    pass  # left as an empty store, which any later run reads as one
+                os.close(fd)  # closing the last descriptor releases the flock
+
+
+def _open_store(path: Path, mode: int) -> tuple[int | None, bool]:
+    """``(fd, created)`` for the store at ``path``, opened for appending; ``(None, False)`` when the
+    file vanished between two tries (the caller tries again)."""
+    flags = mode | os.O_APPEND | os.O_CLOEXEC
+    try:
+        return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        try:
+            return os.open(path, flags), False
+        except FileNotFoundError:
+            return None, False
+        except OSError as exc:
+            raise _unwritable(path, exc) from None
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        found, held = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Every byte of ``data``, or an OSError: ``os.write`` may write part of it (a file system that
+    fills up mid-row writes what fits and fails only on the next call)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def _sync_folder(folder: Path) -> None:
+    # A new file's name is durable only once its folder is synced.
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _unwritable(path: Path, exc: OSError) -> UserError:
@@ -142,11 +257,14 @@ class ResultsStore:
     def __init__(self, path: Path | None, *, lock: bool = False):
         self.path = None if path is None else Path(path)
         self.rows: list[dict] = []
+        self.skipped: list[tuple[int, str]] = []  # (line number, what is wrong) of rows read but not kept
         self._keys: dict[tuple, int] = {}
         self._tail: int | None = None  # where a torn last line starts (cut before the next append)
         self._needs_newline = False  # the last row lacks its newline (appends start a fresh line)
         self._size = 0  # the file's size when read: a repair is made only to the file as it was read
         self._lock = None
+        self._fd: int | None = None  # the locked descriptor, which appends write through
+        self._new_file = False  # created by this store: its folder is synced after the first row
         if self.path is not None and self.path.is_dir():
             raise _unwritable(self.path, IsADirectoryError())
         if lock and self.path is not None:
@@ -154,7 +272,7 @@ class ResultsStore:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise _unwritable(self.path, exc) from None
-            _, identity = _FileLock.acquire(self.path)
+            self._fd, identity, self._new_file = _FileLock.acquire(self.path)
             self._lock = identity
             self._finalizer = weakref.finalize(self, _FileLock.release, identity)
         if self.path is not None and self.path.exists():
@@ -165,6 +283,7 @@ class ResultsStore:
         if self._lock is not None:
             self._finalizer()
             self._lock = None
+            self._fd = None
 
     def __enter__(self) -> "ResultsStore":
         return self
@@ -188,20 +307,31 @@ class ResultsStore:
                 found = _row_key(line)
                 if found is None:
                     raise self._foreign(number)
-                self._remember(with_defaults(found[0]), found[1])
+                self._keep(number, *found)
             offset += len(line) + 1
-        if not last.strip():
-            return
-        found = _row_key(last)
-        if found is not None:
-            self._remember(with_defaults(found[0]), found[1])
-            self._needs_newline = True
-        elif _is_torn_write(last, after_own_rows=bool(self.rows)):
-            print(f"note: {self.path}:{len(lines)}: an incomplete last line (a run killed while writing it); "
-                  "the next run writes that cell again", file=sys.stderr)
-            self._tail = offset
+        if last.strip():
+            found = _row_key(last)
+            if found is not None:
+                self._keep(len(lines), *found)
+                self._needs_newline = True
+            elif _is_torn_write(last, after_own_rows=bool(self.rows)):
+                print(f"note: {self.path}:{len(lines)}: an incomplete last line (a run killed while writing it); "
+                      "the next run writes that cell again", file=sys.stderr)
+                self._tail = offset
+            else:
+                raise self._foreign(len(lines))
+        if self.skipped:
+            listed = "; ".join(f"line {number}: {problem}" for number, problem in self.skipped[:3])
+            more = f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
+            print(f"warning: {self.path}: skipped {len(self.skipped)} row(s) unlike any the grid writes (an edited "
+                  f"line?) ({listed}{more}); their cells count as not run: fix or delete those lines",
+                  file=sys.stderr)
+
+    def _keep(self, number: int, row: dict, key: tuple | None) -> None:
+        if key is None:
+            self.skipped.append((number, row_problem(row)))
         else:
-            raise self._foreign(len(lines))
+            self._remember(with_defaults(row), key)
 
     def _foreign(self, number: int) -> UserError:
         return UserError(f"{self.path}:{number}: not a results line; is this a tecb-eval results file? It is left "
@@ -226,28 +356,55 @@ class ResultsStore:
             line = (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
             if self._needs_newline:
                 line = b"\n" + line
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            except OSError as exc:
-                raise _unwritable(self.path, exc) from None
-            try:
-                if (self._tail is not None or self._needs_newline) and os.fstat(fd).st_size != self._size:
-                    raise UserError(f"{self.path}: changed while this run was using it (another run writing without "
-                                    "the lock?); nothing was repaired: rerun to read it again")
-                if self._tail is not None:
-                    # Cut the torn line, so this row does not continue it.
-                    os.ftruncate(fd, self._tail)
-                    self._tail = None
-                os.write(fd, line)
-                os.fsync(fd)
-            except OSError as exc:
-                raise UserError(f"{self.path}: writing a results line failed ({exc.strerror}); the finished "
-                                "cells before it are kept: free space or fix the file and rerun") from None
-            finally:
-                os.close(fd)
+            self._write(line)
             self._needs_newline = False
         self._remember(row, key)
+
+    def _write(self, line: bytes) -> None:
+        """Append ``line`` whole and fsynced, or leave the store as it was and say so in one line."""
+        fd, own = self._fd, self._fd is None
+        if own:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _unwritable(self.path, exc) from None
+            fd = None
+            while fd is None:
+                fd, self._new_file = _open_store(self.path, os.O_WRONLY)
+        start = None
+        try:
+            start = os.fstat(fd).st_size
+            if (self._tail is not None or self._needs_newline) and start != self._size:
+                raise UserError(f"{self.path}: changed while this run was using it (another run writing without "
+                                "the lock?); nothing was repaired: rerun to read it again")
+            if self._tail is not None:
+                # Cut the torn line, so this row does not continue it.
+                os.ftruncate(fd, self._tail)
+                self._tail = None
+                start = os.fstat(fd).st_size
+            try:
+                _write_all(fd, line)
+                os.fsync(fd)
+            except BaseException:
+                # A row is in the store whole or not at all: cut the part that got written.
+                try:
+                    os.ftruncate(fd, start)
+                    os.fsync(fd)
+                except OSError:
+                    pass  # the torn rest is an unterminated line, which the next append cuts
+                raise
+            if self._new_file:
+                _sync_folder(self.path.parent)
+                self._new_file = False
+        except OSError as exc:
+            if own and self._new_file and start == 0:
+                self.path.unlink(missing_ok=True)  # this append created it: no empty store is left
+            raise UserError(f"{self.path}: writing a results line failed ({exc.strerror or exc}); the store is as "
+                            "it was before that cell, every finished cell is kept: free space, then rerun the same "
+                            "command to resume") from None
+        finally:
+            if own:
+                os.close(fd)
 
     def frame(self) -> pd.DataFrame:
         return rows_frame(self.rows)

@@ -7,6 +7,8 @@ epochs and evaluates it on sentence-transformers 2.2's schedule, as the authors'
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass, fields, replace
 
 from tecb_data.errors import UserError
@@ -86,29 +88,49 @@ def settings_for(method: str, profile=None, **overrides) -> PretrainSettings:
     return settings
 
 
+def _option(name: str) -> str:
+    """The `tecb-eval pretrain` option of a setting, for messages that name the keyword first."""
+    return f"(--{name.replace('_', '-')})"
+
+
 def validate(s: PretrainSettings) -> None:
     def positive(name: str) -> None:
-        if getattr(s, name) is not None and getattr(s, name) < 1:
-            raise UserError(f"{name} must be a positive integer, got {getattr(s, name)}")
+        value = getattr(s, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+            raise UserError(f"{name} must be a positive integer, got {value!r} {_option(name)}")
+
+    def number(name: str, low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> None:
+        # NaN fails every comparison and inf every bound, so neither slips through to the
+        # optimizer, where they would only show up as a NaN loss (or nothing at all) much later.
+        value = getattr(s, name)
+        is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        inside = is_number and math.isfinite(value) and (low < value if low_open else low <= value) \
+            and (value < high if high_open else value <= high)
+        if not inside:
+            span = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+            raise UserError(f"{name} must be a finite number in {span}, got {value!r} {_option(name)}")
 
     for name in ("epochs", "batch_size", "grad_accumulation", "max_length", "eval_every", "eval_batch_size", "max_steps",
                  "truncate_at"):
         positive(name)
-    if s.learning_rate <= 0:
-        raise UserError(f"learning_rate must be positive, got {s.learning_rate}")
-    if s.weight_decay < 0:
-        raise UserError(f"weight_decay must not be negative, got {s.weight_decay}")
+    # Fine-tuning a pre-trained transformer with AdamW: a learning rate above 1 (or a weight
+    # decay above 1, which shrinks every weight by learning_rate x weight_decay a step) destroys
+    # the model in its first steps rather than adapting it.
+    number("learning_rate", 0, 1, low_open=True)
+    number("weight_decay", 0, 1)
+    number("max_grad_norm", 0, math.inf, low_open=True, high_open=True)
     for name in ("warmup_ratio", "mlm_probability", "deletion_ratio"):
-        if not 0 <= getattr(s, name) < 1:
-            raise UserError(f"{name} must be in [0, 1), got {getattr(s, name)}")
+        number(name, 0, 1, high_open=True)
     if s.mlm_probability == 0:
-        raise UserError("mlm_probability must be above 0: with nothing masked there is nothing to learn")
+        raise UserError(f"mlm_probability must be above 0 {_option('mlm_probability')}: with nothing masked there "
+                        "is nothing to learn")
     if s.precision not in PRECISIONS:
         raise UserError(f"precision must be one of {', '.join(PRECISIONS)}, got {s.precision!r}")
     if s.eval_schedule not in EVAL_SCHEDULES:
-        raise UserError(f"eval_schedule must be one of {', '.join(EVAL_SCHEDULES)}, got {s.eval_schedule!r}")
+        raise UserError(f"eval_schedule must be one of {', '.join(EVAL_SCHEDULES)}, got {s.eval_schedule!r} "
+                        f"{_option('eval_schedule')}")
     if s.pooling not in POOLINGS:
-        raise UserError(f"pooling must be one of {', '.join(POOLINGS)}, got {s.pooling!r}")
+        raise UserError(f"pooling must be one of {', '.join(POOLINGS)}, got {s.pooling!r} {_option('pooling')}")
 
 
 def as_dict(s: PretrainSettings) -> dict:

@@ -35,7 +35,11 @@ def read_store(path: Path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
-    rows = [{**row, ORDER: i} for i, row in enumerate(ResultsStore(path).rows)]
+    store = ResultsStore(path)  # rows unlike the grid's are skipped there, with a warning naming their lines
+    rows = [{**row, ORDER: i} for i, row in enumerate(store.rows)]
+    if not rows and store.skipped:
+        raise UserError(f"{path}: holds no usable results: each of its {len(store.skipped)} rows is unlike any the "
+                        "grid writes (see the warning); fix or delete those lines, or rerun the grid")
     if not rows:
         raise UserError(f"{path}: holds no results yet")
     return rows_frame(rows)
