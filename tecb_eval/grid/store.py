@@ -192,6 +192,14 @@ class _FileLock:
                 os.close(fd)  # closing the last descriptor releases the flock
 
 
+def _cut_back(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        pass  # the torn rest is an unterminated line, which the next append cuts
+
+
 def _open_store(path: Path, mode: int) -> tuple[int | None, bool]:
     """``(fd, created)`` for the store at ``path``, opened for appending; ``(None, False)`` when the
     file vanished between two tries (the caller tries again)."""
@@ -384,15 +392,19 @@ class ResultsStore:
                 start = os.fstat(fd).st_size
             try:
                 _write_all(fd, line)
-                os.fsync(fd)
             except BaseException:
-                # A row is in the store whole or not at all: cut the part that got written.
-                try:
-                    os.ftruncate(fd, start)
-                    os.fsync(fd)
-                except OSError:
-                    pass  # the torn rest is an unterminated line, which the next append cuts
+                # A row is in the store whole or not at all: cut the part that got written (a Ctrl-C
+                # that lands just after the last byte leaves a whole row, which stays).
+                if os.fstat(fd).st_size != start + len(line):
+                    _cut_back(fd, start)
                 raise
+            try:
+                os.fsync(fd)
+            except OSError:
+                _cut_back(fd, start)  # the disk did not take it: the row may not survive a crash
+                raise
+            # Ctrl-C during the fsync raises from here with the row kept: it was written whole, and
+            # a finished cell is what an interrupted run promises to keep.
             if self._new_file:
                 _sync_folder(self.path.parent)
                 self._new_file = False
