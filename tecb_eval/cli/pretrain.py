@@ -20,12 +20,14 @@ _SETTINGS = (
     ("batch_size", int, "texts per forward pass (default: WWM 32, TSDAE 8)"),
     ("grad_accumulation", int, "forward passes per optimizer step (default: WWM 8, TSDAE 1)"),
     ("warmup_ratio", float, "share of the steps warming up, then constant (default: WWM 0.06, TSDAE 0)"),
-    ("max_length", int, "tokens per text (default 512, clipped to the model's)"),
+    ("max_length", int, "tokens per text in training (default 512, clipped to the model's); evaluations "
+                        "encode as `tecb-eval run` does"),
     ("mlm_probability", float, "WWM: share masked (default 0.15): of the words (profile current), of the tokens, in whole words (paper)"),
     ("deletion_ratio", float, "TSDAE: share of words deleted (default 0.6)"),
-    ("pooling", str, "TSDAE: pooling the decoder sees: mean (default), cls, max"),
+    ("pooling", str, "TSDAE, plain checkpoints: pooling the decoder sees: mean (default), cls, max; a "
+                        "sentence-transformers model keeps its own"),
     ("max_grad_norm", float, "gradient clipping (default 1.0)"),
-    ("eval_batch_size", int, "texts per encoding batch in evaluations (default 64)"),
+    ("eval_batch_size", int, "texts per encoding batch in evaluations (default 32, the grid's)"),
     ("kmeans_seed", int, "MiniBatchKMeans random_state (default 42)"),
 )
 

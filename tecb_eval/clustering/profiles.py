@@ -53,7 +53,7 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="current",
             description="today's libraries as they are (today's river DBSTREAM, transformers' "
-                        "whole word masking, hidden-state pooling, 1 TSDAE epoch)",
+                        "whole word masking, the grid's encoding of the model, 1 TSDAE epoch)",
             dbstream_cleanup="river",
             wwm_collator="transformers",
             wwm_eval_pooling="hidden",

@@ -92,6 +92,38 @@ class Schedule:
         return cls(micro, per_epoch, total, round(s.warmup_ratio * total))
 
 
+class TrainingDiverged(UserError):
+    """Training produced numbers that are not finite (a loss, a gradient norm, the vectors of an
+    evaluation): the model cannot recover, so the run stops there instead of training and
+    evaluating a broken model (k-means cannot cluster NaN)."""
+
+
+class NonFiniteVectors(ArithmeticError):
+    """An evaluation's encoder gave NaN or infinite vectors (raised by the tracker, turned into
+    :class:`TrainingDiverged` by the loop, which knows the step, seed and dataset)."""
+
+    def __init__(self, count: int, total: int):
+        super().__init__(f"{count} of {total} vectors are not finite")
+        self.count, self.total = count, total
+
+
+def diverged(settings: PretrainSettings, *, step: int, total_steps: int, seed: int, label: str, what: str,
+             tracker) -> TrainingDiverged:
+    """The one-line error of a run that diverged at optimizer step ``step``, naming what is kept."""
+    where = f"seed {seed}, {label}" if label else f"seed {seed}"
+    best = tracker.best.get(seed)
+    if best is not None and best.get("path"):
+        kept = (f"the evaluations so far and this seed's best checkpoint before it (step {best['step']}, "
+                f"V-measure {100 * best['v_measure']:.2f}) are in {tracker.workdir / best['path']}, until the next "
+                "pretrain into the same --out")
+    else:
+        kept = f"the evaluations so far are in {tracker.workdir}, until the next pretrain into the same --out"
+    return TrainingDiverged(
+        f"training diverged at step {step} of {total_steps} ({where}): {what}; nothing was published to --out, "
+        f"{kept}; try a lower --learning-rate (this run: {settings.learning_rate:g})"
+        + (" or --precision fp32" if settings.precision != "fp32" else ""))
+
+
 @dataclass
 class SeedOutcome:
     seed: int
@@ -142,12 +174,30 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
                     loss = objective.loss(batch)
                 if loss is None:
                     continue
+                value = float(loss.detach())
+                # A NaN or infinite loss is an overflow of the forward pass, which no step can repair:
+                # in fp32 and bf16 it would carry into every weight, and fp16's GradScaler (which
+                # handles overflowing gradients, not losses) would skip every step from here on.
+                if not math.isfinite(value):
+                    tracker.loss(seed, step + 1, (step + 1) / schedule.steps_per_epoch, value,
+                                 scheduler.get_last_lr()[0])
+                    bar.close()
+                    raise diverged(settings, step=step + 1, total_steps=schedule.total_steps, seed=seed, label=label,
+                                   what=f"the loss is {value}", tracker=tracker)
                 # The mean over the group's micro-batches: one step of batch_size x grad_accumulation.
                 scaler.scale(loss / len(group)).backward()
-                losses.append(float(loss.detach()))
+                losses.append(value)
             if losses:
                 scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(module.parameters(), settings.max_grad_norm)
+                norm = float(torch.nn.utils.clip_grad_norm_(module.parameters(), settings.max_grad_norm))
+                # Clipping by a NaN or infinite norm gives NaN or zero gradients: the weights would
+                # turn NaN, or silently stop changing. fp16's GradScaler skips such a step itself.
+                if not math.isfinite(norm) and not scaler.is_enabled():
+                    tracker.loss(seed, step + 1, (step + 1) / schedule.steps_per_epoch, sum(losses) / len(losses),
+                                 scheduler.get_last_lr()[0])
+                    bar.close()
+                    raise diverged(settings, step=step + 1, total_steps=schedule.total_steps, seed=seed, label=label,
+                                   what=f"the gradients' norm is {norm}", tracker=tracker)
                 scaler.step(optimizer)
                 scaler.update()
             optimizer.zero_grad(set_to_none=True)
@@ -161,7 +211,12 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
             bar.set_postfix(loss=f"{mean_loss:.4f}")
             if evaluation_due(settings, step, step_in_epoch, step_in_epoch == len(groups), schedule.total_steps):
                 training += time.perf_counter() - started
-                evaluate(step, epoch_position)
+                try:
+                    evaluate(step, epoch_position)
+                except NonFiniteVectors as exc:
+                    bar.close()
+                    raise diverged(settings, step=step, total_steps=schedule.total_steps, seed=seed, label=label,
+                                   what=f"the evaluation's vectors are not finite ({exc})", tracker=tracker) from None
                 started = time.perf_counter()
             if step >= schedule.total_steps:
                 break

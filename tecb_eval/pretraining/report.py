@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tecb_eval.pretraining.encoding import LOGITS
+
 SUMMARY_FIELDS = ("profile", "method", "trained_on", "checkpoint", "dataset", "seeds", "mean", "sd", "min", "max",
                   "baseline", "delta")
 AVERAGE = "avg"
@@ -29,6 +31,7 @@ class RunRows:
     rows: list  # its evaluations.csv rows
     best_steps: dict  # seed -> step of the best evaluation
     epochs_done: float
+    evaluation: dict | None = None  # how it evaluated: run.json's "evaluation"
 
 
 def _by_dataset(rows: list[dict]) -> dict[str, list[dict]]:
@@ -96,22 +99,38 @@ def write_summary_csv(summary: list[dict], path: Path) -> None:
             writer.writerow([repr(row[f]) if isinstance(row[f], float) else row[f] for f in SUMMARY_FIELDS])
 
 
-_POOLING_NOTE = {
-    "hidden": "Each evaluation mean-pools the last hidden layer (attention-masked), as the grid does for "
-              "transformers checkpoints.",
-    "logits": "Each WWM evaluation, the model without pre-training included, mean-pools the masked-LM head's "
-              "output, the vocabulary logits (attention-masked), as the authors' evaluator did; the best checkpoint "
-              "is chosen on these scores. The grid, and `tecb_eval.get_encoder` on a kept checkpoint, pool hidden "
-              "states instead: those scores differ from these.",
-}
+def evaluation_note(summary: list[dict], evaluations: list[dict]) -> str:
+    """How the evaluations encoded the model, and, where they did not encode it as the grid does
+    (logits pooling), what the grid scores instead. ``evaluations``: each run's ``evaluation`` of
+    run.json."""
+    first = evaluations[0]
+    if first["pooling"] != LOGITS:
+        return ("Every evaluation, the model without pre-training included, encodes the model as `tecb-eval run` "
+                f"does: {first['encoding']}. A kept checkpoint is the same kind of model (a sentence-transformers "
+                "folder when the model is one), and the grid scores it what its evaluation here scored.")
+    base = {r["dataset"]: r["baseline"] for r in summary}
+    moved = []
+    for evaluation in evaluations:
+        for dataset, grid in evaluation["grid_baseline"].items():
+            text = (f"{dataset}: {100 * grid:.2f} without pre-training (the logits pooling gives "
+                    f"{100 * base[dataset]:.2f}, {100 * (base[dataset] - grid):+.2f})")
+            kept = [scores[dataset] for scores in evaluation.get("grid_best", {}).values()]
+            if kept:
+                text += f", {100 * float(np.mean(kept)):.2f} for the kept best checkpoints (mean over seeds)"
+            moved.append(text)
+    return ("Each WWM evaluation, the model without pre-training included, mean-pools the masked-LM head's output, "
+            "the vocabulary logits (attention-masked), as the authors' evaluator did, and the best checkpoint is "
+            "chosen on these scores. This is not how the grid encodes the model, or a kept checkpoint "
+            f"(`tecb_eval.get_encoder`): it uses {first['encoding']}, and scores " + "; ".join(moved) + ".")
 
 
 def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, float], profile,
-                     eval_pooling: str) -> str:
+                     evaluations: list[dict]) -> str:
     """Table 5's shape: V-measure x 100, mean over seeds, SD, and the change from no pre-training.
 
     ``epochs_done``: epochs trained per run (trained_on -> epochs); ``profile``: a
-    :class:`tecb_eval.clustering.profiles.Profile`; ``eval_pooling``: "hidden" or "logits"."""
+    :class:`tecb_eval.clustering.profiles.Profile`; ``evaluations``: how each run evaluated (see
+    :func:`evaluation_note`)."""
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
     real = [d for d in datasets if d != AVERAGE]
     pooled = any(r["trained_on"] == POOLED for r in summary)
@@ -144,7 +163,7 @@ def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, 
                                            else "."))
     if len(epochs) > 1:
         lines.append("Epochs trained: " + ", ".join(f"{name} {e:g}" for name, e in epochs_done.items()) + ".")
-    lines.append(_POOLING_NOTE[eval_pooling])
+    lines.append(evaluation_note(summary, evaluations))
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,8 @@ Output folder, per dataset (default)::
     OUT/run.json                  profile, settings, versions, each run's schedule and best checkpoints
     OUT/<dataset>/                one run: evaluations.csv, evaluations_splits.csv, losses.csv,
                                   figure.png, summary.md, summary.csv, run.json, timings.json,
-                                  seed-<seed>/best/ (the seed's best checkpoint)
+                                  seed-<seed>/best/ (the seed's best checkpoint: a sentence-transformers
+                                  folder when the model is one, else a transformers checkpoint)
 
 Pooled (``pool=True``), the one run's files are OUT's own (OUT/seed-<seed>/best/, ...).
 """
@@ -33,13 +34,14 @@ from tecb_data.errors import UserError
 from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, remove_own, replace_with
 from tecb_eval.models.devices import check_device
 from tecb_eval.clustering.evaluation import unique_texts
-from tecb_eval.pretraining.loop import Schedule, autocast_factory, deterministic, resolve_device, train_seed
+from tecb_eval.pretraining.encoding import HIDDEN, LOGITS, MODULES, ModelSource, describe, grid_encoder, model_source
+from tecb_eval.pretraining.loop import (NonFiniteVectors, Schedule, TrainingDiverged, autocast_factory, deterministic,
+                                        resolve_device, train_seed)
 from tecb_eval.pretraining.report import (POOLED, RunRows, plot_curves, summarize, summary_markdown,
                                           write_summary_csv)
 from tecb_eval.pretraining.settings import PretrainSettings, as_dict, settings_for
 from tecb_eval.pretraining.truncate import check_truncation, truncate_checkpoint
-from tecb_eval.pretraining.tracking import (EVALUATIONS_CSV, LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder,
-                                            Tracker, read_csv)
+from tecb_eval.pretraining.tracking import EVALUATIONS_CSV, LiveLogitsPoolingEncoder, Tracker, dataset_means, read_csv
 from tecb_eval.clustering.profiles import Profile, get_profile
 from tecb_eval.grid.seeds import check_seed, check_seeds
 
@@ -137,33 +139,13 @@ def load_benchmarks(datasets) -> list:
     return sorted(benchmarks, key=lambda b: b.name)
 
 
-def model_folder(model) -> tuple[Path, str]:
-    """The folder of the transformers checkpoint to train, and a name for it."""
-    from tecb_eval.models.encoders import check_model_folder, minilm_folder, resolve_model
-
-    if str(model) == "minilm-l6":
-        folder, model_id = minilm_folder(), "minilm-l6"
-    else:
-        folder, model_id = resolve_model(str(model))
-    check_model_folder(folder)  # an unreadable config.json or modules.json is one line naming it
-    if not (folder / "config.json").is_file():
-        modules = folder / "modules.json"
-        if modules.is_file():
-            # A sentence-transformers folder keeps its transformer in the first module's folder.
-            first = json.loads(modules.read_text(encoding="utf-8"))[0].get("path", "")
-            if (folder / first / "config.json").is_file():
-                return folder / first, model_id
-        raise UserError(f"{folder}: no config.json; pass the folder of a transformers checkpoint")
-    return folder, model_id
-
-
 def _seeds(seeds: Iterable[int]) -> tuple[int, ...]:
     return check_seeds(int(s) for s in seeds)
 
 
-def _inputs(benchmarks, model_folder: Path) -> list[Path]:
+def _inputs(benchmarks, source: ModelSource) -> list[Path]:
     """The folders this run reads: local dataset folders and the model's."""
-    return [Path(b.location) for b in benchmarks if Path(b.location).is_dir()] + [model_folder]
+    return [Path(b.location) for b in benchmarks if Path(b.location).is_dir()] + [source.sentence_model or source.checkpoint]
 
 
 def _prepare_output(output_dir: Path, overwrite: bool) -> Path:
@@ -217,11 +199,29 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     given by name (``learning_rate=...``, ``batch_size=...``, ``precision="bf16"``, ``max_steps=...``);
     the others keep the defaults of ``method`` under ``profile``.
 
+    Every evaluation, the model without pre-training included, encodes the model as ``tecb-eval
+    run`` does (``tecb_eval.pretraining.encoding``): a sentence-transformers model through its own
+    modules, a plain checkpoint by mean pooling, so its "none" row is the grid's score of the model;
+    a kept checkpoint is the same kind of model and scores in the grid what it scored here. Only the
+    paper profile's WWM evaluations pool the masked-LM logits, and the summary then gives the grid's
+    scores beside them.
+
     The output layout is in this module's docstring. The whole folder is written to
     ``<output_dir>.partial`` and renamed when complete. The same seeds give the same CSVs, byte
     for byte, and a dataset's run does not depend on which other datasets were given with it.
+
+    A loss, gradient norm or evaluation vector that is NaN or infinite stops the run with
+    :class:`tecb_eval.pretraining.loop.TrainingDiverged` (a ``UserError``) naming the step, seed
+    and dataset; nothing is published, and ``<output_dir>.partial`` keeps the evaluations so far
+    and each seed's best checkpoint until the next run into ``output_dir``.
     """
+    from tecb_eval.models.encoders import DEFAULT_BATCH_SIZE
+
     profile = get_profile(profile)
+    if settings.get("eval_batch_size") is None:
+        # The grid's batch size: other batches pad differently and change the vectors' last bits,
+        # and the model without pre-training is to score here exactly what `tecb-eval run` scores.
+        settings["eval_batch_size"] = DEFAULT_BATCH_SIZE
     s = settings_for(method, profile, epochs=epochs, eval_every=eval_every, **settings)
     seeds = _seeds(seeds)
     benchmarks = load_benchmarks(datasets)
@@ -230,9 +230,10 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     for name, found in texts.items():
         if not found:
             raise UserError("the datasets hold no texts to train on" if pool else f"{name}: the dataset holds no texts to train on")
-    folder, model_id = model_folder(model)
+    source = model_source(model)
+    folder = source.checkpoint
     # An output holding (or inside) a dataset or the model would be replaced by --overwrite.
-    refuse_overlap(output_dir, _inputs(benchmarks, folder))
+    refuse_overlap(output_dir, _inputs(benchmarks, source))
     check_device(s.device)
     check_seed(s.kmeans_seed, "kmeans_seed")
     truncation = None
@@ -241,15 +242,19 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
         # Written once as an ordinary checkpoint; every seed, objective and evaluation loads it.
         truncation = tempfile.TemporaryDirectory(prefix="tecb-truncated-")
         folder = truncate_checkpoint(folder, s.truncate_at, Path(truncation.name) / "model")
+        # A layer of a sentence-transformers model is mean-pooled in the grid (get_encoder's layer=k),
+        # so the truncated model is trained, evaluated and kept as a plain checkpoint.
+        source = replace(source, checkpoint=folder, sentence_model=None)
     device = resolve_device(s.device)
     autocast = autocast_factory(s.precision, device)
     s = replace(_clip_max_length(s, folder), device=device)
-    eval_pooling = profile.wwm_eval_pooling if method == "wwm" else "hidden"
+    as_grid = MODULES if source.sentence_model is not None else HIDDEN
+    eval_pooling = LOGITS if method == "wwm" and profile.wwm_eval_pooling == LOGITS else as_grid
     shown = Path(str(model)).name if Path(str(model)).is_dir() else str(model)
     if s.truncate_at is not None:
         shown = f"{shown} truncated at layer {s.truncate_at} of {n_layers}"
     common = {
-        "model": str(model), "model_id": model_id, "method": method, "profile": profile.as_dict(), "pool": pool,
+        "model": str(model), "model_id": source.model_id, "method": method, "profile": profile.as_dict(), "pool": pool,
         "seeds": list(seeds), "settings": as_dict(s), "evaluation_pooling": eval_pooling,
     }
     output_dir = Path(output_dir)
@@ -258,30 +263,33 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     held = claim(work, COMMAND)
     done: dict[str, dict] = {}
     try:
-        for name, group in groups.items():
-            run_dir = work if pool else work / name
-            run_dir.mkdir(exist_ok=True)
-            done[name] = _run(folder, s, seeds, group, texts[name], run_dir, name=name, shown=shown, common=common,
-                              profile=profile, eval_pooling=eval_pooling, device=device, autocast=autocast,
-                              progress=progress)
-        if pool:
-            summary = done[POOLED]["summary"]
-        else:
-            summary = _write_overview(work, done, shown=shown, common=common, profile=profile,
-                                      eval_pooling=eval_pooling)
-    except KeyboardInterrupt:
-        os.close(held)
-        raise  # the partial folder stays for inspection; a rerun removes it
-    except Exception:
-        os.close(held)
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    try:
-        replace_with(work, output_dir, COMMAND)
+        try:
+            for name, group in groups.items():
+                run_dir = work if pool else work / name
+                run_dir.mkdir(exist_ok=True)
+                done[name] = _run(source, s, seeds, group, texts[name], run_dir, name=name, shown=shown, common=common,
+                                  profile=profile, eval_pooling=eval_pooling, device=device, autocast=autocast,
+                                  progress=progress)
+            if pool:
+                summary = done[POOLED]["summary"]
+            else:
+                summary = _write_overview(work, done, shown=shown, common=common, profile=profile)
+        except (KeyboardInterrupt, TrainingDiverged):
+            os.close(held)
+            # The partial folder stays for inspection (a diverged run's best checkpoint before the
+            # divergence is in it, and its message says where); a rerun removes it.
+            raise
+        except Exception:
+            os.close(held)
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        try:
+            replace_with(work, output_dir, COMMAND)
+        finally:
+            os.close(held)
     finally:
-        os.close(held)
-    if truncation is not None:
-        truncation.cleanup()
+        if truncation is not None:
+            truncation.cleanup()
 
     runs = {}
     for name, d in done.items():
@@ -294,8 +302,8 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     return PretrainResult(output_dir, method, profile, pool, s, runs, summary, output_dir / FIGURE)
 
 
-def _run(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], benchmarks: list, texts: list[str], work: Path,
-         *, name: str, shown: str, common: dict, profile: Profile, eval_pooling: str, device: str, autocast,
+def _run(source: ModelSource, s: PretrainSettings, seeds: tuple[int, ...], benchmarks: list, texts: list[str],
+         work: Path, *, name: str, shown: str, common: dict, profile: Profile, eval_pooling: str, device: str, autocast,
          progress: bool) -> dict:
     """One run (every seed) on ``texts``, evaluated on ``benchmarks``; writes its files into ``work``."""
     schedule = Schedule.of(len(texts), s)
@@ -303,24 +311,26 @@ def _run(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], benchmarks: 
                       checkpoint_info={"profile": profile.name, "evaluation_pooling": eval_pooling, "trained_on": name,
                                        **({"truncate_at": s.truncate_at} if s.truncate_at is not None else {})})
     try:
-        outcomes = _train_seeds(folder, s, seeds, texts, schedule, tracker, profile=profile, eval_pooling=eval_pooling,
-                                device=device, autocast=autocast, progress=progress, label=name)
+        outcomes, evaluation = _train_seeds(source, s, seeds, texts, schedule, tracker, profile=profile,
+                                            eval_pooling=eval_pooling, device=device, autocast=autocast,
+                                            progress=progress, label=name, shown=shown)
     finally:
         tracker.close()
     epochs_done = round(outcomes[0].steps / schedule.steps_per_epoch, 2)
     rows = read_csv(work / EVALUATIONS_CSV)
-    run_rows = RunRows(name, rows, {seed: info["step"] for seed, info in tracker.best.items()}, epochs_done)
+    run_rows = RunRows(name, rows, {seed: info["step"] for seed, info in tracker.best.items()}, epochs_done,
+                       evaluation)
     summary = summarize([run_rows], profile=profile.name)
     write_summary_csv(summary, work / SUMMARY_CSV)
     markdown = summary_markdown(summary, model=shown, epochs_done={name: epochs_done}, profile=profile,
-                                eval_pooling=eval_pooling)
+                                evaluations=[evaluation])
     (work / SUMMARY_MD).write_text(markdown, encoding="utf-8")
     plot_curves(rows, work / FIGURE, title=f"{s.method.upper()} pre-training of {shown} on {name} "
                                            f"(profile {profile.name})")
     schedule_info = {"steps_per_epoch": schedule.steps_per_epoch, "total_steps": schedule.total_steps,
                      "warmup_steps": schedule.warmup_steps}
     run = {
-        **common, "trained_on": name, "texts": len(texts),
+        **common, "trained_on": name, "texts": len(texts), "evaluation": evaluation,
         "datasets": [{"name": b.name, "fingerprint": b.fingerprint} for b in benchmarks],
         "schedule": schedule_info, "epochs_done": epochs_done,
         "best": {str(seed): info for seed, info in tracker.best.items()},
@@ -334,15 +344,15 @@ def _run(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], benchmarks: 
     }
     (work / TIMINGS_JSON).write_text(json.dumps(timings, indent=2) + "\n", encoding="utf-8")
     return {"rows": rows, "run_rows": run_rows, "summary": summary, "best": tracker.best, "schedule": schedule_info,
-            "timings": timings, "texts": len(texts), "datasets": run["datasets"]}
+            "timings": timings, "texts": len(texts), "datasets": run["datasets"], "evaluation": evaluation}
 
 
-def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: dict, profile: Profile,
-                    eval_pooling: str) -> list[dict]:
+def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: dict, profile: Profile) -> list[dict]:
     """OUT's own files over the per-dataset runs: summary, figure, all evaluations, run.json."""
     summary = summarize([d["run_rows"] for d in done.values()], profile=profile.name)
     write_summary_csv(summary, work / SUMMARY_CSV)
-    markdown = summary_markdown(summary, model=shown, profile=profile, eval_pooling=eval_pooling,
+    markdown = summary_markdown(summary, model=shown, profile=profile,
+                                evaluations=[d["evaluation"] for d in done.values()],
                                 epochs_done={name: d["run_rows"].epochs_done for name, d in done.items()})
     (work / SUMMARY_MD).write_text(markdown, encoding="utf-8")
     rows = [row for d in done.values() for row in d["rows"]]
@@ -357,7 +367,7 @@ def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: di
     run = {
         **common,
         "datasets": [ds for d in done.values() for ds in d["datasets"]],
-        "runs": {name: {"folder": name, "texts": d["texts"], "schedule": d["schedule"],
+        "runs": {name: {"folder": name, "texts": d["texts"], "schedule": d["schedule"], "evaluation": d["evaluation"],
                         "epochs_done": d["run_rows"].epochs_done,
                         "best": {str(seed): {**info, "path": f"{name}/{info['path']}" if info["path"] else None}
                                  for seed, info in d["best"].items()}}
@@ -368,26 +378,35 @@ def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: di
     return summary
 
 
-def _train_seeds(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], texts: list[str], schedule: Schedule,
-                 tracker: Tracker, *, profile: Profile, eval_pooling: str, device: str, autocast, progress: bool,
-                 label: str) -> list:
-    """One training run per seed, each from the original checkpoint."""
+def _train_seeds(source: ModelSource, s: PretrainSettings, seeds: tuple[int, ...], texts: list[str],
+                 schedule: Schedule, tracker: Tracker, *, profile: Profile, eval_pooling: str, device: str, autocast,
+                 progress: bool, label: str, shown: str) -> tuple[list, dict]:
+    """One training run per seed, each from the original checkpoint. Returns the seeds' outcomes
+    and how the model was evaluated (for run.json and the summary): ``pooling``, ``encoding`` (the
+    grid's, in words) and, where the evaluations pooled otherwise than the grid (``logits``), the
+    grid's scores of the model without pre-training and of each seed's best checkpoint."""
     import torch
 
     objective_class = _objective(s.method)
     baseline_rows = None
     outcomes = []
+    evaluation: dict = {"pooling": eval_pooling}
     for seed in seeds:
         with deterministic(seed, device):
-            objective = objective_class(folder, s, seed, device, profile)
-            if eval_pooling == "logits":
+            objective = objective_class(source.checkpoint, s, seed, device, profile,
+                                        sentence_model=source.sentence_model)
+            as_grid = grid_encoder(objective, batch_size=s.eval_batch_size, device=device)
+            evaluation["encoding"] = describe(as_grid)
+            if eval_pooling == LOGITS:
                 encoder = LiveLogitsPoolingEncoder(objective.module, objective.tokenizer, max_length=s.max_length,
                                                    batch_size=s.eval_batch_size, device=device, autocast=autocast)
             else:
-                encoder = LiveMeanPoolingEncoder(objective.encoder, objective.tokenizer, max_length=s.max_length,
-                                                 batch_size=s.eval_batch_size, device=device, autocast=autocast)
+                # fp32 whatever the training precision: the grid encodes a kept checkpoint in fp32.
+                encoder = as_grid
             if baseline_rows is None:
-                baseline_rows = tracker.baseline(encoder)
+                baseline_rows = _baseline(tracker, encoder, shown)
+                if eval_pooling == LOGITS:
+                    evaluation["grid_baseline"] = dataset_means(_baseline(tracker, as_grid, shown, what="as the grid"))
             tracker.record(seed, 0, 0.0, baseline_rows, objective)
 
             def evaluate(step: int, epoch: float, seed=seed, encoder=encoder, objective=objective) -> float:
@@ -396,8 +415,27 @@ def _train_seeds(folder: Path, s: PretrainSettings, seeds: tuple[int, ...], text
             outcomes.append(train_seed(objective, texts, s, seed, schedule, evaluate, tracker,
                                        device=device, autocast=autocast, progress=progress, label=label))
         # Free this seed's model (and optimizer state) before the next one is loaded.
-        del objective, encoder, evaluate
+        del objective, encoder, as_grid, evaluate
         gc.collect()
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
-    return outcomes
+        if eval_pooling == LOGITS and tracker.best[seed]["path"]:
+            from tecb_eval.models.encoders import get_encoder
+
+            # The best checkpoint was chosen on logits; the grid scores it by its own encoding.
+            kept = get_encoder(str(tracker.workdir / tracker.best[seed]["path"]), batch_size=s.eval_batch_size,
+                               device=device)
+            tracker.score_as_the_grid(seed, kept)
+            del kept
+    if eval_pooling == LOGITS:
+        evaluation["grid_best"] = {str(seed): info["grid_datasets"] for seed, info in tracker.best.items()
+                                   if "grid_datasets" in info}
+    return outcomes, evaluation
+
+
+def _baseline(tracker: Tracker, encoder, shown: str, what: str = "evaluation") -> list[dict]:
+    try:
+        return tracker.baseline(encoder, what=what)
+    except NonFiniteVectors as exc:
+        raise UserError(f"{shown}: the model without pre-training gives vectors that are not finite ({exc}); it "
+                        "cannot be evaluated, so there is nothing to pre-train from") from None

@@ -45,7 +45,7 @@ class PretrainSettings:
     # fine-tuning); None: the whole model. Checked against the model in pretraining.truncate.
     truncate_at: int | None = None
     max_grad_norm: float = 1.0  # the transformers Trainer's default clipping
-    eval_batch_size: int = 64
+    eval_batch_size: int = 32  # the grid's: evaluations then give its vectors bit for bit
     kmeans_seed: int = 42  # MiniBatchKMeans random_state, as in the paper
     precision: str = "fp32"
     device: str | None = None  # None: CUDA when present, else CPU

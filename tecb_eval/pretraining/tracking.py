@@ -1,5 +1,13 @@
 """Evaluation during training: V-measure of the live encoder on every split, logged to CSV, and
-the best checkpoint per seed kept on disk."""
+the best checkpoint per seed kept on disk.
+
+The model being trained is encoded as ``tecb-eval run`` encodes that model (``get_encoder``): a
+sentence-transformers model through its own modules (pooling, normalisation, ...), a plain
+transformers checkpoint by the attention-masked mean of its last layer; in fp32, in the grid's
+batch size and in the grid's chunks and order of texts, so the vectors (and the V-measure of the
+model without pre-training) are the grid's bit for bit, and a kept checkpoint scores in the grid
+what its evaluation here scored.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +20,11 @@ from typing import Sequence
 
 import numpy as np
 
-from tecb_eval.models.encoders import MeanPoolingEncoder
-from tecb_eval.clustering.evaluation import evaluate_kmeans
+from tecb_eval.clustering.evaluation import evaluate_kmeans, unique_texts
+from tecb_eval.grid.cache import EmbeddingStore
+from tecb_eval.grid.work import one_thread
+from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder
+from tecb_eval.pretraining.loop import NonFiniteVectors
 
 EVALUATION_FIELDS = ("method", "seed", "epoch", "step", "dataset", "v_measure")
 SPLIT_FIELDS = ("method", "seed", "epoch", "step", "dataset", "split", "v_measure")
@@ -26,9 +37,9 @@ LOSSES_CSV = "losses.csv"
 class LiveMeanPoolingEncoder(MeanPoolingEncoder):
     """The grid's mean pooling (last layer, attention-masked) over a model still in memory.
 
-    The one place where the model being trained is encoded: it reuses the grid's encode so that a
-    saved checkpoint, reloaded through ``tecb_eval.models.encoders.get_encoder``, encodes the same way.
-    Dropout is switched off for the pass and the training mode restored afterwards.
+    It reuses the grid's encode so that a saved checkpoint, reloaded through
+    ``tecb_eval.models.encoders.get_encoder``, encodes the same way. Dropout is switched off for
+    the pass and the training mode restored afterwards.
     """
 
     def __init__(self, model, tokenizer, *, max_length: int, batch_size: int, device: str, autocast=None):
@@ -38,6 +49,7 @@ class LiveMeanPoolingEncoder(MeanPoolingEncoder):
         self.model = model
         self.tokenizer = tokenizer
         self.layer = None
+        self.n_layers = int(getattr(model.config, "num_hidden_layers", 0))
         self.max_length = max_length
         self.batch_size = batch_size
         self.device = device
@@ -59,6 +71,32 @@ class LiveMeanPoolingEncoder(MeanPoolingEncoder):
 
     def _pooled(self, texts: list[str]) -> np.ndarray:
         return MeanPoolingEncoder.encode(self, texts)
+
+
+class LiveSentenceTransformerEncoder(SentenceTransformerEncoder):
+    """A sentence-transformers model still in memory (its transformer the one being trained),
+    encoded by the grid's ``SentenceTransformerEncoder.encode``: its own modules, its own maximum
+    length."""
+
+    pooling = "model"
+
+    def __init__(self, model, *, batch_size: int):
+        self.model = model
+        self.batch_size = batch_size
+        self.modules = "+".join(type(m).__name__ for m in model)
+        self.max_length = model.max_seq_length
+        self.identity = f"live:st|modules={self.modules}|max_length={self.max_length}"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        # SentenceTransformer.encode leaves the model in eval mode, and its transformer is shared with
+        # the training objective (whose own mode may differ from the wrapper's): every module gets
+        # its mode back.
+        modes = [(module, module.training) for module in self.model.modules()]
+        try:
+            return SentenceTransformerEncoder.encode(self, texts)
+        finally:
+            for module, training in modes:
+                module.training = training
 
 
 class LiveLogitsPoolingEncoder(LiveMeanPoolingEncoder):
@@ -92,6 +130,16 @@ class LiveLogitsPoolingEncoder(LiveMeanPoolingEncoder):
                 for i, vector in zip(idx, pooled.float().cpu().numpy()):
                     out[i] = vector
         return np.stack(out)
+
+
+def encode_as_the_grid(encode, texts: Sequence[str]) -> np.ndarray:
+    """The vectors ``encode`` gives ``texts`` when called as the grid calls an encoder: on the
+    distinct texts in the grid's chunks and order (``EmbeddingStore.encode_missing``). A batch pads
+    to its longest text, and other padding changes the last bits of a vector; so only the same
+    batches give the grid's vectors exactly."""
+    store = EmbeddingStore(None, "pre-training evaluation")  # in memory only
+    store.encode_missing(texts, encode)
+    return store.embeddings().rows(list(texts))
 
 
 def _fmt(value) -> str:
@@ -139,22 +187,31 @@ def dataset_means(split_rows: list[dict]) -> dict[str, float]:
 
 
 def timed_evaluation(benchmarks: Sequence, encoder, kmeans_seed: int) -> tuple[list[dict], dict]:
-    """``evaluate_kmeans`` (one encoding pass over the unique texts, then k-means per split),
-    with the time spent encoding and clustering."""
-    spent = {"encode_s": 0.0, "encode_calls": 0, "encoded_texts": 0}
+    """``evaluate_kmeans`` (one encoding pass over the unique texts, as the grid encodes them, then
+    k-means per split), with the time spent encoding and clustering. Raises
+    :class:`NonFiniteVectors` before clustering vectors that are NaN or infinite."""
+    texts = unique_texts(benchmarks)
+    calls = []
 
-    def encode(texts: list[str]) -> np.ndarray:
-        start = time.perf_counter()
-        vectors = encoder.encode(texts)
-        spent["encode_s"] += time.perf_counter() - start
-        spent["encode_calls"] += 1
-        spent["encoded_texts"] += len(texts)
-        return vectors
+    def encode(chunk: list[str]) -> np.ndarray:
+        calls.append(len(chunk))
+        return encoder.encode(chunk)
 
     start = time.perf_counter()
-    rows = evaluate_kmeans(benchmarks, encode, seed=kmeans_seed)
-    total = time.perf_counter() - start
-    return rows, {**spent, "kmeans_s": total - spent["encode_s"], "total_s": total}
+    vectors = encode_as_the_grid(encode, texts)
+    encode_s = time.perf_counter() - start
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        raise NonFiniteVectors(int((~finite).sum()), len(texts))
+    by_text = dict(zip(texts, vectors))
+    start = time.perf_counter()
+    # One thread, as each of the grid's units clusters: k-means then gives the grid's labels.
+    with one_thread():
+        rows = evaluate_kmeans(benchmarks, lambda asked: np.stack([by_text[t] for t in asked]), seed=kmeans_seed)
+    kmeans_s = time.perf_counter() - start
+    timing = {"encode_s": encode_s, "encode_calls": len(calls), "encoded_texts": sum(calls), "kmeans_s": kmeans_s,
+              "total_s": encode_s + kmeans_s}
+    return rows, timing
 
 
 def replace_folder(source: Path, target: Path) -> None:
@@ -187,12 +244,23 @@ class Tracker:
         self.best: dict[int, dict] = {}
         self.eval_timings: list[dict] = []
 
-    def baseline(self, encoder) -> list[dict]:
+    def baseline(self, encoder, *, what: str = "evaluation") -> list[dict]:
         """Split rows of the model before any training (shared by all seeds: training has not
-        touched the encoder yet, and the new heads do not take part in encoding)."""
+        touched the encoder yet, and the new heads do not take part in encoding). ``what`` names
+        the evaluation in timings.json."""
         rows, timing = timed_evaluation(self.benchmarks, encoder, self.kmeans_seed)
-        self.eval_timings.append({"seed": None, "step": 0, **timing})
+        self.eval_timings.append({"seed": None, "step": 0, "what": what, **timing})
         return rows
+
+    def score_as_the_grid(self, seed: int, encoder) -> None:
+        """Add to ``seed``'s best checkpoint what the grid scores it (``encoder``: the checkpoint
+        reloaded by ``get_encoder``): ``grid_v_measure`` and ``grid_datasets``."""
+        rows, timing = timed_evaluation(self.benchmarks, encoder, self.kmeans_seed)
+        self.eval_timings.append({"seed": seed, "step": self.best[seed]["step"], "what": "best checkpoint, as the grid",
+                                  **timing})
+        means = dataset_means(rows)
+        self.best[seed]["grid_v_measure"] = float(np.mean(list(means.values())))
+        self.best[seed]["grid_datasets"] = means
 
     def record(self, seed: int, step: int, epoch: float, split_rows: list[dict], objective=None) -> float:
         """Log one evaluation; save the checkpoint when its mean V-measure is the seed's best so far."""

@@ -162,11 +162,16 @@ def unmasked_share(batch: dict) -> float:
 
 
 class WholeWordMasking:
-    """The model with an MLM head (initialised when the checkpoint has none) and the profile's masker."""
+    """The model with an MLM head (initialised when the checkpoint has none) and the profile's masker.
+
+    ``folder``: the transformers checkpoint; ``sentence_model``: the sentence-transformers folder it
+    belongs to, if the model is one: its modules are then kept around the transformer being trained
+    (``sentence_model`` here), for evaluation and for the kept checkpoint."""
 
     name = "wwm"
 
-    def __init__(self, folder: Path, settings: PretrainSettings, seed: int, device: str, profile):
+    def __init__(self, folder: Path, settings: PretrainSettings, seed: int, device: str, profile, *,
+                 sentence_model: Path | None = None):
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
@@ -174,6 +179,17 @@ class WholeWordMasking:
                              max_length=settings.max_length, seed=seed)
         self.module = AutoModelForMaskedLM.from_pretrained(str(folder)).to(device)
         self.encoder = self.module.base_model
+        self.sentence_model = None
+        if sentence_model is not None:
+            from sentence_transformers import SentenceTransformer
+
+            from tecb_eval.pretraining.tsdae import check_first_module
+
+            st = SentenceTransformer(str(sentence_model), device=device)
+            check_first_module(st, sentence_model)
+            # Its transformer becomes the one being trained; the copy it loaded is dropped.
+            st[0].model = self.encoder
+            self.sentence_model = st
 
     def make_batch(self, texts: list[str]) -> dict:
         return self.masker(texts)
@@ -185,5 +201,12 @@ class WholeWordMasking:
         return self.module(**batch).loss
 
     def save(self, folder: Path) -> None:
+        if self.sentence_model is not None:
+            self.sentence_model.save(str(folder), create_model_card=False)
+            # The transformer's folder (the root: sentence-transformers saves its first module there)
+            # then gets the whole masked-LM model, so its head is kept for more training; the
+            # sentence-transformers model loads its base from it as from any checkpoint.
+            self.module.save_pretrained(str(folder))
+            return
         self.module.save_pretrained(str(folder))
         self.tokenizer.save_pretrained(str(folder))
