@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from tecb_data.errors import UserError
+from tecb_data.publication import sync_folder
 
 MARKER = ".tecb-output.json"
 
@@ -115,6 +116,20 @@ def remove_own(folder: str | Path, command: str, *, what: str = "folder") -> Non
                     f"(no {MARKER}); move it away or choose another output folder")
 
 
+def _move_in(work: Path, target: Path) -> None:
+    """Put ``work`` where ``target`` is: the old folder is moved aside first and put back if the
+    rename fails, then removed."""
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
+    os.replace(target, aside / target.name)
+    try:
+        os.replace(work, target)
+    except BaseException:
+        os.replace(aside / target.name, target)
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def replace_with(work: str | Path, target: str | Path, command: str, *, option: str = "--out") -> None:
     """Publish the finished folder ``work`` at ``target``: a folder that is there is moved aside and
     removed only once ``work`` is in place, and only if it is empty or ``command``'s own; if someone
@@ -125,15 +140,7 @@ def replace_with(work: str | Path, target: str | Path, command: str, *, option: 
                 and (_is_empty_folder(target) or written_by(target) == command)):
             raise UserError(f"{option} {target}: appeared during the run and was not written by `{command}`; "
                             f"the finished output is in {work}")
-        aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
-        os.replace(target, aside / target.name)
-        try:
-            os.replace(work, target)
-        except BaseException:
-            os.replace(aside / target.name, target)
-            shutil.rmtree(aside, ignore_errors=True)
-            raise
-        shutil.rmtree(aside, ignore_errors=True)
+        _move_in(work, target)
     else:
         os.replace(work, target)
 
@@ -362,19 +369,6 @@ class Stage:
         self.work, self.target, self.check = work, target, check
 
 
-def _sync_folder(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot sync a folder; the renames are done either way
-    finally:
-        os.close(fd)
-
-
 def _swap(work: Path, target: Path, command: str, kept: set[Path], *, shown, option: str) -> None:
     """``work`` into ``target``'s place; the old folder is moved aside and removed once ``work`` is in
     place, and only if it is still replaceable (someone may have put their own folder there)."""
@@ -384,15 +378,7 @@ def _swap(work: Path, target: Path, command: str, kept: set[Path], *, shown, opt
     if not _replaceable(target, command, kept):
         raise UserError(f"{option} {shown}: changed during the run and is no longer `{command}`'s to replace; "
                         f"nothing there was changed")
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
-    os.replace(target, aside / target.name)
-    try:
-        os.replace(work, target)
-    except BaseException:
-        os.replace(aside / target.name, target)
-        shutil.rmtree(aside, ignore_errors=True)
-        raise
-    shutil.rmtree(aside, ignore_errors=True)
+    _move_in(work, target)
 
 
 @contextlib.contextmanager
@@ -432,7 +418,7 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
                                        encoding="utf-8")
             interrupts.holding = True
             _swap(work, target, command, kept, shown=folder, option=option)
-            _sync_folder(target.parent)
+            sync_folder(target.parent)
             _published.append(target)
         except BaseException as exc:
             interrupts.holding = True

@@ -75,7 +75,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _fsync_dir(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
+    """Make the names in ``folder`` durable (a new or renamed file's name is, once its folder is
+    synced); a file system that cannot sync a folder is left as it is."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -99,7 +101,7 @@ def _write_journal(path: Path, entries: list[dict], state: str) -> None:
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    sync_folder(path.parent)
 
 
 @contextlib.contextmanager
@@ -150,7 +152,7 @@ def publish(out: Path, moves: list[tuple[Path, Path]]) -> None:
                     if entry["had_old"]:
                         os.replace(out / entry["target"], out / entry["aside"])
                     os.replace(out / entry["new"], out / entry["target"])
-                _fsync_dir(out)
+                sync_folder(out)
                 _write_journal(journal, entries, "committed")
             except BaseException:
                 _roll_back(out, entries)
@@ -172,7 +174,7 @@ def _roll_back(out: Path, entries: list[dict]) -> None:
         if entry["had_old"] and aside.is_dir() and not target.exists():
             os.replace(aside, target)
         shutil.rmtree(new, ignore_errors=True)
-    _fsync_dir(out)
+    sync_folder(out)
 
 
 def _finish(out: Path, entries: list[dict]) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_data.publication import sync_folder
 from tecb_eval.grid.seeds import MAX_SEED
 
 KEY_FIELDS = ("protocol", "profile", "seeds", "seed", "model", "model_identity", "dataset_fingerprint",
@@ -236,20 +237,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _sync_folder(folder: Path) -> None:
-    # A new file's name is durable only once its folder is synced.
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _unwritable(path: Path, exc: OSError) -> UserError:
     if path.is_dir():
         return UserError(f"{path}: is a folder, not a results file; name a .jsonl file (e.g. {path / 'results.jsonl'})")
@@ -406,7 +393,7 @@ class ResultsStore:
             # Ctrl-C during the fsync raises from here with the row kept: it was written whole, and
             # a finished cell is what an interrupted run promises to keep.
             if self._new_file:
-                _sync_folder(self.path.parent)
+                sync_folder(self.path.parent)
                 self._new_file = False
         except OSError as exc:
             if own and self._new_file and start == 0:
