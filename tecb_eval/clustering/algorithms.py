@@ -9,6 +9,7 @@ spellings (``-``, ``pca+umap``) map onto them in :data:`REFERENCE_REDUCTIONS`.
 from __future__ import annotations
 
 import functools
+import numbers
 import warnings
 
 import numpy as np
@@ -176,6 +177,8 @@ def _river_014_dbstream():
 def __getattr__(name):
     if name == "River014DBSTREAM":
         return _river_014_dbstream()
+    if name == "SeededSpectralUMAP":
+        return _seeded_spectral_umap()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -262,10 +265,147 @@ class _Umap(BaseEstimator):
             params.update(n_neighbors=max(2, n - 1), init="random")
         else:
             params.update(n_neighbors=self.n_neighbors)
+        reducer = umap.UMAP if self.random_state is None else _seeded_spectral_umap()
         with warnings.catch_warnings():
             # "n_jobs overridden by random_state": determinism is what we want here.
             warnings.filterwarnings("ignore", message=".*n_jobs.*", category=UserWarning)
-            return umap.UMAP(**params).fit_transform(X)
+            return reducer(**params).fit_transform(X)
+
+
+# Where eigsh takes ``rng``, scipy asks that generator for ARPACK's restart vectors. Older releases
+# draw them from the Fortran ARPACK's own process-wide seed, which no argument reaches: there a unit
+# that needs a restart still depends on what ran before it in the same process.
+@functools.cache
+def _eigsh_takes_rng() -> bool:
+    import inspect
+
+    from scipy.sparse.linalg import eigsh
+
+    return "rng" in inspect.signature(eigsh).parameters
+
+
+def _connected_spectral_layout(graph, dim, random_state, rng):
+    """umap-learn 0.5's ``_spectral_layout`` for one connected graph (``init="random"``, its default
+    solver), with ``rng`` handed to ARPACK: the same bits wherever ARPACK needs no restart vector.
+
+    UMAP starts ARPACK from ``v0 = ones``. On a small component of near-duplicate points (a clique of
+    equal weights) that vector spans an invariant subspace at once, and ARPACK asks for a fresh
+    random start; UMAP passes no generator, so scipy draws it from the operating system's entropy.
+    Every other draw here comes from ``random_state`` in UMAP's order, so what UMAP's seed decides
+    stays as it was.
+    """
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    n = graph.shape[0]
+    sqrt_deg = np.sqrt(np.asarray(graph.sum(axis=0)).squeeze())
+    identity = scipy.sparse.identity(n, dtype=np.float64)
+    scale = scipy.sparse.spdiags(1.0 / sqrt_deg, 0, n, n)
+    laplacian = identity - scale * graph * scale
+    if not scipy.sparse.issparse(laplacian):
+        laplacian = np.asarray(laplacian)
+    k = dim + 1
+    lanczos_vectors = max(2 * k + 1, int(np.sqrt(n)))
+    try:
+        # Drawn and unused by the eigsh solver, as in UMAP: keeps random_state where UMAP leaves it.
+        start = random_state.normal(size=(n, k))
+        if n < 2000000:
+            extra = {"rng": rng} if _eigsh_takes_rng() else {}
+            eigenvalues, eigenvectors = scipy.sparse.linalg.eigsh(
+                laplacian, k, which="SM", ncv=lanczos_vectors, tol=1e-4, v0=np.ones(n), maxiter=n * 5, **extra)
+        else:
+            with warnings.catch_warnings():
+                warnings.filterwarnings(category=UserWarning, message=r"(?ms).*not reaching the requested tolerance",
+                                        action="error")
+                eigenvalues, eigenvectors = scipy.sparse.linalg.lobpcg(
+                    laplacian, np.asarray(start), largest=False, tol=1e-4, maxiter=5 * n)
+        order = np.argsort(eigenvalues)[1:k]
+        return eigenvectors[:, order]
+    except (scipy.sparse.linalg.ArpackError, UserWarning):
+        warnings.warn("Spectral initialisation failed! The eigenvector solver\n"
+                      "failed. This is likely due to too small an eigengap. Consider\n"
+                      "adding some noise or jitter to your data.\n\n"
+                      "Falling back to random initialisation!")
+        return random_state.uniform(low=-10.0, high=10.0, size=(n, dim))
+
+
+def _spectral_layout(data, graph, dim, random_state, metric, metric_kwds, seed: int):
+    """umap-learn 0.5's ``spectral_layout`` (its multi-component layout included) with each
+    component's ARPACK restarts drawn from a generator of its own, derived from ``seed``."""
+    import scipy.sparse.csgraph
+    from sklearn.metrics import pairwise_distances
+    from umap.spectral import component_layout
+
+    n_components, labels = scipy.sparse.csgraph.connected_components(graph)
+    if n_components == 1:
+        return _connected_spectral_layout(graph, dim, random_state, np.random.default_rng([seed, 0]))
+    result = np.empty((graph.shape[0], dim), dtype=np.float32)
+    if n_components > 2 * dim:
+        # The centroids' layout, UMAP's own: scikit-learn starts ARPACK from a vector drawn from
+        # random_state. Its restarts take no generator either, but in shift-invert mode from a
+        # random start none changed a result in our checks (2 to 30 distinct centroids, each repeated).
+        meta = component_layout(data, n_components, labels, dim, random_state, metric=metric,
+                                metric_kwds=metric_kwds)
+    else:
+        k = int(np.ceil(n_components / 2.0))
+        base = np.hstack([np.eye(k), np.zeros((k, dim - k))])
+        meta = np.vstack([base, -base])[:n_components]
+    for label in range(n_components):
+        members = labels == label
+        component = graph.tocsr()[members, :].tocsc()
+        component = component[:, members].tocoo()
+        distances = pairwise_distances([meta[label]], meta)
+        data_range = distances[distances > 0.0].min() / 2.0
+        size = component.shape[0]
+        if size < 2 * dim or size <= dim + 1:
+            result[members] = random_state.uniform(low=-data_range, high=data_range, size=(size, dim)) + meta[label]
+        else:
+            layout = _connected_spectral_layout(component, dim, random_state,
+                                                np.random.default_rng([seed, label + 1]))
+            layout *= data_range / np.max(np.abs(layout))
+            result[members] = layout + meta[label]
+    return result
+
+
+def _pruned_graph(graph, n_epochs, densmap: bool):
+    """The graph ``simplicial_set_embedding`` lays out: edges too weak to be sampled in
+    ``n_epochs`` dropped, as UMAP drops them before its spectral start."""
+    graph = graph.tocoo(copy=True)
+    graph.sum_duplicates()
+    default_epochs = (500 if graph.shape[0] <= 10000 else 200) + (200 if densmap else 0)
+    if n_epochs is None:
+        n_epochs = default_epochs
+    most = max(n_epochs) if isinstance(n_epochs, list) else n_epochs
+    graph.data[graph.data < graph.data.max() / float(most if most > 10 else default_epochs)] = 0.0
+    graph.eliminate_zeros()
+    return graph
+
+
+@functools.cache
+def _seeded_spectral_umap():
+    """``umap.UMAP`` whose spectral start depends on its seed alone.
+
+    It overrides ``_fit_embed_data``, the hook UMAP keeps for subclasses: the spectral start is
+    computed by :func:`_spectral_layout` and scaled with noise as UMAP scales it, drawing from the
+    same ``random_state`` in the same order, then handed to UMAP as an initial array. UMAP adds
+    nothing to an array start without duplicate rows (the noise makes them distinct), so on inputs
+    where ARPACK needs no restart the embedding is UMAP's own, bit for bit. Built lazily (importing
+    umap compiles numba code), reachable as ``SeededSpectralUMAP`` on this module for pickling.
+    """
+    import umap
+    from umap.umap_ import noisy_scale_coords
+
+    class SeededSpectralUMAP(umap.UMAP):
+        def _fit_embed_data(self, X, n_epochs, init, random_state, **kwargs):
+            if isinstance(init, str) and init == "spectral" and isinstance(self.random_state, numbers.Integral):
+                graph = _pruned_graph(self.graph_, n_epochs, bool(self.densmap))
+                layout = _spectral_layout(X, graph, self.n_components, random_state, self._input_distance_func,
+                                          self._metric_kwds, int(self.random_state))
+                init = noisy_scale_coords(layout, random_state, max_coord=10, noise=0.0001)
+            return super()._fit_embed_data(X, n_epochs, init, random_state, **kwargs)
+
+    SeededSpectralUMAP.__module__, SeededSpectralUMAP.__qualname__ = __name__, "SeededSpectralUMAP"
+    return SeededSpectralUMAP
 
 
 def make_reduction(name: str, seed: int, n_components: int = 2):

@@ -8,7 +8,10 @@ back is plain numbers. The coordinator alone writes the results store and the ca
 Every unit runs with one BLAS/OpenMP/numba thread, wherever it runs (in the coordinator with
 ``jobs=1``, in a local worker process, on a Dask worker): N workers then use N cores without
 oversubscribing them, and a score does not depend on how many threads summed its floats, so it
-is the same bit for bit for any ``jobs``, any cluster and any completion order.
+is the same bit for bit for any ``jobs``, any cluster and any completion order. Every random draw
+in a unit comes from the unit's seed, UMAP's spectral start included: on degenerate inputs (many
+duplicate vectors) ARPACK asks it for restart vectors, which UMAP alone would leave to the
+operating system's entropy (see ``algorithms._seeded_spectral_umap``).
 """
 
 from __future__ import annotations
