@@ -75,3 +75,19 @@ def demo_datasets(tmp_path_factory):
     for source in ("blurbs", "tenkgnad"):
         build(source, demo_input(source), out)
     return out
+
+
+def run_args(data, results, cache, *extra) -> list[str]:
+    """`tecb-eval run` of tfidf-lsa / k-means on one dataset: the grid the CLI tests poke at."""
+    return ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
+            "--results", str(results), "--cache-dir", str(cache), "--quiet", *extra]
+
+
+def one_line_error(capsys, argv: list[str]) -> str:
+    """`tecb-eval argv` fails as a user error: exit 2 and exactly one line on stderr."""
+    from tecb_eval.cli import main
+
+    code = main(argv)
+    error = capsys.readouterr().err
+    assert code == 2 and error.count("\n") == 1 and error.startswith("tecb-eval: error: "), error
+    return error

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import run_args as _run_args, one_line_error as _one_line_error
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_eval.cli import main
@@ -33,18 +34,6 @@ def data(tmp_path_factory):
     out = tmp_path_factory.mktemp("hardening-data")
     build("tenkgnad", demo_input("tenkgnad"), out, views=("s2s",))
     return out / DATASET
-
-
-def _run_args(data, results, cache, *extra) -> list[str]:
-    return ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
-            "--results", str(results), "--cache-dir", str(cache), "--quiet", *extra]
-
-
-def _one_line_error(capsys, argv: list[str]) -> str:
-    code = main(argv)
-    error = capsys.readouterr().err
-    assert code == 2 and error.count("\n") == 1 and error.startswith("tecb-eval: error: "), error
-    return error
 
 
 def _lines(path: Path) -> list[dict]:

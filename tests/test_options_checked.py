@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_args as _run, one_line_error as _one_line_error
 from tecb_data import layout
 from tecb_data.build import build
 from tecb_data.demo import demo_input
@@ -45,18 +46,6 @@ def store(data, tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("options-store") / "results.jsonl"
     assert main(_run(data, results, results.parent / "cache", "--limit-splits", "3", "--jobs", "1")) == 0
     return results
-
-
-def _run(data, results, cache, *extra) -> list[str]:
-    return ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
-            "--results", str(results), "--cache-dir", str(cache), "--quiet", *extra]
-
-
-def _one_line_error(capsys, argv: list[str]) -> str:
-    code = main(argv)
-    error = capsys.readouterr().err
-    assert code == 2 and error.count("\n") == 1 and error.startswith("tecb-eval: error: "), error
-    return error
 
 
 def _rows(path: Path) -> list[dict]:

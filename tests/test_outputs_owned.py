@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_args as _run
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.outputs import MARKER
@@ -43,11 +44,6 @@ def data(tmp_path_factory):
     out = tmp_path_factory.mktemp("owned-data")
     build("tenkgnad", demo_input("tenkgnad"), out, views=("s2s",))
     return out / DATASET
-
-
-def _run(data, results, cache, *extra) -> list[str]:
-    return ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
-            "--results", str(results), "--cache-dir", str(cache), "--quiet", *extra]
 
 
 @pytest.fixture(scope="module")
