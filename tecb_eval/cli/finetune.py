@@ -1,0 +1,83 @@
+"""`tecb-eval finetune`: train a model on a clustering metric (COB) and its baselines, leak-free.
+
+Leave one genre out (Blurbs) or transfer (Blurbs -> other datasets); the held-out published splits
+are scored unchanged, by k-means V-measure and by HAC average linkage with the true k."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+# (setting, option, type, help); each overrides the default of FinetuneSettings.
+_SETTINGS = (
+    ("lambda_", "--lambda", float, "COB's blackbox step lambda (default 90, the paper's 20 Newsgroups value); above 0"),
+    ("reg", "--reg", float, "COB's regulariser weight r (default 1.0, the paper's 20 Newsgroups value)"),
+    ("epochs", "--epochs", int, "passes over each fold's training instances (default 2)"),
+    ("max_steps", "--max-steps", int, "stop each unit after this many optimizer steps (one instance a step)"),
+    ("instance_size", "--instance-size", int, "texts per clustering instance (default 50, the paper's)"),
+    ("eval_every", "--eval-every", int, "optimizer steps between evaluations (default 10); also before and after"),
+    ("learning_rate", "--learning-rate", float, "AdamW learning rate (default 2e-5)"),
+    ("weight_decay", "--weight-decay", float, "default 0.01"),
+    ("warmup_ratio", "--warmup-ratio", float, "share of steps warming up linearly, then linear decay (default 0.1)"),
+    ("max_grad_norm", "--max-grad-norm", float, "gradient clipping (default 1)"),
+    ("triples_per_instance", "--triples-per-instance", int, "triplet: triples drawn inside each instance (default 50)"),
+    ("max_length", "--max-length", int, "tokens per text (default: the model's own)"),
+    ("eval_batch_size", "--eval-batch-size", int, "texts per encoding batch when scoring (default 32, the grid's)"),
+    ("kmeans_seed", "--kmeans-seed", int, "k-means seed of the V-measure tracked during training (default 42)"),
+)
+
+
+def _cmd_finetune(args) -> int:
+    from tecb_eval.cli.options import dataset_folders
+    from tecb_eval.finetuning import finetune
+    from tecb_eval.finetuning.run import DEFAULT_SEEDS, SCORE_SEEDS
+    from tecb_eval.finetuning.settings import METHODS
+
+    overrides = {name: getattr(args, name) for name, _, _, _ in _SETTINGS}
+    try:
+        result = finetune(args.model, dataset_folders(args.data), method=tuple(args.method or METHODS), protocol=args.protocol,
+                          seeds=args.seeds or DEFAULT_SEEDS, score_seeds=args.score_seeds or SCORE_SEEDS,
+                          folds=args.folds, output_dir=args.out, overwrite=args.overwrite, progress=not args.quiet,
+                          device=args.device, save_best=not args.no_save_best, **overrides)
+    except KeyboardInterrupt:
+        print(f"interrupted; finished units are in {args.out}.partial/ and the same command resumes there",
+              file=sys.stderr)
+        return 130
+    print((result.output_dir / "summary.md").read_text(encoding="utf-8"))
+    print(f"wrote {result.output_dir}/: summary.md, summary.csv, comparisons.csv, scores.csv, evaluations.csv, "
+          "figure.png, run.json; per unit <method>/<fold>/seed-<seed>/ with best/ (a model folder `tecb-eval run "
+          "--model` takes)")
+    return 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    from tecb_eval.cli.options import _Seeds, parse_seeds
+    from tecb_eval.finetuning.protocols import PROTOCOLS
+    from tecb_eval.finetuning.settings import METHODS
+
+    p = subparsers.add_parser("finetune", help="train a model on a clustering metric (COB) and its baselines, leak-free",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="sentence-transformers or transformers folder, Hub repo id, or minilm-l6")
+    p.add_argument("--data", action="append", required=True,
+                   help="dataset folder (repeatable): one Blurbs build for leave-one-genre-out; Blurbs plus the "
+                        "datasets to score for transfer")
+    p.add_argument("--method", action="append", choices=METHODS,
+                   help=f"repeatable (default all: {', '.join(METHODS)})")
+    p.add_argument("--protocol", choices=PROTOCOLS, default=PROTOCOLS[0])
+    p.add_argument("--folds", type=int, help="run only the first N folds")
+    p.add_argument("--seeds", type=parse_seeds, nargs="+", action=_Seeds, metavar="SEED",
+                   help="training seeds, e.g. 42 or 42,1,2 (default 42)")
+    p.add_argument("--score-seeds", type=parse_seeds, nargs="+", action=_Seeds, metavar="SEED",
+                   help="k-means seeds when scoring (default the grid's 42 1 2)")
+    for name, option, kind, text in _SETTINGS:
+        p.add_argument(option, dest=name, type=kind, help=text, metavar=option.lstrip("-").replace("-", "_").upper())
+    p.add_argument("--out", type=Path, required=True,
+                   help="output folder (written as OUT.partial, then renamed; a rerun resumes an interrupted one)")
+    p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when present)")
+    p.add_argument("--no-save-best", action="store_true", help="score the last model instead of keeping the best")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an output folder an earlier `tecb-eval finetune` wrote (never any other folder)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_finetune)
+    return p

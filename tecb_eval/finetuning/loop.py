@@ -1,0 +1,135 @@
+"""One unit of training: one method, one fold, one seed. One instance per optimizer step (AdamW,
+linear warm-up then linear decay, clipping), evaluated before training, every ``eval_every`` steps
+and after the last: validation ARI chooses the checkpoint, the scored splits' V-measure is logged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from tecb_data import seeding
+from tecb_eval.finetuning.instances import epoch_instances
+from tecb_eval.finetuning.objectives import Objective
+from tecb_eval.finetuning.scoring import tracking_scores
+from tecb_eval.pretraining.loop import TrainingDiverged, deterministic, parameter_groups
+from tecb_eval.pretraining.tracking import CsvLog, LiveSentenceTransformerEncoder
+
+EVALUATION_FIELDS = ("method", "fold", "seed", "step", "epoch", "validation_ari", "scored_v_measure")
+LOSS_FIELDS = ("method", "fold", "seed", "step", "epoch", "loss", "hac_errors", "learning_rate")
+
+
+@dataclass
+class UnitOutcome:
+    steps: int = 0
+    epoch_seconds: list = field(default_factory=list)  # training only, evaluations excluded
+    dropped_instances: int = 0
+    best: dict = field(default_factory=dict)  # step, epoch, validation_ari, scored_v_measure, path
+
+
+def plan(fold, s, seed: int) -> list[list]:
+    """Each epoch's instances, drawn up front: the schedule needs the number of steps."""
+    return [epoch_instances(fold.train, s.instance_size, seed, epoch, fold.name) for epoch in range(s.epochs)]
+
+
+def _save(model, target: Path, info: dict) -> None:
+    temporary = target.with_name(target.name + ".partial")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    from transformers.utils import logging as hf_logging
+
+    # The "Writing model shards" bar would break into the training bar; it comes back afterwards.
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save(str(temporary))
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    (temporary / "finetuning.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    old = target.with_name(target.name + ".old")
+    if target.exists():
+        target.rename(old)
+    temporary.rename(target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device: str, progress: bool,
+               info: dict) -> UnitOutcome:
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    epochs = plan(fold, s, seed)
+    per_epoch = [len(instances) for instances, _ in epochs]
+    total = sum(per_epoch) if s.max_steps is None else min(sum(per_epoch), s.max_steps)
+    outcome = UnitOutcome(dropped_instances=sum(d for _, d in epochs))
+    evaluations = CsvLog(unit_dir / "evaluations.csv", EVALUATION_FIELDS)
+    losses = CsvLog(unit_dir / "losses.csv", LOSS_FIELDS)
+    encoder = LiveSentenceTransformerEncoder(model, batch_size=s.eval_batch_size)
+    common = {"method": method, "fold": fold.name, "seed": seed}
+
+    def evaluate(step: int, epoch: float) -> None:
+        scores = tracking_scores(encoder, fold.validation, fold.scored, s.kmeans_seed)
+        evaluations.write({**common, "step": step, "epoch": round(epoch, 4), **scores})
+        best = outcome.best
+        if not best or scores["validation_ari"] > best["validation_ari"]:
+            outcome.best = {"step": step, "epoch": round(epoch, 4), **scores, "path": None}
+            if s.save_best:
+                _save(model, unit_dir / "best", {**info, "seed": seed, "chosen_by": "validation ARI",
+                                                 **{k: v for k, v in outcome.best.items() if k != "path"}})
+                outcome.best["path"] = "best"
+
+    try:
+        with deterministic(seed, device):
+            optimizer = torch.optim.AdamW(parameter_groups(model, s.weight_decay), lr=s.learning_rate)
+            scheduler = get_linear_schedule_with_warmup(optimizer, round(s.warmup_ratio * total), max(total, 1))
+            objective = Objective(model, method, s, device)
+            rng = seeding.rng(seed, "finetune", "triples", method, fold.name)
+            evaluate(0, 0.0)
+            step = 0
+            bar = tqdm(total=total, disable=not progress, unit=" step", desc=f"{method} {fold.name} seed {seed}")
+            for epoch, (instances, _) in enumerate(epochs):
+                if step >= total:
+                    break
+                started, training = time.perf_counter(), 0.0
+                model.train()
+                for index, instance in enumerate(instances, start=1):
+                    loss, errors = objective.loss(instance, rng)
+                    value = float(loss.detach()) if loss is not None else float("nan")
+                    if loss is not None:
+                        if not math.isfinite(value):
+                            raise TrainingDiverged(f"{method}, fold {fold.name}, seed {seed}: the loss is {value} at step "
+                                                   f"{step + 1}; try a lower --learning-rate ({s.learning_rate:g})")
+                        loss.backward()
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+                        optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    learning_rate = scheduler.get_last_lr()[0]
+                    scheduler.step()
+                    step += 1
+                    bar.update(1)
+                    position = epoch + index / max(per_epoch[epoch], 1)
+                    losses.write({**common, "step": step, "epoch": round(position, 4), "loss": value,
+                                  "hac_errors": errors, "learning_rate": learning_rate})
+                    if step % s.eval_every == 0 or step == total:
+                        training += time.perf_counter() - started
+                        evaluate(step, position)
+                        model.train()
+                        started = time.perf_counter()
+                    if step >= total:
+                        break
+                training += time.perf_counter() - started
+                outcome.epoch_seconds.append(training)
+            bar.close()
+            outcome.steps = step
+    finally:
+        evaluations.close()
+        losses.close()
+    return outcome

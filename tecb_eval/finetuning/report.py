@@ -1,0 +1,144 @@
+"""The summary of a fine-tuning run: a Table-5-like table (no training, triplet, contrastive, COB
+and COB's ablations) with bootstrap intervals, paired comparisons through
+``tecb_eval.reports.compare`` against no training and against triplet, and the curve figure."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from tecb_eval.finetuning.scoring import HAC, KMEANS
+from tecb_eval.finetuning.settings import BASELINE, METHODS
+from tecb_eval.reports import compare
+
+# (column, configuration, metric): the benchmark's score, then the metric COB optimises.
+METRICS = (("V-measure (k-means)", KMEANS, "v_measure"), ("ARI (HAC)", HAC, "ari"), ("NMI (HAC)", HAC, "nmi"),
+           ("RI (HAC)", HAC, "ri"))
+SUMMARY_FIELDS = ("dataset", "method", "metric", "mean", "low", "high", "splits", "pairs")
+COMPARISON_FIELDS = ("dataset", "metric", "model_a", "model_b", "difference", "low", "high", "p_value", "splits",
+                     "seeds", "holds")
+
+
+def order(methods) -> list[str]:
+    return [BASELINE] + [m for m in METHODS if m in methods]
+
+
+def _series(frame: pd.DataFrame, method: str, dataset: str, algorithm: str, metric: str) -> pd.Series:
+    rows = frame[(frame.model == method) & (frame.mteb_name == dataset) & (frame.algorithm == algorithm)]
+    return rows.set_index(["split", "seed"])[metric].dropna().sort_index()
+
+
+def summarize(frame: pd.DataFrame, methods, *, resamples: int, seed: int = compare.DEFAULT_SEED) -> list[dict]:
+    rows = []
+    for dataset in sorted(frame.mteb_name.unique()):
+        for method in order(methods):
+            for column, algorithm, metric in METRICS:
+                scores = _series(frame, method, dataset, algorithm, metric)
+                if scores.empty:
+                    continue
+                mean, low, high = compare.mean_interval(scores, resamples=resamples, seed=seed,
+                                                        name=f"{dataset}/{method}/{metric}")
+                rows.append({"dataset": dataset, "method": method, "metric": column, "mean": mean, "low": low,
+                             "high": high, "splits": int(scores.index.get_level_values("split").nunique()),
+                             "pairs": len(scores)})
+    return rows
+
+
+def comparisons(frame: pd.DataFrame, methods, *, resamples: int, seed: int = compare.DEFAULT_SEED) -> list[dict]:
+    """Each method against no training, and each other method against triplet, per metric."""
+    pairs = [(m, BASELINE) for m in order(methods)[1:]]
+    if "triplet" in methods:
+        pairs += [(m, "triplet") for m in order(methods)[1:] if m != "triplet"]
+    rows = []
+    for a, b in pairs:
+        for column, algorithm, metric in METRICS:
+            for c in compare.compare(frame, a, b, algorithm=algorithm, metric=metric, resamples=resamples, seed=seed):
+                rows.append({"dataset": c.dataset, "metric": column, "model_a": a, "model_b": b,
+                             "difference": c.difference, "low": c.low, "high": c.high, "p_value": c.p_value,
+                             "splits": c.splits, "seeds": c.seeds, "holds": c.record()["holds"]})
+    return rows
+
+
+def _cell(value: float) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.2f}"
+
+
+def write_csv(rows: list[dict], fields, path: Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(fields)
+        for row in rows:
+            writer.writerow([repr(row[f]) if isinstance(row[f], float) else row[f] for f in fields])
+
+
+def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol: str, folds: list[dict],
+             settings: dict, seeds, score_seeds, confidence: float = compare.DEFAULT_CONFIDENCE) -> str:
+    lines = [f"Fine-tuning {model} on a clustering metric, protocol `{protocol}`: {len(folds)} fold(s), training "
+             f"seed(s) {', '.join(map(str, seeds))}, scored with seeds {', '.join(map(str, score_seeds))}.", ""]
+    for dataset in dict.fromkeys(r["dataset"] for r in summary):
+        lines.append(f"**{dataset}** (x 100, mean over the scored splits of each split's mean over seeds, "
+                     f"[{100 * confidence:g} % bootstrap interval over splits])")
+        lines.append("")
+        lines.append("| method | " + " | ".join(c for c, _, _ in METRICS) + " |")
+        lines.append("|---" + "|---:" * len(METRICS) + "|")
+        for method in dict.fromkeys(r["method"] for r in summary if r["dataset"] == dataset):
+            cells = []
+            for column, _, _ in METRICS:
+                r = next((r for r in summary if r["dataset"] == dataset and r["method"] == method
+                          and r["metric"] == column), None)
+                cells.append("" if r is None else f"{_cell(r['mean'])} [{_cell(r['low'])}, {_cell(r['high'])}]")
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if compared:
+        lines.append(f"Paired differences A - B x 100 by (split, seed) ({100 * confidence:g} % interval, p from sign "
+                     "flips of the per-split differences; `holds`: the interval excludes 0 and p < 0.05):")
+        lines.append("")
+        lines.append("| dataset | A - B | metric | difference | interval | p | splits | holds |")
+        lines.append("|---|---|---|---:|---|---:|---:|---|")
+        for c in compared:
+            interval = "" if math.isnan(c["low"]) else f"{_cell(c['low'])} to {_cell(c['high'])}"
+            p = "" if math.isnan(c["p_value"]) else f"{c['p_value']:.4f}"
+            holds = {True: "yes", False: "no", None: "n/a"}[c["holds"]]
+            lines.append(f"| {c['dataset']} | {c['model_a']} - {c['model_b']} | {c['metric']} | "
+                         f"{_cell(c['difference'])} | {interval} | {p} | {c['splits']} | {holds} |")
+        lines.append("")
+    lines.append("Folds: " + "; ".join(
+        f"{f['id']} = {f['fold']} (held out {f['held_out_genre']}, validation {f['validation_genre']}, "
+        f"{f['train_texts']} training texts, {f['train_labels']} labels)" for f in folds) + ".")
+    lines.append(f"Methods: cob = the paper's loss (lambda {settings['lambda']:g}, r {settings['reg']:g}); cob-r0 = "
+                 "without the regulariser; reg-only = the regulariser alone; triplet = sentence-transformers' "
+                 "TripletLoss on triples drawn inside each instance; contrastive = BatchAllTripletLoss over each "
+                 "instance's labels. Each fold's checkpoint is chosen by ARI on its validation genre, never on a "
+                 "scored split.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(evaluations: pd.DataFrame, title: str, path: Path) -> None:
+    """Validation ARI and the scored splits' V-measure over the steps, per method (mean over the
+    folds and seeds evaluated at that step)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for method in [m for m in METHODS if m in set(evaluations.method)]:
+        rows = evaluations[evaluations.method == method].groupby("step")
+        for ax, column in zip(axes, ("validation_ari", "scored_v_measure")):
+            means = rows[column].mean() * 100
+            ax.plot(means.index, means.to_numpy(), marker="o", markersize=3, label=method)
+    # Step 0 of every curve is the model without training.
+    axes[0].set_ylabel("validation ARI x 100 (HAC, true k)")
+    axes[1].set_ylabel("scored splits' V-measure x 100 (k-means)")
+    for ax in axes:
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)
+

@@ -1,0 +1,71 @@
+"""Scores of a model on a fold's splits: the benchmark's own (k-means V-measure per split, Table 2's
+legacy protocol) and the metric COB optimises (HAC average linkage with the true k: ARI, NMI and
+the Rand index), with the grid's seeds.
+
+Every distinct text is encoded once, as the grid encodes it (``encode_as_the_grid``: its chunks,
+order and batch size), then each split is clustered. HAC is deterministic; its row is repeated per
+seed so that every row pairs by (split, seed) in ``tecb_eval.reports.compare``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score, rand_score
+
+from tecb_eval.clustering.evaluation import kmeans_v_measure
+from tecb_eval.grid.work import one_thread
+from tecb_eval.pretraining.tracking import encode_as_the_grid
+
+KMEANS = "minibatch_kmeans"  # the grid's name: Table 2's configuration
+HAC = "hac_average_true_k"
+
+
+def hac_labels(vectors: np.ndarray, k: int) -> np.ndarray:
+    from sklearn.cluster import AgglomerativeClustering
+
+    return AgglomerativeClustering(n_clusters=int(k), metric="euclidean", linkage="average").fit_predict(vectors)
+
+
+def hac_scores(vectors: np.ndarray, labels: Sequence[str]) -> dict:
+    predicted = hac_labels(np.asarray(vectors, dtype=np.float64), len(set(labels)))
+    return {"ari": float(adjusted_rand_score(labels, predicted)), "nmi": float(normalized_mutual_info_score(labels, predicted)),
+            "ri": float(rand_score(labels, predicted))}
+
+
+def vectors_for(encoder, splits) -> dict[str, np.ndarray]:
+    texts = sorted({t for split in splits for t in split.texts})
+    vectors = encode_as_the_grid(encoder.encode, texts)
+    if not np.isfinite(vectors).all():
+        raise ArithmeticError("the model gives vectors that are not finite")
+    return dict(zip(texts, vectors))
+
+
+def score_splits(encoder, scored, seeds: Sequence[int]) -> list[dict]:
+    """One row per (scored split, seed) and configuration: k-means V-measure, HAC ARI / NMI / RI."""
+    by_text = vectors_for(encoder, [s.split for s in scored])
+    rows = []
+    with one_thread():  # as the grid's units cluster: the same k-means labels
+        for s in scored:
+            matrix = np.stack([by_text[t] for t in s.split.texts])
+            hac = hac_scores(matrix, s.split.labels)
+            for seed in seeds:
+                base = {"dataset": s.dataset, "mteb_name": s.mteb_name, "split": s.split.name, "seed": int(seed),
+                        "reduction": "none"}
+                rows.append({**base, "algorithm": KMEANS,
+                             "v_measure": kmeans_v_measure(matrix, s.split.labels, int(seed)),
+                             "ari": np.nan, "nmi": np.nan, "ri": np.nan})
+                rows.append({**base, "algorithm": HAC, "v_measure": np.nan, **hac})
+    return rows
+
+
+def tracking_scores(encoder, validation, scored, kmeans_seed: int) -> dict:
+    """During training: ARI (HAC, true k) on the validation split, which chooses the checkpoint, and
+    the mean k-means V-measure over the scored splits, which is only watched (never chooses)."""
+    by_text = vectors_for(encoder, [validation] + [s.split for s in scored])
+    with one_thread():
+        matrix = np.stack([by_text[t] for t in validation.texts])
+        validation_ari = hac_scores(matrix, validation.labels)["ari"]
+        v = [kmeans_v_measure(np.stack([by_text[t] for t in s.split.texts]), s.split.labels, kmeans_seed) for s in scored]
+    return {"validation_ari": validation_ari, "scored_v_measure": float(np.mean(v))}
