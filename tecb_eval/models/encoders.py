@@ -101,24 +101,123 @@ def resolve_model(spec: str) -> tuple[Path, str]:
     return folder, f"{repo_id}@{folder.name}"
 
 
+BACKENDS = ("torch", "onnx", "openvino")
+DTYPES = ("float32", "float16", "bfloat16")
+# What sentence-transformers imports for each backend (it exports the model on loading).
+_BACKEND_MODULES = {"onnx": ("optimum.onnxruntime", "onnxruntime"), "openvino": ("optimum.intel.openvino",)}
+
+
+def check_backend(backend: str | None, model: str) -> None:
+    """One line, before anything is encoded, if sentence-transformers cannot run ``backend`` here:
+    its packages are missing or cannot be imported with the installed transformers."""
+    if backend in (None, "torch"):
+        return
+    if backend == "onnx":
+        from tecb_eval.models.backends import check_onnx
+
+        check_onnx(model)  # sentence-transformers' Optimum backend, or our torch.onnx export
+        return
+    import importlib
+
+    for module in _BACKEND_MODULES[backend]:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # an ImportError, or a package built for another transformers
+            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            extra = "onnx" if backend == "onnx" else "openvino"
+            raise UserError(f"model {model}: backend={backend} needs {module}, which cannot be imported here "
+                            f"({problem}); pip install 'sentence-transformers[{extra}]' in a compatible version, "
+                            "or leave the backend out") from None
+
+
 class SentenceTransformerEncoder:
-    """A sentence-transformers model, pooled as its own modules say."""
+    """A sentence-transformers model, pooled as its own modules say.
+
+    Prompts: ``prompt`` (a text) or ``prompt_name`` (one of the model's configured prompts) fixes
+    one; without either, a model whose configuration defines ``prompts`` is encoded per task with
+    the prompt MTEB's sentence-transformers wrapper chooses (:meth:`for_task`; the grid binds each
+    dataset's MTEB task), and unbound with its default prompt as sentence-transformers would.
+    ``backend``: sentence-transformers' ``torch``, ``onnx`` or ``openvino``; ``dtype``: the torch
+    weights' precision. Prompt, backend and a dtype other than float32 are part of the identity.
+    """
 
     def __init__(self, folder: Path, model_id: str, *, max_length: int | None = None,
-                 batch_size: int = DEFAULT_BATCH_SIZE, device: str | None = None):
+                 batch_size: int = DEFAULT_BATCH_SIZE, device: str | None = None, prompt: str | None = None,
+                 prompt_name: str | None = None, backend: str | None = None, dtype: str | None = None):
         from sentence_transformers import SentenceTransformer
 
-        self.model = SentenceTransformer(str(folder), device=device)  # None: CUDA when there is one
+        from tecb_eval.models import prompts as prompt_rules
+
+        check_backend(backend, model_id)
+        self.backend = backend or "torch"
+        route = self.backend
+        if self.backend == "onnx":
+            from tecb_eval.models import backends
+
+            if backends.check_onnx(model_id) == "torch-export":
+                if device not in (None, "cpu"):
+                    raise UserError(f"model {model_id}: backend=onnx runs on the CPU here (ONNX Runtime's CPU "
+                                    f"provider); leave device={device} out")
+                route, device = "onnx(torch.onnx)", "cpu"
+        self.model = SentenceTransformer(str(folder), device=device,
+                                         backend="torch" if route == "onnx(torch.onnx)" else self.backend)
+        if route == "onnx(torch.onnx)":
+            backends.to_onnx_runtime(self.model)
+        self.route = route
+        self.dtype = None if dtype in (None, "float32") else dtype
+        if self.dtype is not None:
+            import torch
+
+            self.model.to(getattr(torch, self.dtype))
         if max_length is not None:
             self.model.max_seq_length = max_length
         self.batch_size = batch_size
         pooling = "+".join(type(m).__name__ for m in list(self.model)[1:]) or "none"
-        self.identity = f"st:{model_id}|pooling={pooling}|layer=last|max_length={self.model.max_seq_length}"
+        self.base_identity = f"st:{model_id}|pooling={pooling}|layer=last|max_length={self.model.max_seq_length}"
+        self.model_id = model_id
+        configured = dict(getattr(self.model, "prompts", None) or {})
+        self.prompts = configured
+        self.default_prompt_name = getattr(self.model, "default_prompt_name", None)
+        if prompt_name is not None:
+            prompt = prompt_rules.named_prompt(configured, prompt_name, model_id)
+        self.fixed_prompt = prompt is not None
+        # Unbound, the model runs as sentence-transformers runs it: its default prompt, if any.
+        self.prompt = prompt if self.fixed_prompt else (
+            configured.get(self.default_prompt_name) if self.default_prompt_name else None) or None
+        # sentence-transformers gives every model empty "query"/"document" prompts: those choose nothing.
+        self.per_task = not self.fixed_prompt and any(configured.values())
+        self.task = None
+        self.identity = self._identity()
+
+    def _identity(self) -> str:
+        from tecb_eval.models import prompts as prompt_rules
+
+        return (self.base_identity + prompt_rules.identity_suffix(self.prompt)
+                + ("" if self.backend == "torch" else f"|backend={self.route}")
+                + ("" if self.dtype is None else f"|dtype={self.dtype}"))
+
+    def for_task(self, task_metadata) -> "SentenceTransformerEncoder":
+        """This model encoding ``task_metadata``'s texts: with the prompt MTEB's wrapper would
+        choose for that task (a fixed prompt, or a model without prompts, stays as it is)."""
+        if not self.per_task:
+            return self
+        from tecb_eval.models import prompts as prompt_rules
+
+        bound = copy.copy(self)
+        bound.task = task_metadata.name
+        bound.prompt = prompt_rules.mteb_prompt(self.prompts, self.default_prompt_name, task_metadata)
+        bound.identity = bound._identity()
+        return bound
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        return self.model.encode(
-            list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        options = {}
+        if hasattr(self, "prompt"):
+            # The prompt is resolved already: "" keeps sentence-transformers from adding its default.
+            options["prompt"] = self.prompt or ""
+        vectors = self.model.encode(
+            list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False, **options
         )
+        return np.asarray(vectors, dtype=np.float32) if getattr(self, "dtype", None) else vectors
 
 
 class MeanPoolingEncoder:
@@ -295,11 +394,22 @@ def minilm_folder() -> Path:
 
 # The options each kind of encoder takes (besides ``seed``, which the grid passes to every model);
 # any other option is refused rather than silently ignored.
-_TRANSFORMER_OPTIONS = frozenset({"layer", "max_length", "batch_size", "device"})
+_TRANSFORMER_OPTIONS = frozenset({"layer", "max_length", "batch_size", "device", "prompt", "prompt_name", "backend",
+                                  "dtype"})
+_MTEB_OPTIONS = frozenset({"batch_size", "device"})  # MTEB's wrapper decides prompts, precision and backend
 _OPTIONS_TAKEN = {
     "tfidf-lsa": frozenset({"n_components", "max_features"}),
     "use-multilingual": frozenset({"batch_size", "threads"}),
 }
+_PLAIN_ONLY = ("prompt", "prompt_name", "backend", "dtype")  # what mean pooling over a layer (torch) cannot take
+
+
+def options_taken(spec) -> frozenset:
+    """The options ``spec``'s encoder takes (besides ``seed``)."""
+    if isinstance(spec, (str, Path)):
+        name = str(spec)
+        return _MTEB_OPTIONS if name.startswith("mteb:") else _OPTIONS_TAKEN.get(name, _TRANSFORMER_OPTIONS)
+    return frozenset({"identity", "batch_size"})
 
 
 def check_options(spec, **options) -> None:
@@ -309,11 +419,8 @@ def check_options(spec, **options) -> None:
     from tecb_eval.models.devices import check_device
 
     given = {k: v for k, v in options.items() if v is not None}
-    if isinstance(spec, (str, Path)):
-        name = str(spec)
-        takes = _OPTIONS_TAKEN.get(name, _TRANSFORMER_OPTIONS)
-    else:
-        name, takes = type(spec).__name__, frozenset({"identity"})
+    name = str(spec) if isinstance(spec, (str, Path)) else type(spec).__name__
+    takes = options_taken(spec)
     extra = sorted(set(given) - takes)
     if extra:
         shown = ", ".join(f"{k}={given[k]}" for k in extra)
@@ -326,6 +433,71 @@ def check_options(spec, **options) -> None:
             raise UserError(f"model {name}: {key}={value!r} must be a positive integer")
     if "device" in given:
         check_device(str(given["device"]), option=f"model {name}: device")
+    _check_encoding_options(name, given)
+
+
+def _check_encoding_options(name: str, given: dict) -> None:
+    """Prompt, backend and dtype: values and combinations that cannot run, refused in one line."""
+    for key in ("prompt", "prompt_name"):
+        if key in given and not isinstance(given[key], str):
+            raise UserError(f"model {name}: {key}={given[key]!r} must be text")
+    if "prompt" in given and "prompt_name" in given:
+        raise UserError(f"model {name}: prompt= and prompt_name= given together; give the text or the name")
+    if "layer" in given and any(k in given for k in _PLAIN_ONLY):
+        taken = ", ".join(k for k in _PLAIN_ONLY if k in given)
+        raise UserError(f"model {name}: layer= mean-pools a transformer layer in torch, without {taken}; leave "
+                        "one of them out")
+    backend = given.get("backend", "torch")
+    if backend not in BACKENDS:
+        raise UserError(f"model {name}: backend={backend!r} is not one of {', '.join(BACKENDS)}")
+    dtype = given.get("dtype")
+    if dtype is None:
+        return
+    if dtype not in DTYPES:
+        raise UserError(f"model {name}: dtype={dtype!r} is not one of {', '.join(DTYPES)}")
+    if backend != "torch" and dtype != "float32":
+        raise UserError(f"model {name}: dtype={dtype} applies to torch weights; backend={backend} runs its own "
+                        "export's precision: leave one of them out")
+    if dtype == "float16":
+        import torch
+
+        device = str(given.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if not device.startswith("cuda"):
+            raise UserError(f"model {name}: dtype=float16 needs a CUDA GPU (--device cuda, device {device} here); "
+                            "on a CPU use bfloat16 or float32")
+
+
+def preflight(spec, **options) -> None:
+    """What can be known about ``spec`` without loading weights, checked in one line each before a
+    grid encodes anything: the options (:func:`check_options`), a model folder's configuration, an
+    ``mteb:`` name MTEB does not know or whose weights are not here, a backend that is not
+    installed, a prompt name the model lacks."""
+    check_options(spec, **options)
+    if not isinstance(spec, (str, Path)):
+        return
+    given = {k: v for k, v in options.items() if v is not None}
+    name = str(spec)
+    if name.startswith("mteb:"):
+        from tecb_eval.models import mteb_models
+
+        mteb_models.check(name[len("mteb:"):])
+        return
+    check_backend(given.get("backend"), name)
+    folder = Path(name)
+    if name == "minilm-l6":
+        folder = minilm_folder()
+    if not folder.is_dir():
+        return  # a Hub id: resolved (and its prompts read) when the model is opened
+    check_model_folder(folder)
+    if "prompt_name" in given:
+        from tecb_eval.models import prompts as prompt_rules
+
+        config = folder / "config_sentence_transformers.json"
+        try:
+            configured = json.loads(config.read_text(encoding="utf-8")).get("prompts") if config.is_file() else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+            raise UserError(f"{config}: cannot be read ({exc}); repair or re-download the model") from None
+        prompt_rules.named_prompt(configured, given["prompt_name"], name)
 
 
 def check_model_folder(folder: Path) -> None:
@@ -362,11 +534,25 @@ def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None
     if not isinstance(spec, (str, Path)):
         if not callable(getattr(spec, "encode", None)):
             raise UserError(f"{spec!r}: an encoder object needs an encode(list[str]) method")
+        from tecb_eval.models import mteb_models
+
         if isinstance(spec, (SentenceTransformerEncoder, MeanPoolingEncoder, UniversalSentenceEncoder,
-                             TfidfLsaEncoder, ObjectEncoder)):
+                             TfidfLsaEncoder, ObjectEncoder, mteb_models.MtebModelEncoder)):
             return spec
+        if mteb_models.is_mteb_model(spec):
+            # Anything mteb.get_model returns, or a user's MTEB wrapper: encoded per task through its own call.
+            return mteb_models.MtebModelEncoder(spec, identity=kwargs.get("identity"),
+                                                batch_size=batch_size or DEFAULT_BATCH_SIZE)
         return ObjectEncoder(spec, kwargs.get("identity"))
     spec = str(spec)
+    if spec.startswith("mteb:"):
+        from tecb_eval.models import mteb_models
+
+        name = spec[len("mteb:"):]
+        folder = Path(name).expanduser()
+        identity = f"{folder.resolve().name}#{folder_digest(folder)}" if folder.is_dir() else None
+        return mteb_models.load(name, device=device, batch_size=batch_size or DEFAULT_BATCH_SIZE,
+                                folder_identity=identity)
     if spec == "tfidf-lsa":
         return TfidfLsaEncoder(seed=seed, **kwargs)
     if spec == "use-multilingual":
@@ -385,7 +571,12 @@ def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None
         raise UserError(f"{folder}: neither a sentence-transformers model (modules.json) nor a transformers checkpoint (config.json)")
     check_model_folder(folder)
     if is_sentence_transformers_folder(folder) and layer is None:
-        return SentenceTransformerEncoder(folder, model_id, max_length=max_length, batch_size=batch_size, device=device)
+        return SentenceTransformerEncoder(folder, model_id, max_length=max_length, batch_size=batch_size, device=device,
+                                          **{k: kwargs[k] for k in _PLAIN_ONLY if kwargs.get(k) is not None})
+    given = [k for k in _PLAIN_ONLY if kwargs.get(k) is not None]
+    if given:
+        raise UserError(f"model {spec}: a plain transformers checkpoint (no modules.json) is mean-pooled in torch; "
+                        f"{', '.join(given)} need a sentence-transformers model")
     return MeanPoolingEncoder(
         folder, model_id, layer=layer, max_length=max_length or DEFAULT_MAX_LENGTH, batch_size=batch_size, device=device
     )
@@ -395,5 +586,41 @@ def display_name(spec) -> str:
     """A short name for tables: the built-in name, the folder's or repo's name, or the class name."""
     if isinstance(spec, (str, Path)):
         text = str(spec).rstrip("/")
+        if text.startswith("mteb:"):  # run as MTEB runs it: not the same row as the model run plainly
+            return "mteb:" + display_name(text[len("mteb:"):])
         return text.split("@")[0].rsplit("/", 1)[-1] if not Path(text).is_dir() else Path(text).resolve().name
+    meta = getattr(spec, "mteb_model_meta", None)  # an MTEB model: MTEB's name for it
+    if getattr(meta, "name", None):
+        return str(meta.name).rstrip("/").rsplit("/", 1)[-1]
     return getattr(spec, "name", None) or type(spec).__name__
+
+
+def encoding_fields(encoder) -> dict:
+    """What a results row says about how its vectors were made, beside the identity: the prompt
+    (or instruction) used, sentence-transformers' backend, the weights' dtype, and for a model
+    run as MTEB runs it, MTEB's name and revision of it (None where it does not apply)."""
+    fields = {
+        "prompt": getattr(encoder, "prompt", None),
+        "backend": getattr(encoder, "backend", None),
+        "dtype": getattr(encoder, "dtype", None),
+    }
+    if hasattr(encoder, "task_metadata") and hasattr(encoder, "revision"):  # an MTEB model
+        fields.update(mteb_model=encoder.name, mteb_revision=encoder.revision)
+    return fields
+
+
+def name_suffix(options: dict) -> str:
+    """What a prompt, backend or dtype adds to a model's default table name, so that a table (one
+    identity per model name) shows prompted and unprompted runs of one model side by side."""
+    suffix = ""
+    if options.get("prompt_name"):
+        suffix += f"-prompt-{options['prompt_name']}"
+    elif options.get("prompt") is not None:
+        prompt = options["prompt"]
+        suffix += "-no-prompt" if prompt == "" else "-prompt-" + hashlib.blake2b(prompt.encode("utf-8"),
+                                                                                 digest_size=3).hexdigest()
+    if options.get("backend") not in (None, "torch"):
+        suffix += f"-{options['backend']}"
+    if options.get("dtype") not in (None, "float32"):
+        suffix += f"-{options['dtype']}"
+    return suffix

@@ -78,5 +78,7 @@ def model_name(identity: str) -> str:
 def revision_of(identity: str) -> str:
     from tecb_eval.files import short_hash
 
-    # A per-dataset fitted encoder (tfidf-lsa) is one model: its revision leaves the corpus out.
+    # A per-dataset fitted encoder (tfidf-lsa) is one model: its revision leaves the corpus out, and
+    # so for a model prompted per task, the task and its prompt (the export names the prompt).
+    identity = re.sub(r'\|prompt="(?:[^"\\]|\\.)*"', "", re.sub(r"\|task=[^|]*", "", identity))
     return short_hash(re.sub(r"\|corpus=[^|]*", "", identity))[:16]

@@ -44,6 +44,20 @@ def _scores(group, version: str) -> dict:
     return result
 
 
+def _first(group, field: str):
+    """The group's value of ``field`` (the same on every row of one identity), or None."""
+    if field not in group.columns:
+        return None
+    value = group[field].iloc[0]
+    return None if value is None or (isinstance(value, float) and value != value) else value
+
+
+def registry_meta(name: str):
+    from tecb_eval.models.mteb_models import registry_meta as lookup
+
+    return lookup(name)
+
+
 def task_results(frame) -> list[tuple[str, str, object, dict]]:
     """[(model folder name, revision, TaskResult, extra)] for k-means on the embeddings (MTEB's
     clustering) in ``frame``; one per (model, identity, dataset fingerprint, protocol, profile)."""
@@ -73,7 +87,20 @@ def task_results(frame) -> list[tuple[str, str, object, dict]]:
                  "tecb_model_identity": identity, "tecb_model": model}
         if group.seed.nunique() == 1:
             extra["tecb_seed"] = seed
-        out.append((model, revision_of(identity), result, extra))
+        # How the vectors were made (rows since prompts came): the prompt MTEB's wrapper chose for
+        # this task, sentence-transformers' backend, the weights' dtype.
+        for field in ("prompt", "backend", "dtype"):
+            value = _first(group, field)
+            if value is not None:
+                extra[f"tecb_{field}"] = value
+        folder, revision = model, revision_of(identity)
+        mteb_model = _first(group, "mteb_model")
+        if mteb_model is not None and registry_meta(mteb_model) is not None:
+            # A model MTEB knows, run as MTEB runs it: filed under MTEB's own name and revision, so
+            # mteb.ResultCache reads ours beside the leaderboard's results of the same model.
+            meta = registry_meta(mteb_model)
+            folder, revision = meta.name, meta.revision or revision
+        out.append((folder, revision, result, extra))
     return out
 
 
@@ -86,6 +113,7 @@ def write_results(frame, out: Path) -> list[Path]:
 
     written = []
     seen = set()
+    prompts: dict[Path, dict] = {}
     for model, revision, result, extra in task_results(frame):
         folder = Path(out) / "results" / model.replace("/", "__") / revision
         if (folder, result.task_name) in seen:
@@ -98,6 +126,17 @@ def write_results(frame, out: Path) -> list[Path]:
         for score in data["scores"][SPLIT]:
             score.update(extra)  # MTEB keeps unknown score keys: which protocol and profile made it
         written.append(write_text(folder / f"{result.task_name}.json", json.dumps(data, indent=2, sort_keys=True) + "\n"))
-        meta = ModelMeta.create_empty(overwrites={"name": model, "revision": revision}).to_dict()
+        known = registry_meta(model)
+        if known is not None and known.revision == revision:
+            meta = known.to_dict()  # MTEB's own metadata: languages, revision, loader, instructions...
+            if isinstance(meta.get("training_datasets"), list):
+                # MTEB keeps them as a set: listed in hash order, which varies with PYTHONHASHSEED.
+                meta["training_datasets"] = sorted(meta["training_datasets"])
+        else:
+            meta = ModelMeta.create_empty(overwrites={"name": model, "revision": revision}).to_dict()
+        if "tecb_prompt" in extra:
+            prompts.setdefault(folder, {})[result.task_name] = extra["tecb_prompt"]
+        # The prompts used, per task (MTEB keeps them in the model's code, not in its metadata).
+        meta["tecb_prompts"] = dict(sorted(prompts.get(folder, {}).items())) or None
         written.append(write_text(folder / "model_meta.json", json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"))
     return sorted(set(written))
