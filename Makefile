@@ -9,7 +9,7 @@ DEMO_OUT ?= demo-out
 # The authors' published figures, for the side-by-side plots; the demo runs without them too.
 REFERENCE ?= ../shared/reference/tecb-de-full-results.csv
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-fast bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ demo: install
 
 test: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+# The quick loop: everything but the tests marked `slow` (real shared data, longer runs).
+test-fast: install
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
 
 bench: install
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done

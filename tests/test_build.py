@@ -185,6 +185,24 @@ def test_a_failed_rebuild_keeps_the_previous_dataset(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["x"]
 
 
+# `tecb-data ARGS` that, once its first dataset file is written, creates argv[1] and holds.
+HELD_AFTER_FIRST_FILE = """
+import sys, time
+from pathlib import Path
+from tecb_data import layout
+marker = Path(sys.argv[1])
+_write_text = layout._write_text
+def held_write_text(*args, **kwargs):
+    _write_text(*args, **kwargs)
+    if not marker.exists():
+        marker.touch()
+        time.sleep(600)
+layout._write_text = held_write_text
+from tecb_data.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 @pytest.mark.slow
 def test_a_build_killed_midway_leaves_no_dataset_folder(tmp_path):
     """SIGKILL while the first dataset is being written: nothing half-written is published."""
@@ -197,19 +215,23 @@ def test_a_build_killed_midway_leaves_no_dataset_folder(tmp_path):
         "".join(re.sub(r"<isbn>(\d+)</isbn>", rf"<isbn>\g<1>{n}</isbn>", text) for n in range(5)), encoding="utf-8"
     )
     out = tmp_path / "out"
+    marker = tmp_path / "first-file-written"
+    # The build holds after writing its first file (into a temporary folder) and says so: the kill
+    # lands mid-write whatever the machine's speed.
     process = subprocess.Popen(
-        [sys.executable, "-m", "tecb_data.cli", "build", "--source", "blurbs", "--input", str(big), "--out", str(out)],
+        [sys.executable, "-c", HELD_AFTER_FIRST_FILE, str(marker), "build", "--source", "blurbs", "--input", str(big),
+         "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        if out.is_dir() and any(p.name.startswith(layout.TMP_PREFIX) for p in out.iterdir()):
-            os.kill(process.pid, signal.SIGKILL)
-            break
-        time.sleep(0.001)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and process.poll() is None and not marker.exists():
+        time.sleep(0.01)
+    assert marker.exists(), f"the build never wrote a file (exit {process.poll()})"
+    assert any(p.name.startswith(layout.TMP_PREFIX) for p in out.iterdir())
+    os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    assert process.returncode == -signal.SIGKILL, "the build finished before it could be killed"
+    assert process.returncode == -signal.SIGKILL
     published = [p for p in out.iterdir() if not p.name.startswith(layout.TMP_PREFIX)]
     assert "blurbs-clustering-s2s" not in [p.name for p in published]
     for folder in published:  # anything published is whole

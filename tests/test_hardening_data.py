@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, book, run_cli
+from conftest import book, run_cli
 from tecb_data import layout, publication
 
 VIEWS = ("blurbs-clustering-p2p", "blurbs-clustering-s2s")
@@ -107,8 +107,52 @@ def test_sigint_at_any_moment_of_a_rebuild_leaves_all_old_or_all_new_views(rebui
             assert process.returncode == 0 and state == wanted, stderr
         outcomes.append((fraction, process.returncode, state == wanted))
         current = state
-    # the sweep saw both outcomes: interrupted before publishing and after (or finished)
-    assert {changed for _, _, changed in outcomes} == {True, False}, outcomes
+    # Which moments a timed sweep hits depends on the machine; both sides of the publication are
+    # therefore also hit on purpose, each held at its moment until the signal arrives.
+    for moment in ("before", "after"):
+        wanted = 1 if current == 2 else 2
+        marker = tmp_path / f"held-{moment}-publication"
+        process = subprocess.Popen([sys.executable, "-c", HELD_AT_PUBLICATION, moment, str(marker),
+                                    *build_cmd(source, out, wanted)[3:]],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_file(marker, process)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=300)
+        state = settled_state(out, known)
+        assert process.returncode == 130, stderr
+        if moment == "before":
+            assert "nothing was published" in stderr and state == current, stderr
+        else:
+            assert "had been published" in stderr and state == wanted, stderr
+        current = state
+
+
+# A build held just before or just after its publication step (argv[1]), until a signal ends it; it
+# says it is there by creating the file argv[2].
+HELD_AT_PUBLICATION = """
+import sys, time
+from pathlib import Path
+from tecb_data import publication
+moment, marker = sys.argv[1], Path(sys.argv[2])
+_publish = publication.publish
+def held_publish(*args, **kwargs):
+    if moment == "after":
+        _publish(*args, **kwargs)
+    marker.touch()
+    time.sleep(300)
+    if moment == "before":
+        _publish(*args, **kwargs)
+publication.publish = held_publish
+from tecb_data.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def wait_for_file(path: Path, process: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None and not path.exists():
+        time.sleep(0.01)
+    assert path.exists(), f"{path.name} never appeared (exit {process.poll()}): {process.stderr.read() if process.poll() is not None else ''}"
 
 
 SLOW_RENAMES = """
@@ -266,7 +310,7 @@ def one_error_line(stderr: str, prog: str = "tecb-data") -> str:
 
 def timed(command: list[str], env: dict, **kwargs) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, **kwargs)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, **kwargs)
     return result, time.monotonic() - started
 
 
@@ -278,7 +322,9 @@ def test_push_dry_run_against_a_hub_that_never_answers_ends_in_one_line(demo_dat
     assert result.returncode == 2
     assert stalled.url in line and "TECB_NETWORK_TIMEOUT" in line and "within 1 s" in line, line
     assert stalled.connections >= 3  # tried more than once (bounded retries)...
-    assert seconds < 30, seconds  # ...and gave up in bounded time (3 tries of 1 s + 1 + 2 s backoff)
+    # ...and gave up in bounded time (3 tries of 1 s + 1 + 2 s backoff, about 6 s; the bound is
+    # generous because a loaded 2-core machine takes seconds just to start the interpreter)
+    assert seconds < 120, seconds
 
 
 def test_loading_a_repo_id_from_a_hub_that_never_answers_ends_in_one_line(tmp_path, stalled):
@@ -291,7 +337,7 @@ def test_loading_a_repo_id_from_a_hub_that_never_answers_ends_in_one_line(tmp_pa
     line = one_error_line(result.stderr)
     assert result.returncode == 2
     assert stalled.url in line and "TECB_NETWORK_TIMEOUT" in line and "tecb-test/blurbs-clustering-s2s" in line, line
-    assert seconds < 30, seconds
+    assert seconds < 120, seconds  # bounded (generous for a loaded machine), not a hang
 
 
 def test_an_id_list_url_that_never_answers_ends_in_one_line(tmp_path, stalled):
@@ -302,7 +348,7 @@ def test_an_id_list_url_that_never_answers_ends_in_one_line(tmp_path, stalled):
     line = one_error_line(result.stderr)
     assert result.returncode == 2 and "secret-in-query" not in result.stderr
     assert f"{stalled.url}/ids.txt" in line and "TECB_NETWORK_TIMEOUT" in line and "within 1 s" in line, line
-    assert stalled.connections == 3 and seconds < 30, (stalled.connections, seconds)
+    assert stalled.connections == 3 and seconds < 120, (stalled.connections, seconds)
 
 
 def test_reddit_that_never_answers_ends_in_one_line_naming_praws_timeout(tmp_path, stalled):
@@ -321,7 +367,7 @@ def test_reddit_that_never_answers_ends_in_one_line_naming_praws_timeout(tmp_pat
     line = one_error_line(result.stderr)
     assert result.returncode == 2
     assert stalled.url in line and "`timeout = " in line and "[tecbtest]" in line and "up to 1 s" in line, line
-    assert seconds < 40, seconds  # 2 of our tries, each prawcore's 3 of 1 s and its short waits
+    assert seconds < 160, seconds  # 2 of our tries, each prawcore's 3 of 1 s and its short waits (generous)
 
 
 def test_a_bad_network_timeout_setting_is_one_line(demo_datasets, tmp_path):
@@ -350,8 +396,11 @@ def test_a_10kgnad_csv_cut_mid_record_is_rejected_with_its_file_and_line(tmp_pat
     whole = "Sport;'Ein ganzer Artikel.'\nWeb;'Noch einer, mit ''Zitat''.'\nKultur;'Der letzte\nmit zwei Zeilen.'\n"
     (tmp_path / "whole.csv").write_text(whole, encoding="utf-8")
     out = tmp_path / "out"
-    assert run_cli("build", "--source", "tenkgnad", "--input", str(tmp_path / "whole.csv"), "--out", str(out),
-                   "--quiet").returncode in (0, 2)  # (too few records for splits is fine: it was read whole)
+    # The control: the whole file is read, all three records, multi-line and quoted ones included.
+    whole_build = run_cli("build", "--source", "tenkgnad", "--input", str(tmp_path / "whole.csv"), "--out", str(out),
+                          "--quiet")
+    assert whole_build.returncode == 0, whole_build.stderr
+    assert "articles_read 3" in whole_build.stdout and "selected 3" in whole_build.stdout, whole_build.stdout
     cut = tmp_path / "cut.csv"
     cut.write_text(whole[: whole.index("mit zwei")], encoding="utf-8")
     result = run_cli("build", "--source", "tenkgnad", "--input", str(cut), "--out", str(out), "--quiet")
@@ -450,15 +499,21 @@ def test_a_commit_the_hub_answers_too_late_says_it_may_have_been_applied(demo_da
     hub = FakeHub(tokens={"hf_tecbTestSecret0123456789abcdef": "maintainer"})
     hub.start()
     try:
-        hub.before("POST", r"/commit/", lambda _hub: time.sleep(4))
+        # The Hub holds the commit until the client has given up (an event, not a guess at how
+        # long giving up takes), then applies it.
+        client_gave_up = threading.Event()
+        hub.before("POST", r"/commit/", lambda _hub: client_gave_up.wait(timeout=120))
         env = hub_env(tmp_path, hub.url, TECB_NETWORK_TIMEOUT="1")
         folder = str(demo_datasets / "blurbs-clustering-s2s")
         result, seconds = timed([sys.executable, "-m", "tecb_data.cli", "push", folder, "--repo-id", "tecb-test/x"], env)
+        client_gave_up.set()
         line = one_error_line(result.stderr)
         assert result.returncode == 2 and "committing" in line and "within 1 s" in line, line
         assert "may have been applied" in line and "nothing was published" not in line, line
-        assert seconds < 30
-        time.sleep(4)  # the Hub finishes the commit it was sent
+        assert seconds < 60
+        deadline = time.monotonic() + 120  # the Hub finishes the commit it was sent
+        while len(hub.history("tecb-test/x")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
         again = run_cli("push", folder, "--repo-id", "tecb-test/x", env=env)
         assert again.returncode == 0 and "unchanged" in again.stdout, again.stderr
         assert len(hub.history("tecb-test/x")) == 2  # the Hub's initial commit and ours, once

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -106,29 +105,54 @@ def _wait_for(condition, timeout: float = 240.0, what: str = "") -> None:
         time.sleep(0.02)
 
 
+# `tecb-eval ARGS` whose first results-store append, once written, creates argv[1] and holds until
+# argv[2] exists (the event the lock test waits on, instead of racing to SIGSTOP a running grid).
+HELD_AFTER_FIRST_CELL = """
+import sys, time
+from pathlib import Path
+from tecb_eval.grid import store
+held, release = Path(sys.argv[1]), Path(sys.argv[2])
+_append = store.ResultsStore.append
+def held_append(self, row):
+    _append(self, row)
+    if not held.exists():
+        held.touch()
+        deadline = time.monotonic() + 600
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+store.ResultsStore.append = held_append
+from tecb_eval.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
 def test_a_second_run_on_the_same_store_waits_then_skips_what_the_first_finished(data, tmp_path):
     results, cache = tmp_path / "results.jsonl", tmp_path / "cache"
     # UMAP makes each split take a while, so the first run is still working when it is paused.
     args = ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:umap",
             "--config", "minibatch_kmeans:none", "--results", str(results), "--cache-dir", str(cache), "--quiet"]
     started = []
+    held, release = tmp_path / "first-cell-written", tmp_path / "release"
     with open(tmp_path / "first.err", "wb") as first_err, open(tmp_path / "second.err", "wb") as second_err:
         try:
-            first = _cli(*args, stdout=subprocess.PIPE, stderr=first_err)
+            # The first run holds after its first cell (holding the store) until told to go on: it
+            # is mid-run whatever the machine's speed.
+            first = subprocess.Popen([sys.executable, "-c", HELD_AFTER_FIRST_CELL, str(held), str(release), *args],
+                                     cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                                     stdout=subprocess.PIPE, stderr=first_err)
             started.append(first)
-            _wait_for(lambda: results.is_file() and results.read_bytes().count(b"\n") >= 1,
-                      what="the first run's first cell")
-            os.kill(first.pid, signal.SIGSTOP)  # hold it mid-run, holding the store
+            _wait_for(lambda: held.exists() or first.poll() is not None, what="the first run's first cell")
+            assert held.exists(), (tmp_path / "first.err").read_text()
             try:
                 written = results.read_bytes()
                 second = _cli(*args, stdout=subprocess.PIPE, stderr=second_err)
                 started.append(second)
                 _wait_for(lambda: b"another run is writing" in (tmp_path / "second.err").read_bytes(),
                           what="the second run to say it waits")
-                time.sleep(1.0)
+                # The first run cannot have let go of the store: the second can only be waiting.
                 assert second.poll() is None and results.read_bytes() == written  # it waits, writing nothing
             finally:
-                os.kill(first.pid, signal.SIGCONT)
+                release.touch()
             first_out, _ = first.communicate(timeout=600)
             second_out, _ = second.communicate(timeout=600)
         finally:

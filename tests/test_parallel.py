@@ -27,6 +27,7 @@ import pytest
 
 import tecb_data
 from conftest import CountingEncoder as Counting
+from conftest import unit_holding_plugin, wait_for_claim
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
@@ -136,30 +137,30 @@ def test_a_worker_killed_mid_grid_is_survived(grid_data, serial, cluster, tmp_pa
     """SIGKILL one worker while it runs a unit: Dask (and the grid, for an input that died with
     it) run its units again; every cell ends up in the store exactly once, with the serial score."""
     results = tmp_path / "r.jsonl"
+    claim = tmp_path / "held-unit"
     killed = []
+    grid_ended = threading.Event()
 
-    def kill_a_busy_worker():
-        with distributed.Client(cluster.scheduler_address, timeout=10) as client:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not killed:
-                busy = {w: tasks for w, tasks in client.processing().items()
-                        if any(str(t).startswith("tecb-unit-") for t in tasks)}
-                done = len(results.read_text().splitlines()) if results.exists() else 0
-                if busy and done >= 3:
-                    worker = sorted(busy)[0]
-                    pid = client.run(os.getpid, workers=[worker])[worker]
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append((worker, busy[worker]))
-                    return
-                time.sleep(0.05)
+    def kill_the_held_worker():
+        held = wait_for_claim(claim, grid_ended)
+        if held is not None:
+            os.kill(held[0], signal.SIGKILL)
+            killed.append(held[1])
 
-    killer = threading.Thread(target=kill_a_busy_worker)
-    killer.start()
-    frame = run_grid(grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2,
-                     scheduler=cluster.scheduler_address, cache_dir=tmp_path / "cache", results=results,
-                     progress=False, log=lambda m: None)
-    killer.join()
-    assert killed, "no worker was busy with a unit after 3 cells: the test did not kill anything"
+    with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+        # A worker holds the first unit it starts once 3 cells are stored, until it is killed.
+        client.register_plugin(unit_holding_plugin(results, claim, 3), name="hold-one-unit")
+        try:
+            killer = threading.Thread(target=kill_the_held_worker, daemon=True)
+            killer.start()
+            frame = run_grid(grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2,
+                             scheduler=cluster.scheduler_address, cache_dir=tmp_path / "cache", results=results,
+                             progress=False, log=lambda m: None)
+            grid_ended.set()
+            killer.join(timeout=600)
+        finally:
+            client.unregister_worker_plugin("hold-one-unit")
+    assert killed, "no worker started a unit once the store held 3 cells: the test did not kill anything"
     assert _same_scores(serial, frame)
     keys = [cell_key(json.loads(line)) for line in results.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == len(serial)
@@ -299,18 +300,43 @@ def test_ctrl_c_stops_the_grid_and_its_workers(demo, tmp_path, jobs):
          "--model", "tfidf-lsa", "--config", "minibatch_kmeans:umap", "--config", "agglomerative:pca50+umap",
          "--results", str(results), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--jobs", jobs],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TECB_JOBS": ""})
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 1):
+    # Until the first cell is stored: the store can come and go before that (a store the grid opened
+    # and closed unwritten is removed), so a missing file is "not yet", never an error.
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and _stored_lines(results) < 1 and process.poll() is None:
         time.sleep(0.05)
-    assert results.exists(), "the grid wrote no cell in 120 s"
+    assert _stored_lines(results) >= 1, "the grid wrote no cell in 600 s"
     workers = _children(process.pid)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "interrupted; finished cells are in the results store" in err, err
     done = results.read_text().count("\n")
     assert 1 <= done < 2 * 10 * 2  # stopped before the end (10 splits per dataset, 2 configurations)
-    time.sleep(1)
-    assert not [pid for pid in workers if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+    # The workers end with the grid: wait for that (generously), rather than for a fixed second.
+    alive = []
+    for pid in workers:
+        try:
+            alive.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    _, still_running = psutil.wait_procs(alive, timeout=60)
+    assert not [p.pid for p in still_running if _running(p)]
+
+
+def _stored_lines(results: Path) -> int:
+    try:
+        return results.read_text().count("\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _running(process) -> bool:
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _misaligned(X, offset: int = 33):
@@ -328,8 +354,8 @@ def test_a_unit_gives_the_same_bits_wherever_its_input_lies_in_memory():
 
     X = np.random.default_rng(0).standard_normal((15350, 384)).astype(np.float32)
     with threadpool_limits(1):  # the premise: numpy sums a misaligned copy by another path
-        assert not np.array_equal(PCA(2, random_state=42).fit_transform(X),
-                                  PCA(2, random_state=42).fit_transform(_misaligned(X)))
+        premise = not np.array_equal(PCA(2, random_state=42).fit_transform(X),
+                                     PCA(2, random_state=42).fit_transform(_misaligned(X)))
     labels = tuple(str(i % 7) for i in range(len(X)))
     unit = WorkUnit("k", "l", "d", "pca", 42, "legacy", "current",
                     (Cell("s", None, labels, 7, "minibatch_kmeans"), Cell("s", None, labels, 7, "hdbscan")),
@@ -337,3 +363,8 @@ def test_a_unit_gives_the_same_bits_wherever_its_input_lies_in_memory():
     here, there = run_unit(unit, X, False), run_unit(unit, _misaligned(X), False)
     assert np.array_equal(here.reduced, there.reduced)
     assert [m["v_measure"] for m in here.metrics] == [m["v_measure"] for m in there.metrics]
+    if not premise:
+        # Whether a misaligned copy takes another summation path depends on the CPU, numpy and
+        # BLAS; where it does not, the equality above holds trivially and proves nothing.
+        pytest.skip(f"premise does not hold here (numpy {np.__version__}): PCA gives the same bits on a "
+                    "misaligned copy, so this machine cannot show that run_unit aligns its input")

@@ -6,7 +6,11 @@ import csv
 import json
 import dataclasses
 import math
+import os
+import pickle
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -112,6 +116,16 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
 
     for name in ("figure.png", "summary.csv", "summary.md", "run.json", "timings.json"):
         assert (out / name).is_file(), name
+    # timings.json says what was timed: each epoch's training, and every evaluation (one encoding
+    # pass over the unique texts, then k-means), the ones during training at the evaluated steps.
+    timings = json.loads((out / "timings.json").read_text())
+    assert list(timings["train_seconds_per_epoch"]) == ["42"]
+    assert len(timings["train_seconds_per_epoch"]["42"]) == 2 and min(timings["train_seconds_per_epoch"]["42"]) > 0
+    during = sorted(t["step"] for t in timings["evaluations"] if t["seed"] == 42 and "what" not in t)
+    assert during == [s for s in evaluated if s > 0]
+    for timing in timings["evaluations"]:
+        assert timing["encoded_texts"] == len(unique_texts([small])) and timing["encode_s"] > 0
+        assert timing["total_s"] == pytest.approx(timing["encode_s"] + timing["kmeans_s"])
     for name in ("figure.png", "summary.csv", "summary.md", "run.json", "evaluations.csv"):
         assert (top / name).is_file(), name
     assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -141,10 +155,26 @@ def test_tsdae_trains_with_a_tied_decoder(tiny_bert, small, tmp_path):
     assert decoder.encoder.layer[1].attention.self.query.weight is objective.encoder.encoder.layer[1].attention.self.query.weight
 
 
+PRETRAIN_AGAIN = """
+import pickle, sys
+import torch
+from tecb_eval.pretraining import pretrain
+model, benchmark, out, settings, threads = pickle.loads(open(sys.argv[1], "rb").read())
+torch.set_num_threads(threads)
+pretrain(model, benchmark, output_dir=out, **settings)
+"""
+
+
 def test_same_seed_same_numbers(tiny_bert, small, tmp_path):
     settings = dict(method="wwm", epochs=1, seeds=(2,), progress=False, max_steps=4, **{**WWM_FAST, "eval_every": 2})
     first = pretrain(tiny_bert, small, output_dir=tmp_path / "a", **settings)
-    pretrain(tiny_bert, small, output_dir=tmp_path / "b", **settings)
+    # The second run in another process with another hash seed (and this process's torch threads,
+    # which decide how sums are split): nothing may depend on set order or on what ran before.
+    arguments = tmp_path / "arguments.pickle"
+    arguments.write_bytes(pickle.dumps((tiny_bert, small, tmp_path / "b", settings, torch.get_num_threads())))
+    other_process = subprocess.run([sys.executable, "-c", PRETRAIN_AGAIN, str(arguments)], capture_output=True,
+                                   text=True, env={**os.environ, "PYTHONHASHSEED": "4242"}, timeout=900)
+    assert other_process.returncode == 0, other_process.stderr
     for name in ("evaluations.csv", "evaluations_splits.csv", "losses.csv", "summary.csv"):
         assert (tmp_path / "a" / S2S / name).read_bytes() == (tmp_path / "b" / S2S / name).read_bytes(), name
     for name in ("evaluations.csv", "summary.csv"):
@@ -243,6 +273,10 @@ def test_one_model_per_dataset_by_default(tiny_bert, blurbs, tmp_path):
         assert run.best[42]["path"] == run.output_dir / "seed-42" / "best"
         for name in ("evaluations_splits.csv", "figure.png", "summary.md", "summary.csv", "run.json", "timings.json"):
             assert (run.output_dir / name).is_file(), name
+        # Each dataset's timings are its own run's: its texts only, one training time per epoch.
+        timings = json.loads((run.output_dir / "timings.json").read_text())
+        assert {t["encoded_texts"] for t in timings["evaluations"]} == {run.n_texts}
+        assert [len(v) for v in timings["train_seconds_per_epoch"].values()] == [1] * len(timings["train_seconds_per_epoch"])
     top = tmp_path / "each"
     summary = _read(top / "summary.csv")
     assert [(r["checkpoint"], r["dataset"], r["trained_on"]) for r in summary] == [

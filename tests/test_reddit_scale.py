@@ -36,9 +36,12 @@ def test_real_ids_survive_a_kill_and_resume(tmp_path):
     with rs.RedditServer(state) as server:
         rs.praw_ini(home / ".config", server.url)
         killed = rs.start_rehydrate(home, **kwargs)
-        deadline = time.monotonic() + 90
+        # Killed once 150 batches were served (an event of the server's, not a time): generous
+        # bounds, since a loaded machine serves slowly and 478 batches make the whole list.
+        deadline = time.monotonic() + 600
         while state.counts["info"] < 150 and killed.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
+        assert state.counts["info"] >= 150 and killed.poll() is None, "the run was not caught mid-list"
         killed.kill()  # SIGKILL: no cleanup of any kind
         killed.communicate()
         assert killed.returncode == -9 and not (home / "out").exists()

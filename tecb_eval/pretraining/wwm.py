@@ -104,21 +104,25 @@ class ClassicWholeWordMask:
                 groups.append([i])
         return groups
 
-    def choose(self, tokens: list[str]) -> list[int]:
-        """Positions to predict: whole words in a shuffled order, each taken while it fits the budget."""
+    def choose(self, tokens: list[str], order=None) -> list[int]:
+        """Positions to predict: whole words in a shuffled order, each taken while it fits the budget.
+
+        ``order`` (word indices) replaces the shuffle: the referee test hands in the order the real
+        4.x collator drew (tests/test_fidelity_wwm.py); training always shuffles."""
         groups = self.words(tokens)
         budget = self.budget(len(tokens))
         chosen: list[int] = []
-        for k in self.rng.permutation(len(groups)):
+        for k in (self.rng.permutation(len(groups)) if order is None else order):
             if len(chosen) >= budget:
                 break
             if len(chosen) + len(groups[k]) <= budget:
                 chosen.extend(groups[k])
         return sorted(chosen)
 
-    def mask(self, ids: list[int]) -> tuple[list[int], list[int]]:
-        """One text's (masked input ids, labels)."""
-        chosen = [i for i in self.choose(self.tokenizer.convert_ids_to_tokens(ids)) if ids[i] not in self.special_ids]
+    def mask(self, ids: list[int], order=None) -> tuple[list[int], list[int]]:
+        """One text's (masked input ids, labels); ``order`` as in :meth:`choose`."""
+        chosen = [i for i in self.choose(self.tokenizer.convert_ids_to_tokens(ids), order)
+                  if ids[i] not in self.special_ids]
         inputs, labels = list(ids), [-100] * len(ids)
         draws = self.rng.random(len(chosen))
         random_ids = self.rng.integers(self.vocab_size, size=len(chosen))

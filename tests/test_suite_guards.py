@@ -1,0 +1,33 @@
+"""No test can hang the suite: pytest-timeout is on, with pyproject.toml's default per test and a
+longer limit for the ``slow`` ones (tests/conftest.py), and a hanging test fails alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SLOW_TIMEOUT_S
+
+
+def test_every_test_has_a_time_limit(request):
+    assert request.config.pluginmanager.hasplugin("timeout"), "pytest-timeout is not installed ([test] extra)"
+    assert int(request.config.getini("timeout")) == 900
+    assert request.node.get_closest_marker("timeout") is None  # an ordinary test: the default applies
+
+
+@pytest.mark.slow
+def test_slow_tests_get_the_longer_limit(request):
+    assert request.node.get_closest_marker("timeout").args == (SLOW_TIMEOUT_S,)
+
+
+def test_a_hanging_test_fails_alone_and_the_run_goes_on(tmp_path):
+    (tmp_path / "test_hang.py").write_text(
+        "import time\nimport pytest\n\n"
+        "@pytest.mark.timeout(2)\ndef test_hangs():\n    time.sleep(120)\n\n"
+        "def test_after():\n    assert True\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert "Timeout" in result.stdout and "1 failed, 1 passed" in result.stdout, result.stdout
