@@ -15,9 +15,16 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
+from sklearn.utils.validation import check_is_fitted
 
 from tecb_data.errors import UserError
 from tecb_eval.clustering.profiles import DBSTREAM_CLEANUPS, get_profile
+
+try:  # public since scikit-learn 1.6; the estimator's own method before
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - scikit-learn < 1.6
+    def _validate_data(estimator, X, **kwargs):
+        return estimator._validate_data(X, **kwargs)
 
 # MTEB v1's settings, which the paper used for k-means; MTEB v2 (the fast protocol) uses its own.
 KMEANS_BATCH_SIZE = 500
@@ -204,8 +211,13 @@ class DBSTREAMClusterer(ClusterMixin, BaseEstimator):
     @staticmethod
     def _rows(X):
         # river consumes dicts of feature -> value; position indices are the feature names.
-        for row in np.asarray(X, dtype=float):
+        for row in X:
             yield dict(enumerate(row.tolist()))
+
+    def _checked(self, X, reset: bool):
+        # scikit-learn's own input checks (tests/test_estimators.py runs its check_estimator): dense,
+        # 2-D, finite, non-empty, float64 (what river gets as Python floats), and n_features_in_.
+        return _validate_data(self, X, reset=reset, dtype=np.float64)
 
     def _make_model(self):
         params = self.get_params()
@@ -219,6 +231,7 @@ class DBSTREAMClusterer(ClusterMixin, BaseEstimator):
         raise UserError(f"unknown DBSTREAM cleanup {cleanup!r}; choose from {', '.join(DBSTREAM_CLEANUPS)}")
 
     def fit(self, X, y=None):
+        X = self._checked(X, reset=True)
         self.model_ = self._make_model()
         rows = list(self._rows(X))
         for row in rows:
@@ -227,7 +240,41 @@ class DBSTREAMClusterer(ClusterMixin, BaseEstimator):
         return self
 
     def predict(self, X):
+        check_is_fitted(self, "model_")
+        X = self._checked(X, reset=False)
         return np.array([self.model_.predict_one(row) for row in self._rows(X)], dtype=int)
+
+
+class WardVectors(ClusterMixin, BaseEstimator):
+    """Exact Ward on the vectors: fastcluster's nearest-neighbour chain in O(n d) memory instead of
+    scikit-learn's n x n distance matrix (about 11 n^2 bytes at peak, 440 GB at 200k texts).
+
+    The merges are read as scikit-learn reads SciPy's (the linkage's first two columns) and cut into
+    ``n_clusters`` by scikit-learn's own cut, so where the two chains merge alike the labels are the
+    same numbers, not just the same partition: they did on minilm-l6's vectors of the dev set under
+    every reduction (``tests/test_ward_vector.py``). Where distances tie exactly (duplicate rows,
+    points on a lattice) the merge heights, computed from centroids here and by the Lance-Williams
+    update there, differ in the last bits, the chains pick different tied pairs and the trees part.
+    The memory planner therefore runs this only where the matrix does not fit (``grid.work.ward_path``),
+    and profile ``paper`` never.
+    """
+
+    def __init__(self, n_clusters=2):
+        self.n_clusters = n_clusters
+
+    def fit(self, X, y=None):
+        import fastcluster
+        from sklearn.cluster._agglomerative import _hc_cut
+
+        # AgglomerativeClustering's own checks (at least 2 rows); float64, as SciPy's pdist on its path.
+        X = _validate_data(self, X, ensure_min_samples=2, dtype=np.float64, order="C")
+        n = X.shape[0]
+        if not 1 <= self.n_clusters <= n:
+            raise ValueError(f"n_clusters should be between 1 and {n}, got {self.n_clusters}")
+        linkage = fastcluster.linkage_vector(X, method="ward")
+        self.children_ = linkage[:, :2].astype(np.intp)
+        self.labels_ = _hc_cut(self.n_clusters, self.children_, n)
+        return self
 
 
 class PcaUmap(BaseEstimator):
@@ -238,12 +285,18 @@ class PcaUmap(BaseEstimator):
         self.pre_components = pre_components
         self.random_state = random_state
 
-    def fit_transform(self, X, y=None):
+    def fit(self, X, y=None):
+        """Reduce ``X``: ``embedding_`` (scikit-learn's face; there is no ``transform`` of new rows)."""
         from sklearn.decomposition import PCA
 
+        X = _validate_data(self, X, reset=True, dtype=[np.float64, np.float32])
         pre = min(self.pre_components, X.shape[0], X.shape[1])
         reduced = PCA(n_components=pre, random_state=self.random_state).fit_transform(X)
-        return make_reduction("umap", self.random_state, n_components=self.n_components).fit_transform(reduced)
+        self.embedding_ = make_reduction("umap", self.random_state, n_components=self.n_components).fit_transform(reduced)
+        return self
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X).embedding_
 
 
 class _Umap(BaseEstimator):
@@ -257,8 +310,13 @@ class _Umap(BaseEstimator):
         self.random_state = random_state
 
     def fit_transform(self, X, y=None):
+        return self.fit(X).embedding_
+
+    def fit(self, X, y=None):
+        """Reduce ``X``: ``embedding_`` (scikit-learn's face; there is no ``transform`` of new rows)."""
         import umap
 
+        X = _validate_data(self, X, reset=True, dtype=[np.float64, np.float32])
         n = X.shape[0]
         params = dict(n_components=self.n_components, metric=self.metric, random_state=self.random_state)
         if n <= self.n_neighbors or n <= self.n_components + 1:
@@ -269,7 +327,8 @@ class _Umap(BaseEstimator):
         with warnings.catch_warnings():
             # "n_jobs overridden by random_state": determinism is what we want here.
             warnings.filterwarnings("ignore", message=".*n_jobs.*", category=UserWarning)
-            return reducer(**params).fit_transform(X)
+            self.embedding_ = reducer(**params).fit_transform(X)
+        return self
 
 
 # Where eigsh takes ``rng``, scipy asks that generator for ARPACK's restart vectors. Older releases
@@ -433,13 +492,20 @@ def reduce(name: str, X: np.ndarray, seed: int) -> np.ndarray:
     return np.asarray(reducer.fit_transform(X))
 
 
-def make_algorithm(name: str, n_clusters: int, seed: int, protocol: str = "legacy", profile=None):
+def make_algorithm(name: str, n_clusters: int, seed: int, protocol: str = "legacy", profile=None,
+                   ward_path: str = "matrix"):
     """The clusterer for ``name``: k = ``n_clusters`` for the algorithms that take a k.
 
-    ``profile`` (a name or :class:`~tecb_eval.clustering.profiles.Profile`; ``None``: the default) only picks
-    DBSTREAM's ``cleanup``; every other algorithm is the same in every profile.
+    ``profile`` (a name or :class:`~tecb_eval.clustering.profiles.Profile`; ``None``: the default) picks
+    DBSTREAM's ``cleanup`` and whether Ward may run on the vectors; ``ward_path`` (``"matrix"`` or
+    ``"vector"``, the memory planner's choice: ``tecb_eval.grid.work.ward_path``) picks Ward's
+    implementation where the profile allows both. Every other algorithm is the same in every profile.
     """
     profile = get_profile(profile)
+    if ward_path not in ("matrix", "vector"):
+        raise ValueError(f"ward_path must be 'matrix' or 'vector', got {ward_path!r}")
+    if name == "agglomerative" and ward_path == "vector" and profile.ward != "matrix":
+        return WardVectors(n_clusters=n_clusters)
     if name == "minibatch_kmeans" and protocol == "fast":
         return MiniBatchKMeans(n_clusters=n_clusters, batch_size=FAST_KMEANS_BATCH_SIZE, init="k-means++",
                                n_init=1, random_state=seed)

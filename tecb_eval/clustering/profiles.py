@@ -11,6 +11,8 @@ ran (``github.com/ClimSocAna/tecb-de``: river 0.14, transformers 4.x, sentence-t
   worth of whole words, at least one, replaced 80 % ``[MASK]`` / 10 % random token / 10 % kept);
 - evaluation during WWM pools the masked-LM head's output (vocabulary logits), as their
   ``run_fine_tuned_cteb_de.py`` did, not the hidden states;
+- Ward runs on scikit-learn's distance matrix, as theirs did (``current`` may run it on the vectors
+  with fastcluster: the same labels in every check, see ``algorithms.WardVectors``);
 - TSDAE runs 30 epochs (their script's ``epochs=30``, best checkpoint kept), evaluated every 512
   steps counted afresh in each epoch and at each epoch's end, as sentence-transformers 2.2's
   ``fit`` did.
@@ -31,6 +33,10 @@ from tecb_data.errors import UserError
 DBSTREAM_CLEANUPS = ("river", "river-0.14")
 WWM_COLLATORS = ("transformers", "classic")
 WWM_EVAL_POOLINGS = ("hidden", "logits")
+# "auto": scikit-learn's Ward on the n x n matrix where it fits the memory budget, else on the vectors
+# (fastcluster's nearest-neighbour chain, O(n d) memory); "matrix": scikit-learn's always, as the paper
+# ran it (a unit that does not fit is skipped, as before).
+WARD_PATHS = ("auto", "matrix")
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class Profile:
     wwm_eval_pooling: str  # one of WWM_EVAL_POOLINGS
     tsdae_epochs: int
     tsdae_eval_schedule: str  # "global" (every eval_every steps) or "per-epoch" (sentence-transformers 2.2)
+    ward: str = "auto"  # one of WARD_PATHS
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -69,6 +76,7 @@ PROFILES: dict[str, Profile] = {
             wwm_eval_pooling="logits",
             tsdae_epochs=30,
             tsdae_eval_schedule="per-epoch",
+            ward="matrix",
         ),
     )
 }

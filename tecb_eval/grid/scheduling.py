@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -123,8 +123,16 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
+def plan_ward(task: Task, budget: int) -> Task:
+    """``task`` with Ward's path chosen for ``budget``: the n x n matrix where it fits beside the
+    worker's baseline and the unit's input, else the vectors (same labels, O(n d) memory)."""
+    return replace(task, unit=replace(task.unit, ward_budget=max(0, budget - WORKER_BASELINE_BYTES)))
+
+
 def fit_or_skip(tasks: list[Task], budget: int, where: str, log) -> list[Task]:
-    """The tasks that fit ``budget`` alone; one line for each that does not. None fitting is an error."""
+    """The tasks that fit ``budget`` alone (Ward's path chosen for it); one line for each that does
+    not. None fitting is an error."""
+    tasks = [plan_ward(t, budget) for t in tasks]
     fitting = [t for t in tasks if t.unit.memory + WORKER_BASELINE_BYTES <= budget]
     if tasks and not fitting:
         smallest = min(t.unit.memory for t in tasks) + WORKER_BASELINE_BYTES

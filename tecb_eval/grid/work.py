@@ -16,15 +16,18 @@ operating system's entropy (see ``algorithms._seeded_spectral_umap``).
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from sklearn import metrics
 
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.profiles import get_profile
 
 # Bytes a worker process holds before any unit (numpy, scikit-learn, UMAP, numba, hdbscan loaded);
 # counted once per worker against the memory budget.
@@ -52,6 +55,13 @@ class WorkUnit:
     cells: tuple[Cell, ...]
     n: int  # rows of the base set
     dim: int  # embedding dimensions
+    # Bytes Ward's n x n matrix may take beside the rest of the unit; the planner sets it from the
+    # memory budget (scheduling.fit_or_skip). None: no limit, Ward on the matrix wherever the profile
+    # and the dimensions call for it (see ward_path).
+    ward_budget: int | None = None
+
+    def ward_path(self, m: int) -> str:
+        return ward_path(m, _reduced_dim(self), self.profile, self.ward_budget, self.n * self.dim)
 
     @property
     def memory(self) -> int:
@@ -75,13 +85,40 @@ def _reduced_dim(unit: WorkUnit) -> int:
     return unit.dim if unit.reduction == "none" else 2
 
 
+def ward_matrix_bytes(m: int) -> int:
+    """Ward on the n x n matrix: scipy condenses the distances into n(n-1)/2 doubles and its
+    nearest-neighbour chain works on a copy (8 n^2 bytes), and the allocator holds more:
+    bench_scale measured 2.9 GiB peak RSS for a worker with Ward on 15,350 texts, so 11 n^2 bytes
+    (18k texts: 3.3 GiB; 200k: 410 GiB)."""
+    return 11 * m * m + 64 * m
+
+
+def ward_vector_bytes(m: int, dim: int) -> int:
+    """Ward on the vectors: fastcluster's float64 copy of the rows, its working copy of the cluster
+    centres and the linkage (4 doubles per merge); bench_scale200k measures it."""
+    return 2 * m * dim * 8 + 96 * m
+
+
+def ward_path(m: int, dim: int, profile, budget: int | None, input_values: int = 0) -> str:
+    """``"matrix"`` (scikit-learn's Ward, what runs today) or ``"vector"`` (fastcluster's, O(n d) memory)
+    for Ward on ``m`` rows of ``dim`` dimensions: the matrix wherever it fits ``budget`` beside the
+    unit's input (``input_values`` numbers, held three times), else the vectors where the profile
+    allows them. Not the vectors where the matrix fits, though they are 8x faster in 2-d: on inputs
+    with exactly tied distances (duplicate rows, points on a grid) the two chains can pick different
+    tied pairs and build another, equally valid, tree (``tests/test_ward_vector.py``), and every
+    score that ran before must stay what it was. On real embeddings they agreed everywhere we looked."""
+    if budget is None or get_profile(profile).ward == "matrix":
+        return "matrix"
+    if 3 * input_values * 8 + ward_matrix_bytes(m) <= budget:
+        return "matrix"
+    return "vector"
+
+
 def estimate_memory(unit: WorkUnit) -> int:
     """Peak bytes of a unit beyond its worker's baseline, on the safe side.
 
-    Ward agglomerative dominates large units: scipy condenses the n x n distances into n(n-1)/2
-    doubles and its nearest-neighbour chain works on a copy (8 n^2 bytes), and the allocator holds
-    more: bench_scale measured 2.9 GiB peak RSS for a worker with Ward on 15,350 texts, so 11 n^2
-    bytes here (18k texts: 3.3 GiB). UMAP holds the input as doubles, a 15-neighbour graph and its
+    Ward on the matrix dominates large units (:func:`ward_matrix_bytes`); on the vectors it holds a
+    few copies of its input. UMAP holds the input as doubles, a 15-neighbour graph and its
     optimisation buffers.
     """
     n, d = unit.n, unit.dim
@@ -91,8 +128,10 @@ def estimate_memory(unit: WorkUnit) -> int:
     reduced = _reduced_dim(unit)
     for cell in unit.cells:
         m = n if cell.rows is None else len(cell.rows)
-        if cell.algorithm == "agglomerative":
-            peak = max(peak, 3 * n * d * 8 + 11 * m * m + 64 * m)
+        if cell.algorithm == "agglomerative" and unit.ward_path(m) == "matrix":
+            peak = max(peak, 3 * n * d * 8 + ward_matrix_bytes(m))
+        elif cell.algorithm == "agglomerative":
+            peak = max(peak, 3 * n * d * 8 + ward_vector_bytes(m, reduced))
         else:
             peak = max(peak, 3 * n * d * 8 + 16 * m * max(reduced, cell.k) * 8)
     return int(peak)
@@ -105,7 +144,9 @@ def estimate_cost(unit: WorkUnit) -> float:
     reduced = _reduced_dim(unit)
     for cell in unit.cells:
         m = n if cell.rows is None else len(cell.rows)
-        if cell.algorithm == "agglomerative":
+        if cell.algorithm == "agglomerative" and unit.ward_path(m) == "vector":
+            cost += m * m * reduced * 8e-9  # the chain recomputes centroid distances: ~5x the matrix in 384-d
+        elif cell.algorithm == "agglomerative":
             cost += m * m * (reduced + 8) * 1.5e-9
         elif cell.algorithm == "dbstream":
             cost += m * 4e-4
@@ -131,7 +172,16 @@ def clustering_metrics(gold, predicted: np.ndarray) -> dict:
 
 
 def one_thread():
-    """Limit BLAS/OpenMP (threadpoolctl) and numba to one thread for the unit that follows."""
+    """Limit BLAS/OpenMP (threadpoolctl), numba and joblib to one thread for the unit that follows.
+
+    joblib: HDBSCAN computes its core distances with ``joblib.Parallel(n_jobs=4)``, which starts
+    a pool of 4 processes in every worker on its first fit (16 s of a 19.5 s HDBSCAN on 50,000
+    points, measured) and then runs 4 processes per worker beside the others. joblib's sequential
+    backend runs them in the unit's own thread: the same core distances, the same labels.
+    """
+    import contextlib
+
+    import joblib
     from threadpoolctl import threadpool_limits
 
     try:
@@ -140,7 +190,57 @@ def one_thread():
         numba.set_num_threads(1)
     except (ImportError, ValueError):  # numba absent, or already at its minimum
         pass
-    return threadpool_limits(limits=1)
+    stack = contextlib.ExitStack()
+    stack.enter_context(threadpool_limits(limits=1))
+    stack.enter_context(joblib.parallel_config(backend="sequential"))
+    return stack
+
+
+# UMAP's and pynndescent's numba functions that the grid runs; the modules holding them.
+_NUMBA_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.distances", "umap.spectral",
+                  "pynndescent.pynndescent_", "pynndescent.utils", "pynndescent.distances", "pynndescent.rp_trees")
+
+
+def numba_cache_dir() -> Path:
+    """Where compiled UMAP code is kept: numba's own ``NUMBA_CACHE_DIR`` when set, else a folder of
+    ours in the user's cache (``$XDG_CACHE_HOME/tecb/numba``, as huggingface_hub keeps its models)."""
+    own = os.environ.get("NUMBA_CACHE_DIR", "").strip()
+    if own:
+        return Path(own)
+    return Path(os.environ.get("XDG_CACHE_HOME", "").strip() or Path.home() / ".cache") / "tecb" / "numba"
+
+
+@functools.cache
+def keep_compiled_umap() -> None:
+    """Keep UMAP's compiled numba code on disk, so a process after the first loads it instead of
+    compiling it again.
+
+    Every worker process compiles UMAP's and pynndescent's numba functions on its first UMAP: about
+    30 s on a quiet core (measured: bench/bench_scale200k.py, 190 s on a core shared six ways), a
+    second worker's worth of that for every worker, on each run. pynndescent asks numba to cache
+    most of its functions; umap-learn asks for one. Numba's own switch for the rest is its
+    ``enable_caching`` on each function, before the first call; the code compiled and then cached
+    is the code that would run, so the bits do not change. A few functions cannot be cached (numba
+    says why: "dynamic globals") and still compile in every process.
+    """
+    import importlib
+    import warnings
+
+    import numba
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+    from numba.core.errors import NumbaWarning
+
+    if not numba.config.CACHE_DIR:
+        numba.config.CACHE_DIR = str(numba_cache_dir())
+    warnings.filterwarnings("ignore", message="Cannot cache compiled function", category=NumbaWarning)
+    for name in _NUMBA_MODULES:
+        for value in vars(importlib.import_module(name)).values():
+            if isinstance(value, Dispatcher) and isinstance(value._cache, NullCache) and not value.signatures:
+                try:
+                    value.enable_caching()
+                except (OSError, RuntimeError):  # no writable cache folder: compiled in memory, as before
+                    return
 
 
 def aligned_copy(X: np.ndarray, alignment: int = 64) -> np.ndarray:
@@ -162,6 +262,8 @@ def aligned_copy(X: np.ndarray, alignment: int = 64) -> np.ndarray:
 def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool) -> UnitResult:
     """Reduce ``X`` (the base set's embeddings) unless ``is_reduced``, then run every cell."""
     X = aligned_copy(X)
+    if "umap" in unit.reduction and not is_reduced:
+        keep_compiled_umap()
     with one_thread():
         started = time.perf_counter()
         reduced = X if is_reduced else algo.reduce(unit.reduction, X, unit.seed)
@@ -170,7 +272,8 @@ def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool) -> UnitResult:
         for cell in unit.cells:
             data = reduced if cell.rows is None else reduced[cell.rows]
             k = min(cell.k, data.shape[0])
-            estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile)
+            estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile,
+                                            ward_path=unit.ward_path(data.shape[0]))
             started = time.perf_counter()
             predicted = algo.cluster(estimator, data)
             out.append({
