@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tecb_data.commandline import quiet_libraries, root_parser
 from tecb_data.errors import UserError, run_command
 
 
@@ -24,6 +25,22 @@ TABLE_OPTIONS = {
     "pretty_name": "pretty_name", "source_url": "source_url", "splits": "splits", "min_fraction": "min_fraction",
     "max_fraction": "max_fraction", "min_chars": "min_chars", "min_per_label": "min_per_label",
     "language_filter": "language_filter", "report": "report",
+}
+
+
+# One example per command, shown under its --help.
+_EXAMPLES = {
+    "tecb-data": "examples:\n  tecb-data build --source blurbs --demo --out demo-out\n"
+                 "  tecb-data build --source blurbs --input ../shared/data/germeval2019 --out out\n"
+                 "  tecb-data stats out/blurbs-clustering-s2s\n"
+                 "`tecb-data COMMAND --help` describes each command.",
+    "build": "examples:\n  tecb-data build --source blurbs --input blurbs_dev.txt --out out\n"
+             "  tecb-data build --source tenkgnad --input articles.csv --out out   # 10kGNAD csv: P2P only\n"
+             "  tecb-data build --source reddit --ids reddit-ids.csv --out out --praw-site tecb",
+    "collect": "example:\n  tecb-data collect --source reddit --subreddits subreddits.txt --out ids.csv --praw-site tecb",
+    "verify": "example:\n  tecb-data verify out/blurbs-clustering-s2s",
+    "stats": "example:\n  tecb-data stats out/blurbs-clustering-s2s",
+    "push": "example:\n  tecb-data push out/blurbs-clustering-s2s --repo-id my-org/blurbs-clustering-s2s --dry-run",
 }
 
 
@@ -100,9 +117,25 @@ def _cmd_build(args) -> int:
                   progress=not args.quiet)
     report = _print_built(built)["report"]
     print("report: " + ", ".join(f"{k} {v}" for k, v in report.items() if not isinstance(v, list)))
+    if not views:
+        _say_skipped_views(args.source, input_path, built)
     for problem in report.get("malformed_records", []):
         print(f"warning: skipped malformed record {problem}", file=sys.stderr)
     return 0
+
+
+def _say_skipped_views(source: str, input_path, built) -> None:
+    """A source whose input holds only some views (a 10kGNAD csv has no titles: P2P only) builds
+    those; say which dataset was not built, so `--data out/<it>` is no surprise later."""
+    from tecb_data.recipes import datasets_of
+
+    made = {manifest.get("view") for _, manifest in built}
+    for spec in datasets_of(source):
+        if spec.view not in made:
+            print(f"note: {spec.name} was not built: {input_path} holds no text for its {spec.view.upper()} view "
+                  f"(built: {', '.join(sorted(v.upper() for v in made if v))})"
+                  + ("; One Million Posts' corpus.sqlite3 has titles and builds both" if source == "tenkgnad" else ""),
+                  file=sys.stderr)
 
 
 def _cmd_collect(args) -> int:
@@ -164,6 +197,16 @@ def _cmd_push(args) -> int:
         print(f"{where}: unchanged (the remote manifest has fingerprint {result.fingerprint[:16]}); no commit made")
         print(f"revision: {result.commit_oid}")
         return 0
+    if result.outcome == "offline-plan":
+        print(f"dry run without the Hub ({result.offline}): {args.folder} is verified, publishable and its card is "
+              f"valid; a first commit to {where} would send (fingerprint {result.fingerprint[:16]}):")
+        for change in result.changes:
+            print(f"  {'send':<7} {change.path}  {change.size:,} bytes")
+        print(f"token: {'found' if result.token else 'none (set HF_TOKEN or run `hf auth login` before pushing)'}")
+        print("needs the Hub: whether the repository and branch exist, which of these files it already holds (kept, "
+              "updated, deleted), whether anything changed at all, and whether the token may write there")
+        print("dry run: nothing was sent")
+        return 0
     if result.outcome == "dry-run":
         if result.create_repo:
             print(f"dry run: would create the dataset repository {result.repo_id} ({'private' if args.private else 'public'})")
@@ -183,12 +226,18 @@ def _cmd_push(args) -> int:
 def parser() -> argparse.ArgumentParser:
     from tecb_data.build import DEFAULT_SEED, READERS
 
-    root = argparse.ArgumentParser(prog="tecb-data", description=__doc__.splitlines()[0])
-    root.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    commands = root.add_subparsers(dest="command", required=True)
+    root = root_parser("tecb-data", __doc__.splitlines()[0], epilog=_EXAMPLES["tecb-data"])
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    build = commands.add_parser("build", help="build the datasets of one source into OUT/<dataset>/")
-    build.add_argument("--source", required=True, choices=sorted([*READERS, "reddit", "table"]))
+    build = commands.add_parser(
+        "build", help="build the datasets of one source into OUT/<dataset>/",
+        description="Build the datasets of one source (both views, S2S and P2P, where the source has both) "
+                    "into OUT/<dataset>/, each with its card and manifest, published together or not at all.",
+        epilog=_EXAMPLES["build"])
+    build.add_argument("--source", required=True, choices=sorted([*READERS, "reddit", "table"]),
+                       help="blurbs: GermEval 2019 Task 1 files; tenkgnad: One Million Posts corpus.sqlite3 (S2S "
+                            "and P2P) or a 10kGNAD articles.csv (P2P only); reddit: rehydrate an id list (--ids); "
+                            "table: your own labelled CSV/TSV, JSON Lines, Parquet or datasets folder")
     build.add_argument("--input", type=Path, help="source files: a file, their folder, or the release zip")
     build.add_argument("--demo", action="store_true", help="build from the small embedded demo sample")
     build.add_argument("--out", type=Path, required=True, help="output folder (one sub-folder per dataset)")
@@ -236,28 +285,39 @@ def parser() -> argparse.ArgumentParser:
     tab.add_argument("--report", type=Path, help="write the removed rows' counts and examples as JSON here")
     build.set_defaults(func=_cmd_build)
 
-    collect = commands.add_parser("collect", help="list subreddits' hot and top submissions into an id list")
-    collect.add_argument("--source", required=True, choices=["reddit"])
+    collect = commands.add_parser("collect", help="list subreddits' hot and top submissions into an id list",
+                                  description="List the hot and top submissions of subreddits into an id list "
+                                              "(id,subreddit) that `build --source reddit --ids` rehydrates.",
+                                  epilog=_EXAMPLES["collect"])
+    collect.add_argument("--source", required=True, choices=["reddit"], help="where to list from (reddit only)")
     collect.add_argument("--subreddits", type=Path, required=True, help="file with one subreddit name per line")
     collect.add_argument("--out", type=Path, required=True, help="id list to write (header id,subreddit)")
     collect.add_argument("--listings", default="hot,top", help="comma-separated listings (default hot,top)")
-    collect.add_argument("--language", default="de", help="keep this language where a subreddit mixes languages")
+    collect.add_argument("--language", default="de",
+                         help="keep this language where a subreddit mixes languages (default de)")
     collect.add_argument("--limit", type=int, help="submissions per listing (default: all Reddit lists, up to 1000)")
     collect.add_argument("--praw-site", help="praw.ini site with your API credentials (default $praw_site)")
     collect.add_argument("--quiet", action="store_true", help="no progress bars")
     collect.set_defaults(func=_cmd_collect)
 
-    verify = commands.add_parser("verify", help="recompute the hashes of a dataset folder")
-    verify.add_argument("folder", type=Path)
+    verify = commands.add_parser(
+        "verify", help="recompute the hashes of a dataset folder",
+        description="Recompute the SHA-256 of every file of a dataset folder and its fingerprint, against its "
+                    "manifest.json; exit 1 naming the first file that differs.", epilog=_EXAMPLES["verify"])
+    verify.add_argument("folder", type=Path, help="a dataset folder written by `tecb-data build` (holds manifest.json)")
     verify.set_defaults(func=_cmd_verify)
 
-    stats = commands.add_parser("stats", help="the paper's Table-1 statistics of a dataset folder")
-    stats.add_argument("folder", type=Path)
+    stats = commands.add_parser(
+        "stats", help="the paper's Table-1 statistics of a dataset folder",
+        description="Print the paper's Table-1 statistics of a dataset folder (splits, samples, labels, both "
+                    "average text lengths), after verifying it.", epilog=_EXAMPLES["stats"])
+    stats.add_argument("folder", type=Path, help="a dataset folder written by `tecb-data build`")
     stats.set_defaults(func=_cmd_stats)
 
     push = commands.add_parser(
-        "push", help="publish a dataset folder to the Hugging Face Hub in one commit (HF_TOKEN / HF_ENDPOINT)"
-    )
+        "push", help="publish a dataset folder to the Hugging Face Hub in one commit (HF_TOKEN / HF_ENDPOINT)",
+        description="Publish a dataset folder to a Hugging Face Hub dataset repository in one commit; unchanged "
+                    "data makes no commit. --dry-run plans offline as far as it can.", epilog=_EXAMPLES["push"])
     push.add_argument("folder", type=Path, help="a dataset folder written by `tecb-data build`")
     push.add_argument("--repo-id", required=True, help="dataset repository, ORG/NAME")
     push.add_argument("--revision", help="branch to commit to (default main; created from main if missing)")
@@ -271,6 +331,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from tecb_data.publication import interrupted_state
 
+    if argv is None:  # the installed command; in-process callers (tests) keep their own settings
+        quiet_libraries(argv)
     return run_command("tecb-data", parser(), argv, interrupted=interrupted_state)
 
 

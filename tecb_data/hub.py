@@ -47,13 +47,15 @@ class Change:
 class PushResult:
     repo_id: str
     branch: str
-    outcome: str  # "committed", "unchanged" or "dry-run"
+    outcome: str  # "committed", "unchanged", "dry-run" or "offline-plan" (dry run without the Hub)
     fingerprint: str
     changes: tuple[Change, ...]
     create_repo: bool  # the repository did not exist (and was created, unless dry run)
     commit_oid: str | None = None
     commit_url: str | None = None
     note: str | None = None  # something the user asked for that had no effect
+    offline: str | None = None  # offline-plan: why the Hub was not read
+    token: bool | None = None  # offline-plan: whether a token was found for the real push
 
     @property
     def sent(self) -> tuple[Change, ...]:
@@ -131,14 +133,18 @@ def _hub_errors(what: str, tail: str):
         raise UserError(f"{what}: file not found on the Hub ({_server_words(exc)})") from None
     except hf_errors.HfHubHTTPError as exc:
         raise UserError(_http_error_line(what, exc, tail)) from None
-    except hf_errors.LocalEntryNotFoundError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"{what}: not in the local Hugging Face cache and the Hub cannot be reached ({first})") from None
+    except hf_errors.LocalEntryNotFoundError:
+        # huggingface_hub's own sentence ("An error happened while trying to locate the file ...")
+        # says neither why nor what to do; the reason is one of these two.
+        why = ("HF_HUB_OFFLINE is set" if huggingface_hub.constants.HF_HUB_OFFLINE
+               else f"the Hub at {_endpoint()} cannot be reached")
+        raise UserError(f"{what}: not in the local Hugging Face cache, and {why}; load it once online "
+                        "(or unset HF_HUB_OFFLINE)") from None
     except hf_errors.LocalTokenNotFoundError:
         raise UserError(f"{what}: no Hugging Face token; set HF_TOKEN or run `hf auth login`") from None
     except _transport_errors() as exc:
         raise UserError(
-            f"{what}: cannot reach the Hub at {_endpoint()} ({type(exc).__name__}){tail}; "
+            f"{what}: cannot reach the Hub at {_endpoint()} ({network.describe(exc)}){tail}; "
             "check HF_ENDPOINT and the network, then re-run"
         ) from None
 
@@ -260,6 +266,29 @@ def _plan(folder: Path, manifest: dict, remote: _Remote) -> tuple[Change, ...]:
     return tuple(changes)
 
 
+def _offline(exc: BaseException) -> bool:
+    """Whether reading the Hub failed because this machine is offline (no name resolution, no
+    route, a refused connection), as opposed to a Hub that answered or stalled."""
+    import httpx2
+
+    for item in network._causes(exc):
+        if isinstance(item, hf_errors.OfflineModeIsEnabled) or network.unresolvable(item):
+            return True
+        if isinstance(item, (httpx2.ConnectError, ConnectionRefusedError, OSError)) and not isinstance(item, TimeoutError):
+            return True
+    return False
+
+
+def _offline_plan(folder: Path, manifest: dict, repo_id: str, branch: str, *, reason: str) -> PushResult:
+    """The part of a dry run that needs no Hub: the folder verified, publishable and its card valid
+    (done before this), the files a first commit would send, and whether a token is there. What
+    the repository already holds (files to keep, update or delete; whether anything changed) needs it."""
+    empty = _Remote(False, False, None, None, {}, None)
+    return PushResult(repo_id=repo_id, branch=branch, outcome="offline-plan", fingerprint=manifest["fingerprint"],
+                      changes=_plan(folder, manifest, empty), create_repo=False, offline=reason,
+                      token=huggingface_hub.get_token() is not None)
+
+
 def _commit_text(manifest: dict) -> tuple[str, str]:
     recipe = manifest.get("recipe", {})
     summary = f"Publish {manifest['dataset']} {manifest['fingerprint'][:12]} (tecb {manifest.get('package_version')})"
@@ -295,10 +324,17 @@ def push(
 
     api = HfApi(library_name="tecb", library_version=__version__)
     where = f"{repo_id}@{branch}"
-    with hub_errors(f"{where}: reading the repository"):
-        # Reading is safe to repeat; huggingface_hub retries its file requests, not its API calls.
-        remote = network.retrying(lambda: _read_remote(api, repo_id, branch), f"{where}: reading the repository",
-                                  transient=network.hub_transient())
+    try:
+        if dry_run and huggingface_hub.constants.HF_HUB_OFFLINE:
+            raise UserError("HF_HUB_OFFLINE is set")
+        with hub_errors(f"{where}: reading the repository"):
+            # Reading is safe to repeat; huggingface_hub retries its file requests, not its API calls.
+            remote = network.retrying(lambda: _read_remote(api, repo_id, branch), f"{where}: reading the repository",
+                                      transient=network.hub_transient())
+    except UserError as exc:
+        if not dry_run or not (huggingface_hub.constants.HF_HUB_OFFLINE or _offline(exc)):
+            raise
+        return _offline_plan(folder, manifest, repo_id, branch, reason=str(exc))
     changes = _plan(folder, manifest, remote)
     note = None
     if private and remote.repo_exists and not remote.private:

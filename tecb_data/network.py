@@ -52,6 +52,49 @@ def timeout_s() -> float:
     return value
 
 
+def _causes(exc: BaseException | None):
+    """``exc`` and every exception behind it: chained ones, and those the HTTP libraries keep as
+    attributes (requests' ConnectionError holds urllib3's MaxRetryError, whose ``reason`` holds the
+    NameResolutionError; prawcore keeps ``original_exception``)."""
+    seen, todo = set(), [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen or not isinstance(item, BaseException):
+            continue
+        seen.add(id(item))
+        yield item
+        todo += [item.__cause__, item.__context__, getattr(item, "reason", None),
+                 getattr(item, "original_exception", None), *[a for a in item.args if isinstance(a, BaseException)]]
+
+
+def unresolvable(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a host name that could not be resolved (no network, no DNS, or a
+    wrong host): retrying with backoff only makes the user wait for the same answer."""
+    import socket
+
+    for item in _causes(exc):
+        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
+            return True
+    return False
+
+
+def describe(exc: BaseException) -> str:
+    """A failure in words, for a retry line or an error: never a class name a user cannot know."""
+    import socket
+
+    if unresolvable(exc):
+        return "the host name cannot be resolved (no network, or a wrong host)"
+    for item in _causes(exc):
+        if isinstance(item, (TimeoutError, socket.timeout)) or "Timeout" in type(item).__name__:
+            return "no answer in time"
+        if isinstance(item, ConnectionRefusedError):
+            return "the connection was refused"
+        if isinstance(item, ConnectionResetError):
+            return "the connection was dropped"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return text or "a network error"
+
+
 def retrying(call: Callable[[], T], what: str, *, transient: tuple[type[BaseException], ...],
              attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S) -> T:
     """Run ``call``; on a ``transient`` error wait and try again, ``attempts`` tries in all, then
@@ -60,10 +103,11 @@ def retrying(call: Callable[[], T], what: str, *, transient: tuple[type[BaseExce
         try:
             return call()
         except transient as exc:
-            if attempt == attempts:
+            # An unresolvable host name gives the same answer after any wait: said at once.
+            if attempt == attempts or unresolvable(exc):
                 raise
             wait = backoff_s * 2 ** (attempt - 1)
-            log.warning("%s: %s; retrying in %.0f s (try %d of %d)", what, type(exc).__name__, wait, attempt + 1, attempts)
+            log.warning("%s: %s; retrying in %.0f s (try %d of %d)", what, describe(exc), wait, attempt + 1, attempts)
             time.sleep(wait)
     raise AssertionError("unreachable")
 

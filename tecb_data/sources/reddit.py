@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tecb_data.progress import Progress
 
 from tecb_data import layout
 from tecb_data.errors import UserError
@@ -60,8 +60,8 @@ def rehydrate(
     if due:
         reddit = reddit_api.connect(praw_site, session)
         batches = _batches(due)
-        with tqdm(total=len(ids), initial=len(ids) - len(due), desc="rehydrating Reddit submissions", unit=" ids",
-                  disable=not progress) as bar:
+        with Progress(total=len(ids), initial=len(ids) - len(due), desc="rehydrating Reddit submissions", unit="ids",
+                      enabled=progress) as bar:
             for number, batch in enumerate(batches, start=1):
                 fetched = reddit_api.with_retries(
                     lambda batch=batch: reddit_api.fetch_batch(reddit, batch),

@@ -21,6 +21,7 @@ from typing import Callable, TypeVar
 
 import requests
 
+from tecb_data import network
 from tecb_data.errors import UserError
 from tecb_data.sources.reddit_text import Fetched, from_praw
 
@@ -149,7 +150,14 @@ def with_retries(
         except (pe.ServerError, pe.BadJSON) as exc:
             reason, retry_after = f"HTTP {_status_of(exc)}", None
         except pe.RequestException as exc:
-            reason, retry_after = type(exc.original_exception).__name__, None
+            if network.unresolvable(exc):
+                # Offline, or a wrong oauth_url: every retry would get the same answer at once, after
+                # minutes of backoff. Said as what it is, not as a timeout to raise.
+                raise UserError(
+                    f"cannot reach Reddit for the {what}: the host name of {_endpoint_of(exc)} cannot be resolved "
+                    f"(no network, or a wrong oauth_url in the [{site_name(site)}] section of praw.ini); everything "
+                    "fetched so far is cached: run the same command again when online") from None
+            reason, retry_after = network.describe(exc.original_exception), None
             if isinstance(exc.original_exception, (requests.Timeout, requests.ConnectionError)):
                 unanswered = _endpoint_of(exc)
         except pe.ResponseException as exc:

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tecb_data.progress import progress as progress_over
 
 from tecb_data.errors import UserError
 from tecb_data.sources import reddit_api, reddit_ids
@@ -118,7 +118,7 @@ def collect(
     reddit = reddit_api.connect(praw_site)
     posts: dict[str, Fetched] = {}
     listed: dict[str, set[str]] = {}
-    for name in tqdm(names, desc="listing subreddits", unit=" subreddits", disable=not progress):
+    for name in progress_over(names, desc="listing subreddits", unit="subreddits", enabled=progress):
         for listing in listings:
             found = reddit_api.with_retries(
                 lambda name=name, listing=listing: reddit_api.fetch_listing(reddit, name, listing, limit),

@@ -107,9 +107,10 @@ def _display(url: str) -> str:
 class _Transient(Exception):
     """A download failure worth another try: no answer, a dropped connection, a 5xx."""
 
-    def __init__(self, reason: str, timed_out: bool):
+    def __init__(self, reason: str, timed_out: bool, cause: BaseException | None = None):
         super().__init__(reason)
         self.timed_out = timed_out
+        self.reason = cause  # what network.describe reads (an unresolvable host is said as such)
 
 
 def download(url: str) -> tuple[bytes, str]:
@@ -129,7 +130,7 @@ def download(url: str) -> tuple[bytes, str]:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             timed_out = isinstance(reason, (TimeoutError, socket.timeout)) or isinstance(exc, (TimeoutError, socket.timeout))
-            raise _Transient(str(reason) or type(reason).__name__, timed_out) from None
+            raise _Transient(network.describe(exc), timed_out, exc) from None
 
     try:
         body = network.retrying(fetch, f"{shown}: downloading the id list", transient=(_Transient,))
@@ -139,6 +140,9 @@ def download(url: str) -> tuple[bytes, str]:
                 f"{shown}: no answer within {limit:g} s ({network.ATTEMPTS} tries); {network.TIMEOUT_ENV} sets this "
                 "timeout in seconds: raise it for a slow network, or check the address"
             ) from None
+        if network.unresolvable(exc):
+            raise UserError(f"{shown}: cannot download the id list: its host name cannot be resolved (no network, "
+                            "or a wrong address); run again when online, or pass a local copy of the list as --ids") from None
         raise UserError(f"{shown}: cannot download the id list ({exc}; {network.ATTEMPTS} tries)") from None
     name = Path(urllib.parse.urlsplit(url).path).name or "ids.txt"
     return body, name

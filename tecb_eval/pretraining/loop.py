@@ -9,10 +9,10 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from tqdm.auto import tqdm
 
 from tecb_data import seeding
 from tecb_data.errors import UserError
+from tecb_data.progress import Progress
 from tecb_eval.pretraining.settings import PretrainSettings
 
 
@@ -161,8 +161,8 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
         order = seeding.rng(seed, "pretrain", settings.method, f"epoch-{epoch}").permutation(len(texts))
         chunks = [order[i:i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
         groups = [chunks[i:i + settings.grad_accumulation] for i in range(0, len(chunks), settings.grad_accumulation)]
-        bar = tqdm(total=min(len(groups), schedule.total_steps - step), disable=not progress, unit=" step",
-                   desc=f"{label + ' ' if label else ''}seed {seed}: {settings.method.upper()} "
+        bar = Progress(total=min(len(groups), schedule.total_steps - step), enabled=progress, unit="steps",
+                       desc=f"{label + ' ' if label else ''}seed {seed}: {settings.method.upper()} "
                         f"epoch {epoch + 1}/{settings.epochs}")
         training = 0.0
         started = time.perf_counter()
@@ -211,6 +211,7 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
             bar.set_postfix(loss=f"{mean_loss:.4f}")
             if evaluation_due(settings, step, step_in_epoch, step_in_epoch == len(groups), schedule.total_steps):
                 training += time.perf_counter() - started
+                bar.status(f"evaluating step {step}", working=False)  # kept out of the steps' ETA
                 try:
                     evaluate(step, epoch_position)
                 except NonFiniteVectors as exc:
@@ -218,6 +219,7 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
                     raise diverged(settings, step=step, total_steps=schedule.total_steps, seed=seed, label=label,
                                    what=f"the evaluation's vectors are not finite ({exc})", tracker=tracker) from None
                 started = time.perf_counter()
+                bar.status(f"loss {mean_loss:.4f}")
             if step >= schedule.total_steps:
                 break
         training += time.perf_counter() - started
