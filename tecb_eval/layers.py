@@ -30,9 +30,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from tecb_data.errors import UserError
+from tecb_data.progress import Progress
 from tecb_data.outputs import check_output, staged_output
 from tecb_eval.grid.seeds import check_seed
 from tecb_eval.files import WriteError, atomic_save
@@ -135,8 +135,8 @@ def encode_layers_once(encoder, texts: Sequence[str], layers: Sequence[int], cac
         missing.update(store.missing(texts))
     todo = sorted(missing)
     todo.sort(key=len)
-    with tqdm(total=len(todo), desc=f"encoding {len(layers)} layers at once", unit=" texts",
-              disable=not progress or not todo, leave=False) as bar:
+    with Progress(total=len(todo), desc=f"encoding {len(layers)} layers at once", unit="texts",
+                  enabled=progress and bool(todo)) as bar:
         for start in range(0, len(todo), ENCODE_CHUNK):
             chunk = todo[start:start + ENCODE_CHUNK]
             vectors = encoder.encode_layers(chunk, list(layers))
@@ -154,7 +154,7 @@ def _summarise(splits: pd.DataFrame, layer_of: dict, identity_of: dict) -> pd.Da
     frame = splits.assign(layer=splits["model"].map(layer_of))
     grouped = frame.groupby(["dataset", "layer"], sort=True)
     table = grouped[list(METRICS)].mean()
-    table.insert(1, "v_measure_sd", grouped["v_measure"].std(ddof=0))
+    table.insert(1, "v_measure_sd", grouped["v_measure"].std(ddof=0).where(grouped.size() > 1))
     table["splits"] = grouped.size()
     table = table.reset_index()
     table["model"] = table["layer"].map({k: m for m, k in layer_of.items()})
@@ -174,8 +174,11 @@ def summary_markdown(table: pd.DataFrame, *, model: str, seed: int, n_layers: in
     for dataset, rows in table.groupby("dataset", sort=True):
         best = rows[rows.best].iloc[0]
         last = rows[rows.layer == rows.layer.max()].iloc[0]
+        # The SD over one split is no spread: "–", not 0.00.
+        spread = "–" if best.splits < 2 or pd.isna(best.v_measure_sd) else f"{100 * best.v_measure_sd:.2f}"
         lines.append(f"- {dataset}: best layer {int(best.layer)}, {100 * best.v_measure:.2f} ± "
-                     f"{100 * best.v_measure_sd:.2f} (layer {int(last.layer)}: {100 * last.v_measure:.2f})")
+                     f"{spread} over {int(best.splits)} split{'s' if best.splits != 1 else ''} "
+                     f"(layer {int(last.layer)}: {100 * last.v_measure:.2f})")
     lines.append("")
     wide = table.pivot(index="layer", columns="dataset", values="v_measure").sort_index()
     datasets = list(wide.columns)
@@ -190,28 +193,41 @@ def summary_markdown(table: pd.DataFrame, *, model: str, seed: int, n_layers: in
     return "\n".join(lines) + "\n"
 
 
-def plot_layers(table: pd.DataFrame, path: Path, *, title: str) -> Path:
-    from tecb_eval.reports.figures import _pyplot, _save
+def layers_figure(table: pd.DataFrame, *, title: str):
+    """V-measure against layer, one line per dataset with a band of ± the SD over splits, the best
+    layer starred; the y-axis is the V-measure scale from 0 (the figures' house rules:
+    :mod:`tecb_eval.reports.figures`)."""
+    from tecb_eval.reports.figures import new_figure, style, suptitle, value_limit
 
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for dataset, rows in table.groupby("dataset", sort=True):
-        line, = ax.plot(rows.layer, 100 * rows.v_measure, marker="o", markersize=4, label=dataset)
+    fig, ax = new_figure(figsize=(7.5, 4.6))
+    highest = 0.0
+    for i, (dataset, rows) in enumerate(table.groupby("dataset", sort=True)):
+        colour, marker = style(i)
+        mean, sd = 100 * rows.v_measure.to_numpy(), 100 * rows.v_measure_sd.fillna(0).to_numpy()
+        splits = int(rows.splits.max())
+        ax.fill_between(rows.layer, mean - sd, mean + sd, color=colour, alpha=0.15, linewidth=0)
+        ax.plot(rows.layer, mean, marker=marker, markersize=4, color=colour, gid=f"line:{dataset}",
+                label=f"{dataset} (mean over {splits} split{'s' if splits != 1 else ''}; band ± SD over splits)")
         best = rows[rows.best].iloc[0]
-        ax.plot([best.layer], [100 * best.v_measure], marker="*", markersize=15, color=line.get_color(),
+        ax.plot([best.layer], [100 * best.v_measure], marker="*", markersize=15, color=colour,
                 markeredgecolor="black", linestyle="none")
         ax.annotate(f"best: layer {int(best.layer)}", (best.layer, 100 * best.v_measure),
-                    textcoords="offset points", xytext=(6, 8), fontsize=8, color=line.get_color())
-    layers = sorted(table.layer.unique())
-    ax.set_xticks(layers)
-    ax.margins(y=0.15)  # room for the best layer's label above the highest point
+                    textcoords="offset points", xytext=(6, 8), fontsize=8, color=colour)
+        highest = max(highest, float(np.nanmax(mean + sd)))
+    ax.set_xticks(sorted(table.layer.unique()))
+    ax.set_ylim(*value_limit(highest))
     ax.set_xlabel("layer (0 = embedding layer)")
-    ax.set_ylabel("V-measure x 100 (k-means, mean over splits)")
-    ax.set_title(title, fontsize=10)
+    ax.set_ylabel("V-measure x 100 (k-means)")
+    suptitle(fig, title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path)
+    fig.legend(loc="outside lower center", fontsize=8, frameon=False)
+    return fig
+
+
+def plot_layers(table: pd.DataFrame, path: Path, *, title: str) -> Path:
+    from tecb_eval.reports.figures import save_figure
+
+    return save_figure(layers_figure(table, title=title), path)
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:

@@ -67,7 +67,9 @@ def test_table_command_formats(grid_run, capsys):
     results = str(root / "results.jsonl")
     assert main(["table", results, "--table", "2", "--format", "latex"]) == 0
     latex = capsys.readouterr().out
-    assert latex.startswith("% Table 2: ") and "\n\\begin{tabular}" in latex and "tfidf-again" in latex
+    # The demo sample's rows say they are synthetic, in every table made of them.
+    assert latex.startswith(f"% {report.DEMO_NOTE}\n% Table 2: ") and "\n\\begin{tabular}" in latex
+    assert "tfidf-again" in latex
     assert "\\bottomrule" in latex
     # The same model under two names: one is the best (*), the other's difference to it does not hold (=).
     rows = {line.split(" & ")[0]: line for line in latex.splitlines() if line.startswith("tfidf")}
@@ -146,7 +148,7 @@ def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path,
     assert [c.split()[0] for c in rows["agglomerative / pca / ours"][:2]] == [
         f"{100 * v:.2f}" for v in ours.loc[("agglomerative", "pca")].iloc[:2]]
     assert "12 models" in md and "sentence-t5-large" in md and "not its printed avg" in md
-    assert "demo" not in md.lower()
+    assert md.startswith(report.DEMO_NOTE)  # the demo sample's rows mark themselves
     with open(tmp_path / "a" / "table3.csv", encoding="utf-8", newline="") as fh:
         table = list(csv.reader(fh))
     # One seed: the SD over splits beside each figure, no SD over seeds.
@@ -178,23 +180,27 @@ def test_table3_plot_labels_the_paper_bars_and_the_demo(grid_run, tmp_path, monk
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")
     from tecb_eval.reports import figures
+    from tecb_eval.reports.export import export_all
 
     seen = []
-    plot_bars = figures.plot_bars
+    drawn = figures.table3_figure
 
-    def recording(series, path, title, *rest, **options):
-        seen.append((list(series), title))
-        return plot_bars(series, path, title, *rest, **options)
+    def recording(*args, **options):
+        fig = drawn(*args, **options)
+        bars = [c.get_label() for c in fig.get_axes()[0].containers if not c.get_label().startswith("_")]
+        seen.append((bars, fig._suptitle.get_text()))
+        return fig
 
-    monkeypatch.setattr(figures, "plot_bars", recording)
+    monkeypatch.setattr(figures, "table3_figure", recording)
     root, args = grid_run
     main(args)
     capsys.readouterr()
     results = str(root / "results.jsonl")
-    assert main(["export", results, "--out", str(tmp_path / "plain"), "--reference", str(SHARED_REFERENCE)]) == 0
-    capsys.readouterr()
+    # Rows that are not the demo sample's (as a real build's are): the paper's bars beside ours.
+    frame = read_results(root / "results.jsonl").assign(synthetic=False)
+    export_all(frame, tmp_path / "plain", reference=SHARED_REFERENCE, log=lambda m: None)
     labels, title = seen[-1]
-    assert labels == ["this run", report.PAPER_BARS_LABEL] and "comparable" not in title
+    assert labels[0].startswith("this run (") and labels[1] == report.PAPER_BARS_LABEL and "comparable" not in title
     assert "12 models" in labels[1] and "sentence-t5-large left out" in labels[1]
 
     # The demo: its printed output, table3.md and table3.png all say it is not the paper's data.
@@ -211,16 +217,21 @@ def test_table3_plot_labels_the_paper_bars_and_the_demo(grid_run, tmp_path, monk
     assert md.startswith(report.DEMO_NOTE) and "| minibatch_kmeans / none / paper |" in md
     assert (tmp_path / "demo" / "table2.md").read_text().startswith(report.DEMO_NOTE)
     labels, title = seen[-1]
-    assert "NOT comparable with the paper" in title and "synthetic demo data" in labels[0]
-    # `export --demo` of the demo's store writes the same bytes; without --reference it still says so.
+    # Synthetic scores are never drawn beside the paper's (table3.md keeps the paper's rows).
+    assert "NOT comparable with the paper" in title and "synthetic demo data" in labels[0] and len(labels) == 1
+    assert "not drawn beside synthetic scores" in title
+    # `export` of the demo's store writes the same bytes, with --demo or without (its rows say it).
     store = str(tmp_path / "demo" / "results.jsonl")
-    assert main(["export", store, "--out", str(tmp_path / "again"), "--demo", "--reference", str(SHARED_REFERENCE)]) == 0
-    for name in ("table2.md", "table3.md", "table3.csv", "table3.png"):
-        assert (tmp_path / "demo" / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+    for flags in (["--demo"], []):
+        again = tmp_path / f"again{len(flags)}"
+        assert main(["export", store, "--out", str(again), *flags, "--reference", str(SHARED_REFERENCE)]) == 0
+        for name in ("table2.md", "table3.md", "table3.csv", "table3.png"):
+            assert (tmp_path / "demo" / name).read_bytes() == (again / name).read_bytes(), name
     assert main(["export", store, "--out", str(tmp_path / "alone"), "--demo"]) == 0
     assert "NOT comparable" in seen[-1][1] and (tmp_path / "alone" / "table3.md").read_text().startswith(report.DEMO_NOTE)
-    assert main(["table", store, "--demo"]) == 0
-    assert capsys.readouterr().out.count(report.DEMO_NOTE) == 2
+    for flags in (["--demo"], []):
+        assert main(["table", store, *flags]) == 0
+        assert capsys.readouterr().out.count(report.DEMO_NOTE) == 2
 
 
 def test_formats_carry_the_note_where_they_can():

@@ -147,7 +147,9 @@ def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, 
         cells = []
         for d in datasets:
             r = next(r for r in summary if r["checkpoint"] == checkpoint and r["dataset"] == d)
-            cells.append(f"{100 * r['mean']:.2f} ± {100 * r['sd']:.2f} ({100 * r['delta']:+.2f})")
+            # One seed has no spread: "–", not 0.00.
+            spread = f"{100 * r['sd']:.2f}" if r["seeds"] > 1 else "–"
+            cells.append(f"{100 * r['mean']:.2f} ± {spread} ({100 * r['delta']:+.2f})")
         lines.append(f"| {model} | {method} ({shown_epochs}) | {trained} | {checkpoint} | " + " | ".join(cells) + " |")
     seeds = summary[0]["seeds"]
     lines.append("")
@@ -167,14 +169,14 @@ def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, 
     return "\n".join(lines) + "\n"
 
 
-def plot_curves(rows: list[dict], path: Path, *, title: str, average: bool = True) -> None:
-    """Figure 2: one panel per dataset (and, with ``average``, their average), V-measure over epochs.
+def curves_figure(rows: list[dict], *, title: str, average: bool = True):
+    """Figure 2: one panel per dataset (and, with ``average``, their average), V-measure over epochs:
+    the mean over seeds, the min-max band over seeds (with several), the model without
+    pre-training dashed. Panels share their y-axis, which spans at least 10 points
+    (:func:`tecb_eval.reports.figures.value_window`) so that a 1-point change looks like one.
 
     No average across separate runs per dataset: their evaluations fall on different steps."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from tecb_eval.reports.figures import OKABE_ITO, new_figure, suptitle, value_window
 
     grouped = _by_dataset(rows)
     if average and len(grouped) > 1:
@@ -183,29 +185,46 @@ def plot_curves(rows: list[dict], path: Path, *, title: str, average: bool = Tru
             averaged.setdefault((row["seed"], row["step"], row["epoch"]), []).append(row["v_measure"])
         grouped[AVERAGE] = [{"seed": s, "step": st, "epoch": e, "v_measure": float(np.mean(v))}
                             for (s, st, e), v in averaged.items()]
+    seeds = sorted({r["seed"] for r in rows})
     n = len(grouped)
     cols = min(3, n)
     nrows = int(np.ceil(n / cols))
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    fig, axes = new_figure(nrows, cols, figsize=(max(6.0, 4.2 * cols), 3.0 * nrows + 1.4), squeeze=False, sharey=True)
+    low, high = np.inf, -np.inf
     for ax, (dataset, group) in zip(axes.flat, grouped.items()):
         steps = sorted({r["step"] for r in group})
         epoch_of = {r["step"]: r["epoch"] for r in group}
         values = [[r["v_measure"] * 100 for r in group if r["step"] == s] for s in steps]
         x = [epoch_of[s] for s in steps]
-        ax.fill_between(x, [min(v) for v in values], [max(v) for v in values], alpha=0.25, label="min-max over seeds")
-        ax.plot(x, [float(np.mean(v)) for v in values], marker="o", markersize=3, label="mean over seeds")
+        if len(seeds) > 1:
+            ax.fill_between(x, [min(v) for v in values], [max(v) for v in values], alpha=0.25, color=OKABE_ITO[0],
+                            linewidth=0, label=f"min-max over the {len(seeds)} seeds")
+        mean = [float(np.mean(v)) for v in values]
+        ax.plot(x, mean, marker="o", markersize=3, color=OKABE_ITO[0], gid=f"line:{dataset}",
+                label="mean over seeds" if len(seeds) > 1 else f"seed {seeds[0]}")
         base = float(np.mean(values[0])) if steps and steps[0] == 0 else None
         if base is not None:
-            ax.axhline(base, color="grey", linestyle="--", linewidth=1, label="without pre-training")
+            ax.axhline(base, color=OKABE_ITO[5], linestyle="--", linewidth=1, label="without pre-training")
+        low, high = min(low, min(min(v) for v in values)), max(high, max(max(v) for v in values))
         ax.set_title(dataset, fontsize=10)
         ax.set_xlabel("epoch")
-        ax.set_ylabel("V-measure x 100")
         ax.grid(alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("V-measure x 100")
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize=8)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    # No software version or date in the file: the same run gives the same bytes.
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(fig)
+    if np.isfinite(low):
+        axes.flat[0].set_ylim(*value_window(low, high))
+    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=8,
+               frameon=False)
+    seeds_text = f"{len(seeds)} seeds ({', '.join(map(str, seeds))})" if len(seeds) > 1 else f"seed {seeds[0]}"
+    suptitle(fig, f"{title}\nMinibatch k-Means V-measure, mean over each dataset's splits; {seeds_text}", fontsize=10)
+    return fig
+
+
+def plot_curves(rows: list[dict], path: Path, *, title: str, average: bool = True) -> None:
+    """:func:`curves_figure`, saved as a PNG (no software version or date in the file: the same run
+    gives the same bytes)."""
+    from tecb_eval.reports.figures import save_figure
+
+    save_figure(curves_figure(rows, title=title, average=average), path)

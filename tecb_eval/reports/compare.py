@@ -302,3 +302,14 @@ def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
     table = pd.DataFrame(rows).set_index("dataset")
     return table[["model_a", "model_b", "mean_a", "mean_b", "difference", "low", "high", "spread", "p_value",
                   "splits", "seeds", "pairs", "confidence", "independent", "holds"]]
+
+
+def shown_table(comparisons: list[Comparison]) -> pd.DataFrame:
+    """:func:`comparison_table` as the Markdown / LaTeX table shows it: the V-measures (0..1, which
+    ``format_table`` prints x100), A - B with its interval and SD, then ``p`` (four decimals) and
+    ``holds`` (yes / no) as text; "–" where the data give none (fast-protocol draws, one split)."""
+    table = comparison_table(comparisons)
+    shown = table[["mean_a", "mean_b", "difference", "low", "high", "spread"]].rename(columns={"spread": "sd"})
+    shown["p"] = ["–" if pd.isna(p) else f"{p:.4f}" for p in table.p_value]
+    shown["holds"] = ["–" if h is None or pd.isna(h) else ("yes" if h else "no") for h in table.holds]
+    return shown

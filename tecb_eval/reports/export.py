@@ -76,6 +76,8 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     # model has, the datasets not covered in full.
     shown = report.tables(frame, ref, demo=demo, selection=selection)
     frame, left_out = versions.select(frame, **(selection or {}))
+    # Rows of the demo sample's datasets mark themselves, with or without --demo.
+    demo = demo or bool(report.synthetic_datasets(frame))
     if left_out:
         log(left_out)
 
@@ -84,7 +86,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
         for name, (table, note) in shown.items():
             written += _write_table(folder / name, table, note)
             check()
-        t3 = report.table3(frame)
+        t3 = report.table3(frame, stats=True)
         # MTEB's JSON claims MTEB's score: a mean over part of a dataset's splits is not, so it stays out
         # (results.csv and the tables keep it, marked incomplete).
         partial = versions.incomplete(frame)
@@ -96,7 +98,9 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
         demo_title = report.DEMO_TITLE if demo else None
         if "table2" in shown:
             written.append(figures.plot_table2_dots(frame, folder / "table2.png", demo_title))
-        written.append(figures.plot_table3(t3, folder / "table3.png", ref_t3, report.PAPER_BARS_LABEL, demo_title))
+        t3_models, _ = report.table3_models(report.one_version(frame))
+        written.append(figures.plot_table3(t3, folder / "table3.png", ref_t3, report.PAPER_BARS_LABEL, demo_title,
+                                           frame, models=t3_models.model.nunique()))
         if ref is not None:
             means = report.split_means(frame)
             for model in sorted(frame.model.unique()):
@@ -107,7 +111,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
                     continue
                 path = figures.plot_model_comparison(
                     means[means.model == model], ref[ref.model == theirs], model, folder / f"vs-authors-{_slug(model)}.png",
-                    demo_title,
+                    demo_title, frame,
                 )
                 if path is not None:
                     written.append(path)
@@ -130,17 +134,45 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     return written
 
 
-def figure1(datasets, model, out: Path, *, seed: int = 42, cache_dir: Path | None = None, split: str | None = None) -> Path:
-    """The paper's Figure 1 for one model: a UMAP panel per dataset (its largest split by default)."""
+def figure1(datasets, model, out: Path, *, seed: int = 42, cache_dir: Path | None = None, split: str | None = None,
+            frame=None, demo_note: str | None = None) -> Path:
+    """The paper's Figure 1 for one model: a UMAP panel per dataset (its largest split by default).
+
+    ``frame``: the grid's rows. Then the panel shows the largest split the grid ran (so
+    ``--limit-splits`` is honoured), with the grid's first seed, and the vectors and the UMAP come
+    from the grid's caches under the identity the rows name: the model is loaded only for texts the
+    cache lacks (no ``cache_dir``, or an encoder object without an identity)."""
     spec = model_spec(model)
-    encoder = get_encoder(spec.spec, seed=seed, **spec.options)
+    rows = None
+    if frame is not None and not frame.empty:
+        rows = frame[frame.model == spec.name]
+        if not rows.empty:
+            seed = int(rows.seed.min())
+    loaded = {}
+
+    def encoder():
+        # Loaded at most once, and only when the cache cannot serve a panel.
+        if "encoder" not in loaded:
+            loaded["encoder"] = get_encoder(spec.spec, seed=seed, **spec.options)
+        return loaded["encoder"]
+
     panels = []
     for item in datasets:
         bench = load_dataset(item)
-        name, coords, labels = figures.umap_coordinates(bench, encoder_for_dataset(encoder, bench), split, seed, cache_dir)
+        identity, ran, protocol = None, None, "legacy"
+        if rows is not None:
+            mine = rows[rows.dataset_fingerprint == bench.fingerprint]
+            if not mine.empty:
+                identity, ran = str(mine.model_identity.iloc[0]), set(mine.split)
+                protocol = str(mine.protocol.iloc[0])  # a model prompted per task: the task the rows ran
+        name, coords, labels = figures.umap_coordinates(
+            bench, lambda b=bench, p=protocol: encoder_for_dataset(encoder(), b, p), split, seed, cache_dir,
+            identity=identity, splits=ran)
         panels.append((f"{bench.mteb_name} / {name}", coords, labels))
-    return figures.plot_umap_scatter(panels, Path(out) / f"figure1-{_slug(spec.name)}.png",
-                                     f"UMAP of {spec.name} embeddings, coloured by gold label")
+    title = f"Figure 1: UMAP (2-D, cosine, seed {seed}) of {spec.name} embeddings, coloured by gold label"
+    if demo_note:
+        title += "\n" + demo_note
+    return figures.plot_umap_scatter(panels, Path(out) / f"figure1-{_slug(spec.name)}.png", title)
 
 
 def interrupted_state(out: Path, since: int = 0) -> str:

@@ -1,5 +1,20 @@
-"""PNG plots: Table 3 as bars (ours, and against the paper's), per-model comparisons with the
-authors' numbers, and the paper's Figure 1 (a 2-D UMAP of one split, coloured by label).
+"""PNG plots: Table 2 as dots with intervals, Table 3 as bars with their spread (beside the paper's),
+per-model comparisons with the authors' numbers, and the paper's Figure 1 (a 2-D UMAP of one
+split, coloured by label).
+
+Every figure is built by a ``*_figure`` function that returns the matplotlib figure (so tests read
+the plotted values back and compare them with the table they come from) and saved by the
+``plot_*`` function beside it. House rules, the same for every figure:
+
+- colours from Okabe & Ito's colour-blind-safe palette, and where colour carries meaning a marker
+  shape carries it too;
+- panels that are compared share their value axis, which starts at 0 (a V-measure is 0..100), so
+  a small change is not blown up to fill the panel;
+- a number that has a spread is drawn with it (bootstrap interval, SD over splits or seeds), and the
+  legend or axis says which;
+- the title says what was run: models, splits (and ``--limit-splits``), seeds, protocol, and whether
+  the data is the synthetic demo sample;
+- the legend sits outside the data, and constrained layout keeps every text inside the figure.
 
 The UMAP scatter reads its embeddings and reduction through the grid's caches, so after a grid
 run it costs no encoding and no UMAP fit. PNGs are written without a timestamp or software tag,
@@ -8,6 +23,7 @@ so equal inputs give equal files.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +34,18 @@ from tecb_eval.files import atomic_save
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 
 PNG_METADATA = {"Software": None}
+# Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision
+# deficiency. Their yellow (#F0E442) is left out: it vanishes on a white page.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+GREY = "#999999"
+# With more labels than colours, the marker shape tells apart labels that share a colour.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+MISSING = "n/a"  # written where a bar has no value, so that it is not mistaken for a 0
+
+
+def style(i: int) -> tuple[str, str]:
+    """(colour, marker) of the i-th series: every pair distinct for the first 56."""
+    return OKABE_ITO[i % len(OKABE_ITO)], MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)]
 
 
 def _pyplot():
@@ -29,7 +57,23 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
+def new_figure(*args, **kwargs):
+    """``plt.subplots`` with constrained layout: titles, labels and outside legends stay in the figure."""
+    return _pyplot().subplots(*args, layout="constrained", **kwargs)
+
+
+def suptitle(fig, text: str, fontsize: float = 10) -> None:
+    """The figure's title, each line wrapped to the figure's width: constrained layout makes room
+    for a title's height but never shortens its lines, so a long one would be cut at the edges."""
+    import textwrap
+
+    # About 0.55 em per character of DejaVu Sans; a little margin either side.
+    width = max(20, int(fig.get_figwidth() * 72 / (0.56 * fontsize)) - 4)
+    lines = [part for line in text.split("\n") for part in (textwrap.wrap(line, width, break_on_hyphens=False) or [""])]
+    fig.suptitle("\n".join(lines), fontsize=fontsize)
+
+
+def save_figure(fig, path: Path) -> Path:
     plt = _pyplot()
     path = Path(path)
     atomic_save(path, lambda fh: fig.savefig(fh, format="png", dpi=120, metadata=PNG_METADATA), ".png")
@@ -37,91 +81,262 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _config_label(config) -> str:
+
+
+def _config_label(config, sep: str = "\n") -> str:
     algorithm, reduction = config
     short = {"minibatch_kmeans": "k-means", "agglomerative": "agglom.", "hdbscan": "HDBSCAN", "dbstream": "DBSTREAM"}
-    return f"{short.get(algorithm, algorithm)}\n{reduction}"
+    return f"{short.get(algorithm, algorithm)}{sep}{reduction}"
 
 
-def plot_bars(series: dict[str, pd.Series], path: Path, title: str, ylabel: str = "V-measure x100") -> Path:
-    """Grouped bars: one group per index entry (a configuration), one bar per named series."""
-    plt = _pyplot()
-    index = list(next(iter(series.values())).index)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(index) + 2), 4.2))
-    width = 0.8 / len(series)
-    for i, (name, values) in enumerate(series.items()):
-        heights = [100 * values.get(key, np.nan) for key in index]
-        ax.bar(np.arange(len(index)) + (i - (len(series) - 1) / 2) * width, heights, width, label=name)
-    ax.set_xticks(np.arange(len(index)))
-    ax.set_xticklabels([_config_label(k) if isinstance(k, tuple) else str(k) for k in index], fontsize=7)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.grid(axis="y", alpha=0.3)
-    if len(series) > 1:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path)
+def _config_ticks(ax, configs) -> None:
+    ax.set_xticks(np.arange(len(configs)))
+    ax.set_xticklabels([_config_label(c, " / ") if isinstance(c, tuple) else str(c) for c in configs],
+                       fontsize=7, rotation=60, ha="right", rotation_mode="anchor")
+
+
+def value_limit(highest: float, floor: float = 0.0) -> tuple[float, float]:
+    """A V-measure axis (x100) from ``floor`` (0) to a round number above ``highest``, at most 100:
+    the whole scale, not a window around the data that would blow a small change up."""
+    top = 10 * math.ceil((highest + 2) / 10) if np.isfinite(highest) else 100.0
+    return floor, float(min(100.0, max(top, 10.0)))
+
+
+def value_window(low: float, high: float, min_span: float = 10.0) -> tuple[float, float]:
+    """A V-measure axis (x100) around data from ``low`` to ``high`` that spans at least ``min_span``
+    points, inside 0..100: for curves whose shape matters, without blowing a 1-point change up to
+    the panel's height."""
+    pad = max(0.0, min_span - (high - low)) / 2 + 0.05 * (high - low)
+    bottom, top = low - pad, high + pad
+    if bottom < 0:
+        bottom, top = 0.0, top - bottom
+    if top > 100:
+        bottom, top = max(0.0, bottom - (top - 100)), 100.0
+    return float(bottom), float(top)
+
+
+# -- what was run, for titles -------------------------------------------------------------------
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def run_description(frame: pd.DataFrame, *, models: bool = True) -> str:
+    """What a figure's rows are, in one line: models, splits per dataset (with ``--limit-splits``),
+    seeds, protocol. From the rows themselves, so the title cannot say more than was run."""
+    from tecb_eval.reports.versions import coverage
+
+    parts = []
+    if models:
+        parts.append(_plural(frame.model.nunique(), "model"))
+    fast = "protocol" in frame.columns and (frame.protocol == "fast").any()
+    covered = coverage(frame)
+    if fast:
+        draws = sorted({c for c, _ in covered.values()})
+        parts.append(f"fast protocol (MTEB v2): {'/'.join(map(str, draws))} bootstrap draws per dataset")
+    else:
+        limited = {d: (c, n) for d, (c, n) in covered.items() if c < n}
+        if not limited:
+            counts = sorted({n for _, n in covered.values()})
+            parts.append(f"all splits ({'/'.join(map(str, counts))} per dataset)")
+        else:
+            ran = sorted({c for c, _ in covered.values()})
+            totals = sorted({n for _, n in covered.values()})
+            of = f"{totals[0]}" if len(totals) == 1 else f"{totals[0]}-{totals[-1]}"
+            parts.append(f"{'/'.join(map(str, ran))} of {of} splits per dataset (limited: --limit-splits or skipped units)")
+    seeds = sorted({int(s) for s in frame.seed}) if "seed" in frame.columns else []
+    if len(seeds) == 1:
+        parts.append(f"seed {seeds[0]}")
+    elif seeds:
+        parts.append(f"{len(seeds)} seeds ({', '.join(map(str, seeds))})")
+    return ", ".join(parts)
+
+
+def _title(first: str, frame: pd.DataFrame | None, demo_note: str | None, *, models: bool = True) -> str:
+    lines = [first]
+    if frame is not None and not frame.empty:
+        lines.append(run_description(frame, models=models))
+    if demo_note:
+        lines.append(demo_note)
+    return "\n".join(lines)
+
+
+# -- Table 3 -------------------------------------------------------------------------------------
+def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, reference_label: str = "paper",
+                  demo_note: str | None = None, frame: pd.DataFrame | None = None, *, models: int | None = None):
+    """Table 3 as bars, one panel per dataset on one shared y-axis: per configuration our figure
+    (the mean over models) with whiskers of ± the SD over splits (averaged over models), and the
+    paper's figure beside it where ``reference`` (the paper's Table 3) has the dataset. ``table``
+    is :func:`tecb_eval.reports.tables.table3` with ``stats=True`` (or without: no whiskers).
+
+    ``demo_note``: the data is the synthetic demo sample; the paper's bars are then left out (its
+    scores are on other data, and bars side by side invite the comparison) and the title says so."""
+    from tecb_eval.reports.tables import has_stats
+
+    means = table.xs("mean", axis=1, level="stat") if has_stats(table) else table
+    sds = table.xs("sd_splits", axis=1, level="stat") if has_stats(table) else None
+    datasets = [c for c in means.columns if c != "avg"]
+    configs = list(means.index)
+    paper_shown = reference is not None and not demo_note
+    cols = 2 if len(datasets) == 4 else min(3, len(datasets))
+    rows = math.ceil(len(datasets) / cols)
+    fig, axes = new_figure(rows, cols, figsize=(max(5.5, 0.42 * len(configs) + 1.5) * cols, 2.6 * rows + 2.6),
+                           sharey=True, squeeze=False)
+    ours_label = "this run: synthetic demo data, not comparable" if demo_note else "this run"
+    ours_label += " (mean over models; whiskers ± SD over splits)" if sds is not None else " (mean over models)"
+    n_series = 2 if paper_shown else 1
+    width = 0.8 / n_series
+    x = np.arange(len(configs))
+    highest = 0.0
+    for index, (ax, dataset) in enumerate(zip(axes.flat, datasets)):
+        series = [(ours_label, means[dataset], sds[dataset] if sds is not None else None, 0)]
+        if paper_shown and dataset in reference.columns:
+            series.append((reference_label, reference[dataset].reindex(configs), None, 1))
+        for i, (label, values, spread, colour) in enumerate(series):
+            heights = np.array([100 * values.get(c, np.nan) for c in configs], dtype=float)
+            errors = None if spread is None else np.array([100 * spread.get(c, np.nan) for c in configs], dtype=float)
+            pos = x + (i - (n_series - 1) / 2) * width
+            ax.bar(pos, np.nan_to_num(heights), width, yerr=None if errors is None else np.nan_to_num(errors),
+                   color=OKABE_ITO[colour], ecolor="#333333", capsize=2, error_kw={"linewidth": 0.8},
+                   label=label, hatch=None if i == 0 else "//", edgecolor="white" if i else None, gid=f"bars:{label}")
+            for p, h in zip(pos, heights):
+                # A bar of height 0 and a bar that is not there look alike: say which it is.
+                if np.isnan(h):
+                    ax.text(p, 0.5, MISSING, rotation=90, ha="center", va="bottom", fontsize=6, color="#555555")
+                elif round(h, 1) == 0:
+                    ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=6, color="#555555")
+            highest = max(highest, np.nanmax(np.append(heights + (np.nan_to_num(errors) if errors is not None else 0), 0)))
+        ax.set_title(dataset, fontsize=9)
+        if index + cols < len(datasets):  # a panel below shows the same configurations' names
+            ax.set_xticks(x)
+            ax.tick_params(axis="x", labelbottom=False)
+        else:
+            _config_ticks(ax, configs)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(datasets):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("V-measure x100")
+    axes.flat[0].set_ylim(*value_limit(highest))
+    first = "Table 3: V-measure per algorithm and reduction"
+    if models is not None:
+        first += f", averaged over {_plural(models, 'model')}"
+    title = _title(first, frame, demo_note, models=models is None)
+    if reference is not None and demo_note:
+        title += "\nThe paper's Table 3 is not drawn beside synthetic scores (table3.md lists its figures)."
+    suptitle(fig, title, fontsize=10)
+    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+    return fig
 
 
 def plot_table3(table: pd.DataFrame, path: Path, reference: pd.DataFrame | None = None,
-                reference_label: str = "paper", demo_note: str | None = None) -> Path:
-    """Table 3's average column as bars; with the paper's Table 3 beside it when given, both
-    averaged over the datasets they share. ``demo_note`` marks the plot as not comparable with the
-    paper (in the title and in our bars' legend label), for data that is not the paper's."""
+                reference_label: str = "paper", demo_note: str | None = None, frame: pd.DataFrame | None = None,
+                models: int | None = None) -> Path:
+    """:func:`table3_figure`, saved as a PNG."""
+    return save_figure(table3_figure(table, reference, reference_label, demo_note, frame, models=models), path)
+
+
+# -- one model against the authors --------------------------------------------------------------
+def model_comparison_figure(ours: pd.DataFrame, theirs: pd.DataFrame, model: str, demo_note: str | None = None,
+                            frame: pd.DataFrame | None = None):
+    """One model, every configuration and dataset both sides have: our figure (mean over splits,
+    whiskers ± SD over splits) beside the authors' (no spread published). ``ours``:
+    :func:`tecb_eval.reports.tables.split_means` rows of the model; ``theirs``: the authors' rows
+    (:func:`tecb_eval.reports.tables.read_reference`). None when they share no dataset."""
+    from tecb_eval.reports.tables import _dataset_columns
+
+    datasets = _dataset_columns(set(ours.mteb_name) & set(theirs.mteb_name))
+    if not datasets:
+        return None
+    configs_of = {}
+    for dataset in datasets:
+        have = set(ours[ours.mteb_name == dataset].set_index(["algorithm", "reduction"]).index)
+        configs_of[dataset] = ([c for c in algo.PAPER_CONFIGURATIONS if c in have]
+                               + sorted(have - set(algo.PAPER_CONFIGURATIONS)))
+    same = len({tuple(c) for c in configs_of.values()}) == 1  # then one row of labels, under the last panel
+    fig, axes = new_figure(len(datasets), 1, figsize=(10, (2.2 if same else 2.8) * len(datasets) + (2.4 if same else 1.4)),
+                           squeeze=False, sharey=True, sharex=same)
     ours_label = "this run: synthetic demo data, not comparable" if demo_note else "this run"
-    series = {f"{ours_label} (avg over models and datasets)": table["avg"]}
-    title = "Table 3: V-measure per algorithm and reduction"
-    if reference is not None:
-        common = [d for d in table.columns if d in reference.columns and d != "avg"]
-        ours = table[common].mean(axis=1)
-        theirs = reference.loc[:, common].mean(axis=1)
-        series = {ours_label: ours, reference_label: theirs}
-        title += f" on {', '.join(common)}"
-    if demo_note:
-        title += "\n" + demo_note
-    return plot_bars(series, path, title)
+    highest = 0.0
+    for ax, dataset in zip(axes[:, 0], datasets):
+        mine = ours[ours.mteb_name == dataset].set_index(["algorithm", "reduction"])
+        a, spread = mine["mean"], mine["sd"]
+        b = theirs[theirs.mteb_name == dataset].set_index(["algorithm", "reduction"])["v_measure"]
+        configs = configs_of[dataset]
+        x = np.arange(len(configs))
+        heights = np.array([100 * a.get(c, np.nan) for c in configs], dtype=float)
+        errors = np.array([100 * spread.get(c, np.nan) for c in configs], dtype=float)
+        theirs_h = np.array([100 * b.get(c, np.nan) for c in configs], dtype=float)
+        ax.bar(x - 0.2, np.nan_to_num(heights), 0.4, yerr=np.nan_to_num(errors), capsize=2, color=OKABE_ITO[0],
+               ecolor="#333333", error_kw={"linewidth": 0.8}, label=f"{ours_label} (whiskers ± SD over splits)",
+               gid="bars:ours")
+        ax.bar(x + 0.2, np.nan_to_num(theirs_h), 0.4, color=OKABE_ITO[1], hatch="//", edgecolor="white",
+               label="authors (no spread published)", gid="bars:authors")
+        for pos, values in ((x - 0.2, heights), (x + 0.2, theirs_h)):
+            for p, h in zip(pos, values):
+                if np.isnan(h):
+                    ax.text(p, 0.5, MISSING, rotation=90, ha="center", va="bottom", fontsize=6, color="#555555")
+                elif round(h, 1) == 0:
+                    ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=6, color="#555555")
+        highest = max(highest, np.nanmax(np.append(heights + np.nan_to_num(errors), theirs_h)))
+        if not same or ax is axes[-1, 0]:
+            _config_ticks(ax, configs)
+        ax.set_title(dataset, fontsize=9)
+        ax.set_ylabel("V-measure x100")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].set_ylim(*value_limit(highest))
+    shown = frame[frame.model == model] if frame is not None else None
+    suptitle(fig, _title(f"{model}: this run against the authors' published figures", shown, demo_note, models=False),
+                 fontsize=10)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+    return fig
 
 
 def plot_model_comparison(ours: pd.DataFrame, theirs: pd.DataFrame, model: str, path: Path,
-                          demo_note: str | None = None) -> Path | None:
-    """One model, every configuration and dataset both sides have: our split means vs the authors'."""
-    plt = _pyplot()
-    datasets = sorted(set(ours.mteb_name) & set(theirs.mteb_name))
-    if not datasets:
-        return None
-    fig, axes = plt.subplots(len(datasets), 1, figsize=(10, 3.2 * len(datasets)), squeeze=False)
-    for ax, dataset in zip(axes[:, 0], datasets):
-        a = ours[ours.mteb_name == dataset].set_index(["algorithm", "reduction"])["mean"]
-        b = theirs[theirs.mteb_name == dataset].set_index(["algorithm", "reduction"])["v_measure"]
-        configs = [c for c in algo.PAPER_CONFIGURATIONS if c in a.index] + sorted(set(a.index) - set(algo.PAPER_CONFIGURATIONS))
-        x = np.arange(len(configs))
-        ax.bar(x - 0.2, [100 * a.get(c, np.nan) for c in configs], 0.4,
-               label="this run: synthetic demo data, not comparable" if demo_note else "this run")
-        ax.bar(x + 0.2, [100 * b.get(c, np.nan) for c in configs], 0.4, label="authors")
-        ax.set_xticks(x)
-        ax.set_xticklabels([_config_label(c) for c in configs], fontsize=7)
-        ax.set_title(f"{model} on {dataset}" + (f"\n{demo_note}" if demo_note else ""), fontsize=10)
-        ax.set_ylabel("V-measure x100")
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path)
+                          demo_note: str | None = None, frame: pd.DataFrame | None = None) -> Path | None:
+    """:func:`model_comparison_figure`, saved as a PNG (None when there is nothing to compare)."""
+    fig = model_comparison_figure(ours, theirs, model, demo_note, frame)
+    return None if fig is None else save_figure(fig, path)
 
 
-def umap_coordinates(bench, encoder, split_name: str | None, seed: int, cache_dir: Path | None):
-    """(split name, 2-D UMAP coordinates, labels) for one split (default: the largest), through
-    the grid's caches."""
-    if split_name is None:
-        split = max(bench.splits, key=lambda s: (len(s.texts), s.name))
-    else:
+# -- Figure 1 ------------------------------------------------------------------------------------
+def figure1_split(bench, splits: set[str] | None = None, split_name: str | None = None):
+    """The split Figure 1 shows: ``split_name``, else the largest of ``splits`` (the splits the grid
+    ran, so that ``--limit-splits`` is honoured), else the largest of the dataset."""
+    from tecb_data.errors import UserError
+
+    if split_name is not None:
         split = next((s for s in bench.splits if s.name == split_name), None)
-    if split is None:
-        from tecb_data.errors import UserError
+        if split is None:
+            raise UserError(f"{bench.location}: no split named {split_name!r}")
+        return split
+    candidates = [s for s in bench.splits if splits is None or s.name in splits] or list(bench.splits)
+    return max(candidates, key=lambda s: (len(s.texts), s.name))
 
-        raise UserError(f"{bench.location}: no split named {split_name!r}")
-    store = EmbeddingStore(cache_dir if getattr(encoder, "persistent", True) else None, encoder.identity)
-    store.encode_missing(split.texts, encoder.encode)
-    embeddings = store.embeddings()
+
+def cached_embeddings(cache_dir: Path | None, identity: str | None, texts) -> np.ndarray | None:
+    """The vectors of ``texts`` from the grid's embedding cache under ``identity``, or None when the
+    cache lacks any of them (then the caller encodes)."""
+    if cache_dir is None or not identity:
+        return None
+    store = EmbeddingStore(cache_dir, identity)
+    if store.missing(texts):
+        return None
+    return store.embeddings()
+
+
+def umap_coordinates(bench, encoder, split_name: str | None, seed: int, cache_dir: Path | None, *,
+                     identity: str | None = None, splits: set[str] | None = None):
+    """(split name, 2-D UMAP coordinates, labels) for one split (:func:`figure1_split`), through the
+    grid's caches. With the ``identity`` the grid stored the model's vectors under, they are read
+    from the cache and ``encoder`` (a callable giving the encoder) is never called; it is only
+    for texts the cache lacks."""
+    split = figure1_split(bench, splits, split_name)
+    embeddings = cached_embeddings(cache_dir, identity, split.texts)
+    if embeddings is None:
+        encoder = encoder() if callable(encoder) and not hasattr(encoder, "encode") else encoder
+        store = EmbeddingStore(cache_dir if getattr(encoder, "persistent", True) else None, encoder.identity)
+        store.encode_missing(split.texts, encoder.encode)
+        embeddings = store.embeddings()
     base = embeddings.rows(split.texts)
     reduced = ReductionCache(cache_dir).get(
         embeddings.fingerprint(split.texts), "umap", seed, lambda: algo.reduce("umap", base, seed)
@@ -129,68 +344,123 @@ def umap_coordinates(bench, encoder, split_name: str | None, seed: int, cache_di
     return split.name, reduced, list(split.labels)
 
 
+def umap_figure(panels: list[tuple[str, np.ndarray, list[str]]], title: str):
+    """The paper's Figure 1: one panel per (title, coordinates, labels), points coloured (and, past
+    seven labels, shaped) by label. Neighbouring panels with the same labels (a dataset's S2S and
+    P2P views) share one legend below them, which gives each label's count in every panel of the
+    group; no legend sits on the points."""
+    label_sets = [tuple(sorted(set(labels))) for _, _, labels in panels]
+    groups: list[list[int]] = []
+    for i, names in enumerate(label_sets):
+        if groups and label_sets[groups[-1][0]] == names:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    longest = max(len(s) for s in label_sets)
+    fig = _pyplot().figure(layout="constrained", figsize=(4.3 * len(panels), 4.3 + 0.16 * longest))
+    # One sub-figure per group, so that a group's legend goes below exactly its panels.
+    subfigures = fig.subfigures(1, len(groups), width_ratios=[len(g) for g in groups], squeeze=False)[0]
+    for sub, group in zip(subfigures, groups):
+        axes = sub.subplots(1, len(group), squeeze=False)[0]
+        for ax, i in zip(axes, group):
+            name, coords, labels = panels[i]
+            for j, label in enumerate(label_sets[i]):
+                mask = np.array([lab == label for lab in labels])
+                colour, marker = style(j)
+                ax.scatter(coords[mask, 0], coords[mask, 1], s=9, color=colour, marker=marker, linewidths=0,
+                           alpha=0.85, label=label)
+            ax.set_title(f"{name}\n{len(labels):,} texts, {_plural(len(label_sets[i]), 'label')}", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        counts = [pd.Series(panels[i][2]).value_counts() for i in group]
+        handles, names = axes[0].get_legend_handles_labels()
+        shown = [f"{label} ({' | '.join(str(int(c.get(label, 0))) for c in counts)})" for label in names]
+        which = " | ".join(panels[i][0].split(" / ")[0] for i in group) if len(group) > 1 else "texts"
+        sub.legend(handles, shown, fontsize=6.5, markerscale=1.4, loc="outside lower center",
+                   ncol=2 if len(names) > 12 else 1, frameon=False, title=f"label (texts: {which})", title_fontsize=7)
+    suptitle(fig, title, fontsize=10)
+    return fig
+
+
 def plot_umap_scatter(panels: list[tuple[str, np.ndarray, list[str]]], path: Path, title: str) -> Path:
-    """The paper's Figure 1: one panel per (title, coordinates, labels), points coloured by label."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.4), squeeze=False)
-    for ax, (name, coords, labels) in zip(axes[0], panels):
-        names = sorted(set(labels))
-        colour = {label: i for i, label in enumerate(names)}
-        cmap = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
-        for label in names:
-            mask = np.array([lab == label for lab in labels])
-            ax.scatter(coords[mask, 0], coords[mask, 1], s=6, color=cmap(colour[label] % cmap.N), label=label)
-        ax.set_title(name, fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if len(names) <= 12:
-            ax.legend(fontsize=6, markerscale=2, loc="best")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path)
+    """:func:`umap_figure`, saved as a PNG."""
+    return save_figure(umap_figure(panels, title), path)
 
 
-def plot_table2_dots(frame: pd.DataFrame, path: Path, demo_note: str | None = None, *,
-                     confidence: float = 0.95) -> Path:
-    """Table 2 as a dot plot, one panel per dataset: each model's figure (the mean over seeds of
-    the split means of k-means on the embeddings) with its bootstrap interval over splits and seeds
-    (:func:`tecb_eval.reports.compare.mean_interval`), coloured by the paired comparison with the best
-    model of the panel (:func:`tecb_eval.reports.compare.against_best`)."""
-    from tecb_eval.reports.compare import against_best, mean_interval
-    from tecb_eval.reports.tables import _dataset_columns
+# -- Table 2 -------------------------------------------------------------------------------------
+# The paired comparison with the best model of a panel (tecb_eval.reports.compare.against_best):
+# colour, marker, filled, legend text.
+TABLE2_MARKS = {
+    "*": (OKABE_ITO[0], "D", True, "best on the dataset"),
+    "=": (OKABE_ITO[1], "o", False, "not surely behind the best (the paired difference does not hold)"),
+    "": (OKABE_ITO[5], "s", True, "surely behind the best (the paired difference holds)"),
+    "?": (GREY, "x", True, "not paired with the best (no shared splits)"),
+}
 
-    plt = _pyplot()
-    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+
+def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confidence: float = 0.95):
+    """Table 2 as a dot plot, one panel per dataset on one shared x-axis: each model's figure (the
+    table's: mean over seeds of the split means of k-means on the embeddings) with its
+    ``confidence`` bootstrap interval over splits (:func:`tecb_eval.reports.compare.mean_interval`),
+    marked by the paired comparison with the best model of the panel
+    (:func:`tecb_eval.reports.compare.against_best`). On the fast protocol the draws are not
+    independent, so the whiskers are ± the SD over the draws instead and no model is ranked."""
+    from tecb_eval.reports.compare import against_best, independent_splits, mean_interval
+    from tecb_eval.reports.tables import _dataset_columns, one_version, table2
+
+    kmeans = one_version(frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")])
+    shown = table2(kmeans, stats=True)
     datasets = _dataset_columns(set(kmeans.mteb_name))
     models = sorted(set(kmeans.model))
     marks = against_best(kmeans, confidence=confidence)
-    colours = {"*": ("tab:red", "best"), "=": ("tab:orange", "difference to the best does not hold"),
-               "": ("tab:blue", "the best is surely ahead"), "?": ("tab:gray", "not paired with the best")}
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets) + 1.5, 0.45 * len(models) + 1.6),
-                             sharey=True, squeeze=False)
-    seen = set()
+    independent = independent_splits(kmeans)
+    fig, axes = new_figure(1, len(datasets), figsize=(max(8.0, 3.0 * len(datasets) + 1.6), 0.42 * len(models) + 2.5),
+                           sharey=True, sharex=True, squeeze=False)
+    seen, highest = set(), 0.0
     for ax, dataset in zip(axes[0], datasets):
         of = kmeans[kmeans.mteb_name == dataset]
         for y, model in enumerate(models):
             scores = of[of.model == model].set_index(["split", "seed"]).v_measure.sort_index()
             if scores.empty:
                 continue
-            mean, low, high = mean_interval(scores, confidence=confidence, name=f"{dataset}\x1f{model}")
-            colour, label = colours[marks.get((model, dataset), "?")]
-            ax.errorbar(100 * mean, y, xerr=[[100 * (mean - low)], [100 * (high - mean)]], fmt="o", color=colour,
-                        capsize=3, label=None if label in seen else label)
+            mean = float(shown.at[model, (dataset, "mean")])
+            if independent:
+                _, low, high = mean_interval(scores, confidence=confidence, name=f"{dataset}\x1f{model}")
+            else:  # the table's SD over the draws
+                sd = float(np.nan_to_num(shown.at[model, (dataset, "sd_splits")]))
+                low, high = mean - sd, mean + sd
+            colour, marker, filled, label = TABLE2_MARKS[marks.get((model, dataset), "?")]
+            if not independent and label == TABLE2_MARKS["="][3]:
+                label = "not ranked against the best (the draws give no test)"
+            ax.errorbar(100 * mean, y, xerr=[[100 * (mean - low)], [100 * (high - mean)]], fmt=marker, color=colour,
+                        markerfacecolor=colour if filled else "white", markersize=6, capsize=3,
+                        label=None if label in seen else label, gid=f"dot:{model}")
             seen.add(label)
+            highest = max(highest, 100 * high)
         ax.set_title(dataset, fontsize=9)
         ax.set_xlabel("V-measure x100")
         ax.grid(axis="x", alpha=0.3)
     axes[0, 0].set_yticks(range(len(models)))
     axes[0, 0].set_yticklabels(models, fontsize=8)
-    axes[0, 0].invert_yaxis()
-    title = (f"Table 2: k-means on the embeddings, mean over splits and seeds with its "
-             f"{100 * confidence:g} % bootstrap interval")
-    if demo_note:
-        title += "\n" + demo_note
-    fig.suptitle(title, fontsize=10)
-    fig.legend(fontsize=7, loc="lower center", ncol=4, frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return _save(fig, path)
+    axes[0, 0].set_ylim(len(models) - 0.5, -0.5)  # the first model on top
+    axes[0, 0].set_xlim(*value_limit(highest))
+    if independent:
+        what = f"Dot: mean over splits; whiskers: its {100 * confidence:g} % bootstrap interval"
+    else:
+        what = "Dot: mean over the draws; whiskers: ± SD over them (not independent: no ranking)"
+    suptitle(fig, _title(f"Table 2: k-means on the embeddings. {what}", kmeans, demo_note),
+                 fontsize=10)
+    handles, labels = [], []
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
+    return fig
+
+
+def plot_table2_dots(frame: pd.DataFrame, path: Path, demo_note: str | None = None, *,
+                     confidence: float = 0.95) -> Path:
+    """:func:`table2_figure`, saved as a PNG."""
+    return save_figure(table2_figure(frame, demo_note, confidence=confidence), path)

@@ -86,7 +86,10 @@ def seed_split_means(frame: pd.DataFrame, metric: str = "v_measure") -> pd.DataF
     frame = frame if "seed" in frame.columns else frame.assign(seed=0)
     keys = ["model", "mteb_name", "algorithm", "reduction", "seed"]
     grouped = frame.groupby(keys, sort=True)[metric]
-    return pd.DataFrame({"mean": grouped.mean(), "sd": grouped.std(ddof=0), "splits": grouped.size()}).reset_index()
+    sizes = grouped.size()
+    # The SD of one value is no spread at all: NaN (printed "–"), not 0.
+    sd = grouped.std(ddof=0).where(sizes > 1)
+    return pd.DataFrame({"mean": grouped.mean(), "sd": sd, "splits": sizes}).reset_index()
 
 
 def split_means(frame: pd.DataFrame, metric: str = "v_measure") -> pd.DataFrame:
@@ -108,7 +111,10 @@ def _order_configurations(index) -> list:
 
 # A table with uncertainty: columns (column, stat); format_table writes the stats of a cell
 # together in Markdown / LaTeX and as their own columns in CSV.
-STATS = ("mean", "sd_seeds", "sd_splits", "marker")
+STATS = ("mean", "sd_seeds", "sd_splits", "marker", "n_splits")
+# Stats that only shape the Markdown / LaTeX text ("–" for an SD of one split), not CSV columns.
+TEXT_ONLY_STATS = ("n_splits",)
+NO_SPREAD = "–"  # an SD of a single value
 
 
 def _stat_table(parts: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -152,12 +158,13 @@ def _aggregate(per_seed: pd.DataFrame, row_keys: list[str]) -> dict[str, pd.Data
             per_seed_figure = pd.Series({s: np.mean([g.at[s, "mean"] for g in by_model.values()]) for s in seeds})
         cells[(row, dataset)] = {"mean": float(np.mean(per_model)),
                                  "sd_seeds": per_seed_figure.std(ddof=1) if per_seed_figure is not None and len(per_seed_figure) > 1 else np.nan,
-                                 "sd_splits": float(np.mean([g["sd"].mean() for g in by_model.values()]))}
+                                 "sd_splits": float(np.mean([g["sd"].mean() for g in by_model.values()])),
+                                 "n_splits": int(max(g["splits"].max() for g in by_model.values()))}
         seeds_of[(row, dataset)] = per_seed_figure
     rows = sorted({r for r, _ in cells}, key=lambda r: r if isinstance(r, tuple) else (r,))
     datasets = _dataset_columns({d for _, d in cells})
     out = {}
-    for stat in ("mean", "sd_seeds", "sd_splits"):
+    for stat in ("mean", "sd_seeds", "sd_splits", "n_splits"):
         out[stat] = pd.DataFrame([[cells.get((r, d), {}).get(stat, np.nan) for d in datasets] for r in rows],
                                  index=pd.MultiIndex.from_tuples(rows, names=row_keys) if len(row_keys) > 1
                                  else pd.Index(rows, name=row_keys[0]), columns=datasets)
@@ -169,6 +176,7 @@ def _aggregate(per_seed: pd.DataFrame, row_keys: list[str]) -> dict[str, pd.Data
         avg_sd.append(pd.concat(figures, axis=1).mean(axis=1).std(ddof=1) if same and len(figures[0]) > 1 else np.nan)
     out["sd_seeds"]["avg"] = avg_sd
     out["sd_splits"]["avg"] = np.nan
+    out["n_splits"]["avg"] = np.nan
     return out
 
 
@@ -450,16 +458,56 @@ def _seeds_phrase(frame: pd.DataFrame) -> tuple[str, bool]:
     return f"averaged over the seeds of each dataset's run ({listed}), ±SD over seeds where several", several
 
 
+def _cells_phrase(frame: pd.DataFrame) -> tuple[str, str]:
+    """What a cell's mean is over and what its bracketed SD is over: splits (legacy), or MTEB v2's
+    bootstrap draws (fast protocol), which are resamples of one pool of texts, not splits."""
+    if "protocol" in frame.columns and (frame.protocol == "fast").any():
+        draws = sorted(frame.groupby(["model", "mteb_name", "seed"]).split.nunique().unique())
+        counted = "/".join(map(str, draws))
+        return (f"the mean over the fast protocol's {counted} bootstrap draws (MTEB v2; resamples of one pool of texts, "
+                "not independent splits)", "the SD over those draws")
+    return "the mean over splits", "the SD over splits"
+
+
 def legend(table: str, frame: pd.DataFrame, confidence: float = 0.95) -> str:
     """One line saying what a cell of our Table 2 / 3 is."""
     seeds, _ = _seeds_phrase(frame)
+    over, spread = _cells_phrase(frame)
+    one = f" ({NO_SPREAD}: one split, no spread)" if (frame.groupby(["model", "mteb_name", "seed"]).split.nunique() == 1).any() else ""
     if table == "2":
-        return (f"Table 2: V-measure x100 of Minibatch k-Means on the embeddings; a cell is the mean over splits "
-                f"({seeds}) with the SD over splits in brackets. * best model on the dataset; = its difference "
-                f"to the best does not hold (paired {100 * confidence:g} % bootstrap interval over splits and seeds "
-                f"includes 0, or sign-flip p >= {1 - confidence:.2g}); unmarked: the best is surely ahead.")
-    return (f"Table 3: V-measure x100 per algorithm / reduction, averaged over models; a cell is the mean over "
-            f"splits ({seeds}) with the SD over splits (averaged over models) in brackets.")
+        if "protocol" in frame.columns and (frame.protocol == "fast").any():
+            ranking = "* best model on the dataset; = every other model: the draws give no ranking test."
+        else:
+            ranking = (f"* best model on the dataset; = its difference to the best does not hold (paired "
+                       f"{100 * confidence:g} % bootstrap interval over splits and seeds includes 0, or sign-flip "
+                       f"p >= {1 - confidence:.2g}); unmarked: the best is surely ahead.")
+        return (f"Table 2: V-measure x100 of Minibatch k-Means on the embeddings; a cell is {over} "
+                f"({seeds}) with {spread} in brackets{one}. {ranking}")
+    return (f"Table 3: V-measure x100 per algorithm / reduction, averaged over models; a cell is {over} "
+            f"({seeds}) with {spread} (averaged over models) in brackets{one}.")
+
+
+def synthetic_datasets(frame: pd.DataFrame) -> list[str]:
+    """The datasets of ``frame`` built from the embedded demo sample. Rows say so themselves
+    (``synthetic``, written by the grid); older rows are checked against the manifest at their
+    ``dataset_location`` where that folder is still there."""
+    import json
+
+    from tecb_data.demo import is_demo_manifest
+
+    found = set()
+    flagged = frame["synthetic"] if "synthetic" in frame.columns else pd.Series(np.nan, index=frame.index)
+    found |= set(frame.mteb_name[flagged.eq(True)])
+    unknown = frame[flagged.isna()]
+    if "dataset_location" in unknown.columns:
+        for dataset, location in sorted(set(zip(unknown.mteb_name, unknown.dataset_location.astype(str)))):
+            try:
+                manifest = json.loads((Path(location) / "manifest.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if is_demo_manifest(manifest):
+                found.add(dataset)
+    return _dataset_columns(found)
 
 
 def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: bool = False,
@@ -472,10 +520,12 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
     in one line what was left out. Cells carry the SD over seeds and over splits, Table 2 the
     markers against the best model per dataset. With the authors' results
     (:func:`read_reference`), Table 3 gets the paper's row under each of ours, and Table 2 under
-    each model the paper printed; ``demo`` puts :data:`DEMO_NOTE` on both."""
+    each model the paper printed; ``demo`` puts :data:`DEMO_NOTE` on both, as do rows of datasets
+    built from the demo sample (:func:`synthetic_datasets`) without it."""
     from tecb_eval.reports.versions import select
 
     frame, left_out = select(frame, **(selection or {}))
+    demo = demo or bool(synthetic_datasets(frame))
     out = {}
     tail = [left_out] if left_out else []
     if ((frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")).any():
@@ -513,6 +563,8 @@ def _cell(values: dict, scale: float) -> str:
         text += f" ±{_shown(values['sd_seeds'], scale)}"
     if not pd.isna(values.get("sd_splits", np.nan)):
         text += f" ({_shown(values['sd_splits'], scale)})"
+    elif values.get("n_splits") == 1:
+        text += f" ({NO_SPREAD})"
     marker = values.get("marker")
     if isinstance(marker, str) and marker:
         text += f" {marker}"
@@ -525,6 +577,8 @@ def _csv_columns(table: pd.DataFrame) -> pd.DataFrame:
     flat = {}
     for column, stat in table.columns:
         values = table[(column, stat)]
+        if stat in TEXT_ONLY_STATS:
+            continue
         if stat != "mean" and (values.isna() | (values == "")).all():
             continue
         flat[column if stat == "mean" else f"{column} {stat}"] = values
