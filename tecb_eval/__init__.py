@@ -16,6 +16,7 @@ executors, results store, caches), then ``reports``, ``layers`` and ``pretrainin
 """
 
 _LAZY = {"run_grid": "tecb_eval.grid.run", "get_encoder": "tecb_eval.models.encoders", "pretrain": "tecb_eval.pretraining",
+         "finetune": "tecb_eval.finetuning",
          "mteb_tasks": "tecb_eval.mteb.tasks", "MtebEncoder": "tecb_eval.mteb.encoders",
          "layer_sweep": "tecb_eval.layers"}
 _LAZY_MODULES = {"compare": "tecb_eval.reports.compare"}
@@ -31,4 +32,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'tecb_eval' has no attribute {name!r}")
 
 
-__all__ = ["MtebEncoder", "compare", "get_encoder", "layer_sweep", "mteb_tasks", "pretrain", "run_grid"]
+__all__ = ["MtebEncoder", "compare", "finetune", "get_encoder", "layer_sweep", "mteb_tasks", "pretrain", "run_grid"]

@@ -1,5 +1,8 @@
+import atexit
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -11,6 +14,22 @@ SHARED_DATA = SHARED / "data"
 # Grids in tests run in the test's process unless a test asks for workers (tests/test_parallel.py):
 # a pool of worker processes per tiny grid would only add start-up time. Users get every core.
 os.environ.setdefault("TECB_JOBS", "1")
+# `datasets` caches every folder it reads (load_dataset, MTEB's tasks) under ~/.cache/huggingface/datasets
+# unless told otherwise: the tests keep theirs in a folder of their own, removed when they end. Set
+# before anything imports `datasets` (it reads the variable once), inherited by the CLI subprocesses.
+_DATASETS_CACHE = tempfile.mkdtemp(prefix="tecb-tests-hf-datasets-")
+os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
+atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
+
+
+# pytest-timeout's per-test limit for `slow` tests (the others get pyproject.toml's `timeout`).
+SLOW_TIMEOUT_S = 2400
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
 
 
 def shared_file(relative: str) -> Path:
@@ -91,3 +110,78 @@ def one_line_error(capsys, argv: list[str]) -> str:
     error = capsys.readouterr().err
     assert code == 2 and error.count("\n") == 1 and error.startswith("tecb-eval: error: "), error
     return error
+
+
+def unit_holding_plugin(results: Path, claim: Path, min_cells: int):
+    """A Dask worker plugin: on the first grid unit a worker starts once the results store holds
+    ``min_cells`` rows, it writes ``claim`` (whole: "pid unit-key") and holds that unit in its thread,
+    so a test can kill a worker that is certainly busy with a unit, whatever the machine's speed.
+    The hold is in the task's thread, not the worker's event loop, so the worker still talks to the
+    scheduler and the client meanwhile, as a busy worker does. Only one worker ever holds (the claim
+    is taken by a hard link); a restarted worker finds it taken. Built in a function so that Dask
+    ships the classes by value to workers that cannot import the tests."""
+    import distributed
+
+    class HoldingThreadPoolExecutor:  # the worker runs tasks in executors named ...ThreadPoolExecutor
+        def __init__(self, inner, plugin):
+            self._inner, self._plugin = inner, plugin
+
+        def submit(self, fn, *args, **kwargs):
+            plugin = self._plugin
+
+            def run(*a, **k):
+                import time
+
+                if plugin.hold:
+                    plugin.hold = False
+                    time.sleep(600)  # until the test kills this process
+                return fn(*a, **k)
+
+            return self._inner.submit(run, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    class HoldOneUnit(distributed.WorkerPlugin):
+        def __init__(self, results: str, claim: str, min_cells: int):
+            self.results, self.claim, self.min_cells = results, claim, min_cells
+            self.hold = False
+
+        def setup(self, worker):
+            worker.executors["default"] = HoldingThreadPoolExecutor(worker.executors["default"], self)
+
+        def transition(self, key, start, finish, **kwargs):
+            import os
+
+            if finish != "executing" or not str(key).startswith("tecb-unit-") or os.path.exists(self.claim):
+                return
+            try:
+                with open(self.results, "rb") as store:
+                    if len(store.read().splitlines()) < self.min_cells:
+                        return
+            except FileNotFoundError:
+                return
+            partial = f"{self.claim}.{os.getpid()}"
+            with open(partial, "w") as out:
+                out.write(f"{os.getpid()} {key}")
+            try:
+                os.link(partial, self.claim)
+            except FileExistsError:
+                return
+            self.hold = True  # the task about to run in the executor is this unit
+
+    return HoldOneUnit(str(results), str(claim), min_cells)
+
+
+def wait_for_claim(claim: Path, stop, timeout: float = 600) -> tuple[int, str] | None:
+    """(pid, unit) of the worker holding a unit (see :func:`unit_holding_plugin`); None if ``stop``
+    (a threading.Event) is set or the time is up first."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not claim.exists() and not stop.is_set():
+        time.sleep(0.05)
+    if not claim.exists():
+        return None
+    pid, key = claim.read_text().split(" ", 1)
+    return int(pid), key

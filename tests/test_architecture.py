@@ -22,7 +22,7 @@ RANKS = {
     "models": 1, "clustering": 1,
     "mteb": 2,
     "grid": 3,
-    "reports": 4, "layers": 4, "pretraining": 4,
+    "reports": 4, "layers": 4, "pretraining": 4, "finetuning": 4,
     "cli": 5,
 }
 
@@ -205,3 +205,14 @@ def test_the_public_face_stays_where_it_was():
     assert tecb_eval.run_grid is run_grid and tecb_eval.compare is compare
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         tecb_eval.nothing  # noqa: B018
+
+
+def test_every_room_is_in_the_wheel():
+    """pyproject lists packages by hand; an editable install finds a forgotten one anyway, a wheel does
+    not. Every folder with an __init__.py must be in the list."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(init.parent.relative_to(REPO).parts)
+               for package in ("tecb_data", "tecb_eval") for init in (REPO / package).rglob("__init__.py")}
+    assert on_disk - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"

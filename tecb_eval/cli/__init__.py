@@ -11,21 +11,30 @@ from __future__ import annotations
 
 import argparse
 
+from tecb_data.commandline import quiet_libraries, root_parser
 from tecb_data.errors import run_command
 
-def parser() -> argparse.ArgumentParser:
-    from tecb_eval.cli import grid, layers, pretrain, results
+EXAMPLES = """examples:
+  tecb-eval demo --data demo-out --out demo-out/eval
+  tecb-eval run --data out/blurbs-clustering-s2s --model minilm-l6 --limit-splits 2 --results results.jsonl
+  tecb-eval table results.jsonl
+`tecb-eval COMMAND --help` describes each command."""
 
-    root = argparse.ArgumentParser(prog="tecb-eval", description=__doc__.splitlines()[0])
-    root.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    commands = root.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    from tecb_eval.cli import finetune, grid, layers, pretrain, results
+
+    root = root_parser("tecb-eval", __doc__.splitlines()[0], epilog=EXAMPLES)
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     grid.register(commands)
     results.register(commands)
     layers.register(commands)
     pretrain.register(commands)
+    finetune.register(commands)
     return root
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the installed command; in-process callers (tests) keep their own settings
+        quiet_libraries(argv)
     return run_command("tecb-eval", parser(), argv, interrupted="finished cells are in the results store, rerun the same command to resume")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tecb_eval.cli.options import check_grid_options, dataset_folders, grid_options, parse_model, print_tables
+from tecb_eval.cli.options import (check_grid_options, dataset_folders, encoding_defaults, grid_options, parse_model,
+                                   print_tables)
 
 DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
 DEMO_SPLITS = 4
@@ -53,7 +54,12 @@ def _export(args, frame, datasets, models) -> int:
     def figures1(folder: Path) -> list[Path]:
         if args.no_figure1:
             return []
-        return [figure1(datasets, model, folder, seed=args.seed, cache_dir=args.cache_dir) for model in models]
+        from tecb_eval.reports.tables import DEMO_TITLE, synthetic_datasets
+
+        # The grid's rows: the splits it ran (--limit-splits), its seed, and the cached vectors' identity.
+        demo_note = DEMO_TITLE if getattr(args, "demo", False) or synthetic_datasets(frame) else None
+        return [figure1(datasets, model, folder, seed=args.seed, cache_dir=args.cache_dir, frame=frame,
+                        demo_note=demo_note) for model in models]
 
     try:
         # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.
@@ -73,9 +79,9 @@ def _cmd_run(args) -> int:
 
     if args.reduction is None:
         args.reduction = list(REDUCTIONS)
-    models = [parse_model(m) for m in args.model]
+    models = [parse_model(m, encoding_defaults(args)) for m in args.model]
     datasets = dataset_folders(args.data)
-    if args.out and args.reference is not None:
+    if args.reference is not None:
         from tecb_eval.reports.tables import read_reference
 
         read_reference(args.reference)  # a wrong file fails now, not after the grid
@@ -112,28 +118,51 @@ def register(commands) -> None:
     from tecb_eval.clustering.algorithms import ALGORITHMS, REDUCTIONS
     from tecb_eval.grid.protocols import PROTOCOLS
 
-    run = commands.add_parser("run", help="run or resume a grid; prints Tables 2 and 3")
+    run = commands.add_parser(
+        "run", help="run or resume a grid; prints Tables 2 and 3",
+        description="Run models x datasets x clustering algorithms x reductions (the paper's 14 configurations by "
+                    "default), one stored line per finished cell: the same command again resumes.",
+        epilog="examples:\n  tecb-eval run --data out/blurbs-clustering-s2s --model minilm-l6 --limit-splits 2 "
+               "--results results.jsonl\n"
+               "  tecb-eval run --data out/ --model minilm-l6 --model deepset/gbert-base,layer=6 --results r.jsonl "
+               "--out report/")
     run.add_argument("--data", action="append", required=True,
                      help="dataset folder, folder of dataset folders, or Hub repo_id@revision (repeatable)")
     run.add_argument("--model", action="append", required=True,
                      help="built-in name (minilm-l6, use-multilingual, tfidf-lsa), model folder or Hub id; "
-                          "options: SPEC,layer=K,max_length=N,name=NAME (repeatable)")
+                          "options: SPEC,layer=K,max_length=N,name=NAME,device=D,backend=onnx|openvino,"
+                          "dtype=T,prompt_name=P,prompt=TEXT (prompt last: it may hold commas); mteb:NAME runs a "
+                          "model as MTEB runs it, with its prompts per task (repeatable)")
     run.add_argument("--algorithm", action="append", choices=ALGORITHMS,
                      help="repeatable; default: all (legacy) or minibatch_kmeans (fast)")
     run.add_argument("--reduction", action="append", choices=REDUCTIONS, help="repeatable; default: all")
     run.add_argument("--config", action="append", metavar="ALGORITHM:REDUCTION",
                      help="run exactly these configurations (repeatable), e.g. hdbscan:none")
     run.add_argument("--protocol", choices=PROTOCOLS, default="legacy",
-                     help="legacy: per split (the paper, MTEB v1); fast: MTEB v2 bootstrapped k-means")
+                     help="legacy: per split (the paper, MTEB v1); fast: MTEB v2 bootstrapped k-means "
+                          "(default legacy)")
     run.add_argument("--results", type=Path, required=True, help="results store (JSONL); a rerun resumes it")
     run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy; 0 = all)")
-    run.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    run.add_argument("--format", choices=["md", "csv", "latex"], default="md",
+                     help="format of the tables printed (default md)")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "
                                               "folder or an earlier export's, replaced whole")
+    run.add_argument("--prompt", metavar="TEXT",
+                     help="encode with this prompt every model that takes one and names none of its own (default: "
+                          "the prompt MTEB would choose for each dataset from the model's configured prompts; "
+                          "--prompt '' for none)")
+    run.add_argument("--device", help="cpu, cuda, cuda:1, ... for every model that takes it (default: CUDA when present)")
+    run.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],
+                     help="precision of the torch weights (float16 needs --device cuda; default float32)")
     grid_options(run)
     run.set_defaults(func=_cmd_run, protocol="legacy")
 
-    demo = commands.add_parser("demo", help="small grid with the offline encoders; tables and plots")
+    demo = commands.add_parser(
+        "demo", help="small grid with the offline encoders; tables and plots",
+        description=f"A small grid on the demo datasets with the offline encoders ({', '.join(DEMO_MODELS)}), "
+                    f"the first {DEMO_SPLITS} splits of each dataset by default; synthetic data, not comparable "
+                    "with the paper.",
+        epilog="example:\n  tecb-eval demo --data demo-out --out demo-out/eval --limit-splits 0   # every split")
     demo.add_argument("--data", action="append", required=True, help="dataset folder or folder of them (repeatable)")
     demo.add_argument("--out", type=Path, required=True, help="where results.jsonl, tables and plots go")
     demo.add_argument("--model", action="append", help=f"default: {', '.join(DEMO_MODELS)}")

@@ -49,7 +49,12 @@ def register(commands) -> None:
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
     from tecb_eval.grid.seeds import DEFAULT_SEED
 
-    layers = commands.add_parser("layers", help="V-measure of every layer of a transformers model, one forward pass")
+    layers = commands.add_parser(
+        "layers", help="V-measure of every layer of a transformers model, one forward pass",
+        description="k-means V-measure of each hidden layer's mean-pooled embeddings, every layer from one "
+                    "forward pass per text.",
+        epilog="example:\n  tecb-eval layers --model deepset/gbert-base --data out/blurbs-clustering-s2s "
+               "--layers 0-12 --out layers-out")
     layers.add_argument("--model", required=True,
                         help="transformers or sentence-transformers folder, Hub id[@revision], or minilm-l6")
     layers.add_argument("--data", action="append", required=True,
@@ -66,6 +71,6 @@ def register(commands) -> None:
     layers.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"k-means seed (default {DEFAULT_SEED})")
     layers.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
                         help=f"embedding cache shared with `run` (default {DEFAULT_CACHE})")
-    layers.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE, help="named in every row")
+    layers.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE, help="named in every row (default %(default)s)")
     layers.add_argument("--quiet", action="store_true", help="no progress bars")
     layers.set_defaults(func=_cmd_layers)

@@ -12,14 +12,30 @@ from tecb_data.errors import UserError
 
 DEFAULT_CACHE = Path(".tecb-cache")
 SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.grid.scheduling.DASK_CONNECT_TIMEOUT, without importing it here
-_OPTION = re.compile(r",(layer|max_length|batch_size|name|device)=([^,]*)")
+_OPTION = re.compile(r",(layer|max_length|batch_size|name|device|prompt_name|backend|dtype)=([^,]*)")
+# A prompt is text that may hold commas: it takes the rest of the model argument, so it comes last.
+_PROMPT = re.compile(r",prompt=(.*)\Z", re.S)
 
 
 
-def parse_model(text: str):
-    """``SPEC[,layer=K][,max_length=N][,batch_size=B][,name=NAME]`` -> a run_grid model item."""
-    options = {key: value for key, value in _OPTION.findall(text)}
-    spec = _OPTION.sub("", text)
+def parse_model(text: str, defaults: dict | None = None):
+    """``SPEC[,layer=K][,max_length=N][,batch_size=B][,name=NAME][,device=D][,backend=B][,dtype=T]
+    [,prompt_name=P][,prompt=TEXT]`` -> a run_grid model item (``mteb:NAME`` runs a model as MTEB
+    does). ``defaults`` (``--prompt``, ``--device``, ``--dtype``) apply where the model takes them
+    and names none of its own."""
+    found = _PROMPT.search(text)
+    options = {} if found is None else {"prompt": found.group(1)}
+    rest = text if found is None else text[:found.start()]
+    options.update({key: value for key, value in _OPTION.findall(rest)})
+    spec = _OPTION.sub("", rest)
+    if spec and defaults:
+        from tecb_eval.models.encoders import options_taken
+
+        taken = options_taken(spec)
+        chosen = "prompt" in options or "prompt_name" in options
+        for key, value in defaults.items():
+            if value is not None and key in taken and key not in options and not (key == "prompt" and chosen):
+                options[key] = value
     if not spec:
         raise UserError(f"--model {text!r}: no model named before the options")
     for key in ("layer", "max_length", "batch_size"):
@@ -31,11 +47,26 @@ def parse_model(text: str):
     return {"spec": spec, **options} if options else spec
 
 
+def encoding_defaults(args) -> dict:
+    """``--prompt``, ``--device`` and ``--dtype`` as model options; one no model takes is refused
+    (it would be ignored), naming it."""
+    from tecb_eval.models.encoders import options_taken
+
+    given = {"prompt": getattr(args, "prompt", None), "device": getattr(args, "device", None),
+             "dtype": getattr(args, "dtype", None)}
+    specs = [_OPTION.sub("", _PROMPT.sub("", m)) for m in getattr(args, "model", None) or ()]
+    for key, value in given.items():
+        if value is not None and not any(key in options_taken(spec) for spec in specs):
+            flag = "--" + key.replace("_", "-")
+            raise UserError(f"{flag} {value}: none of the models takes it ({', '.join(specs)}); leave it out")
+    return given
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
     """``--seeds 42,1,2`` -> (42, 1, 2); run_grid checks range and repeats."""
     items = [item.strip() for item in text.split(",")]
     if not text.strip() or not all(items):
-        raise argparse.ArgumentTypeError(f"{text!r}: give seeds separated by commas, e.g. 42,1,2")
+        raise argparse.ArgumentTypeError(f"{text!r}: give seeds separated by commas or spaces, e.g. 42,1,2 or 42 1 2")
     try:
         return tuple(int(item) for item in items)
     except ValueError:
@@ -43,13 +74,21 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
 
 class _Seeds(argparse.Action):
-    """``--seeds`` given again adds to the seeds, as a repeated ``--data`` adds datasets: the last
-    one alone winning would drop the others without a word."""
+    """``--seeds 42,1,2``, ``--seeds 42 1 2`` or both (every command takes both, as `pretrain` does);
+    given again it adds to the seeds, as a repeated ``--data`` adds datasets: the last one alone
+    winning would drop the others without a word."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         before = getattr(namespace, self.dest, None) or ()
-        setattr(namespace, self.dest, tuple(before) + tuple(values))
+        setattr(namespace, self.dest, tuple(before) + tuple(seed for items in values for seed in items))
         _given(namespace, self.dest)
+
+
+class _SeedSet(argparse.Action):
+    """The tables' ``--seeds``: the same spellings, kept as the text ``42,1,2`` that names a seed set."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, ",".join(str(seed) for items in values for seed in items))
 
 
 class _Given(argparse.Action):
@@ -79,9 +118,33 @@ def check_grid_options(args) -> None:
                         "every split at once (MTEB v2), so there is no split to leave out; drop --limit-splits, or "
                         "use --protocol legacy")
     check_timeout(args.scheduler_timeout)
+    if args.scheduler is None:
+        warn_beyond_machine(jobs=args.jobs, memory_limit=args.memory_limit)
     if "scheduler_timeout" in given and args.scheduler is None:
         raise UserError("--scheduler-timeout applies to a Dask cluster only: add --scheduler ADDRESS, or leave "
                         "--scheduler-timeout out (local workers need no timeout)")
+
+
+def warn_beyond_machine(*, jobs: int | None, memory_limit: str | None) -> list[str]:
+    """A ``warning:`` line for ``--jobs`` above this machine's cores and ``--memory-limit`` above its
+    memory (returned as well as printed). Not an error: the run works, only no faster (workers
+    share the cores) or at the risk of the system killing a worker; a number far off is a typo."""
+    import os
+
+    from tecb_eval.grid.scheduling import machine_memory, parse_memory
+
+    lines = []
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if jobs is not None and jobs > cores:
+        lines.append(f"warning: --jobs {jobs} is more than the {cores} cores this machine gives the process; the "
+                     "workers will share them (no faster, and more memory)")
+    memory, total = parse_memory(memory_limit), machine_memory()
+    if memory is not None and memory > total:
+        lines.append(f"warning: --memory-limit {memory_limit} ({memory / 2**30:.1f} GiB) is more than this machine's "
+                     f"{total / 2**30:.1f} GiB; units sized by it may be killed by the system (out of memory)")
+    for line in lines:
+        print(line, file=sys.stderr)
+    return lines
 
 
 def dataset_folders(paths: list[str]) -> list[str]:
@@ -159,7 +222,8 @@ def selection_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--protocol", choices=PROTOCOLS, help="show this protocol's results (default: the newest's)")
     p.add_argument("--profile", choices=list(PROFILES), help="show this profile's results (default: the newest's)")
-    p.add_argument("--seeds", help="show the run with this seed set, e.g. 42,1,2 (default: the newest per dataset)")
+    p.add_argument("--seeds", type=parse_seeds, nargs="+", action=_SeedSet, metavar="SEED",
+                   help="show the run with this seed set, e.g. 42,1,2 or 42 1 2 (default: the newest per dataset)")
     p.add_argument("--fingerprint", action="append",
                    help="show this dataset build (a fingerprint prefix; repeatable; default: the newest per dataset)")
     p.add_argument("--model-identity", action="append",
@@ -173,8 +237,8 @@ def grid_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, action=_Given,
                    help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
-    p.add_argument("--seeds", type=parse_seeds, metavar="S1,S2,...", action=_Seeds,
-                   help="run every reduction and clustering once per seed (encoding once), e.g. 42,1,2; "
+    p.add_argument("--seeds", type=parse_seeds, nargs="+", metavar="SEED", action=_Seeds,
+                   help="run every reduction and clustering once per seed (encoding once), e.g. 42,1,2 or 42 1 2; "
                         "instead of --seed (repeatable: the seeds add up)")
     p.add_argument("--jobs", type=int, metavar="N",
                    help="local worker processes (default: every core, or $TECB_JOBS; 1: in this process)")
@@ -192,5 +256,6 @@ def grid_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reference", type=Path, help="the authors' tecb-de-full-results.csv, to plot ours beside theirs")
     p.add_argument("--no-figure1", action="store_true", help="skip the UMAP scatter plots")
     p.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
-                   help="current: today's libraries; paper: what the authors ran (river 0.14's DBSTREAM)")
+                   help="current: today's libraries; paper: what the authors ran (river 0.14's DBSTREAM) "
+                        f"(default {DEFAULT_PROFILE})")
     p.set_defaults(protocol=PROTOCOLS[0], given=())

@@ -41,6 +41,11 @@ class _Seeds(argparse.Action):
         setattr(namespace, self.dest, tuple(before) + tuple(seed for items in values for seed in items))
 
 
+EXAMPLE = """example (a quick look; the paper's schedule is the default):
+  tecb-eval pretrain --model deepset/gbert-base --data out/blurbs-clustering-s2s --method tsdae \\
+      --seeds 42 1 --max-steps 200 --out pretrain-out"""
+
+
 def _cmd_pretrain(args) -> int:
     from tecb_eval.cli.options import dataset_folders
     from tecb_eval.pretraining import pretrain
@@ -82,15 +87,15 @@ def register(subparsers) -> argparse.ArgumentParser:
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
 
     p = subparsers.add_parser("pretrain", help="continue pre-training a model on the datasets' texts (WWM or TSDAE)",
-                              description=__doc__.splitlines()[0])
+                              description=__doc__.splitlines()[0], epilog=EXAMPLE)
     p.add_argument("--model", required=True,
                    help="transformers checkpoint folder, Hub repo id[@revision], or minilm-l6")
     p.add_argument("--data", action="append", required=True,
                    help="dataset folder or folder of dataset folders (repeatable); each dataset's model trains on its "
                         "unique texts")
-    p.add_argument("--method", choices=METHODS, default="wwm")
-    # No argparse choices: an unknown name is a one-line error from tecb_eval.clustering.profiles.
-    p.add_argument("--profile", default=None,
+    p.add_argument("--method", choices=METHODS, default="wwm",
+                   help="wwm: whole-word masked language modelling; tsdae: denoising auto-encoder (default wwm)")
+    p.add_argument("--profile", choices=list(PROFILES), default=None,
                    help=f"{' or '.join(PROFILES)} (default {DEFAULT_PROFILE}): today's libraries, or what the paper's "
                         "authors ran (classic whole word masking, logits pooling in WWM evaluations, 30 TSDAE epochs)")
     p.add_argument("--pool", action="store_true",

@@ -90,13 +90,16 @@ def _cmd_compare(args) -> int:
     if args.format == "csv":
         print(table.to_csv(float_format="%.6f", lineterminator="\n"), end="")
     else:
-        shown = table[["mean_a", "mean_b", "difference", "low", "high", "spread"]].rename(columns={"spread": "sd"})
+        shown = compare.shown_table(results)
         note = (f"A = {args.model[0]}, B = {args.model[1]}, {algorithm}:{reduction or 'none'}; V-measure x100; "
                 f"A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over splits and seeds, "
-                "and its SD over splits (sd).")
+                f"its SD over splits (sd), the sign-flip p ({args.resamples} resamples, exact for few splits) and whether "
+                f"the ranking holds (interval excludes 0 and p < {1 - args.confidence:.2g}).")
         if not all(c.independent for c in results):
-            note += ("\nFast protocol: sd is the SD over its bootstrap draws and low/high stay empty; the draws share "
-                     "one pool of texts, so they are not independent evidence for an interval or a test.")
+            note += ("\nFast protocol: sd is the SD over its bootstrap draws; low/high stay empty and p/holds are –: the "
+                     "draws share one pool of texts, so they are not independent evidence for an interval or a test.")
+        if report.synthetic_datasets(frame):
+            note = report.DEMO_NOTE + "\n" + note
         print(report.format_table(shown, args.format, note=note), end="")
         print("\n" + "\n".join(c.sentence() for c in results))
     if left_out:
@@ -124,11 +127,17 @@ def _cmd_export(args) -> int:
 
 
 def register(commands) -> None:
-    table = commands.add_parser("table", help="print tables from a results store, or the paper's")
+    table = commands.add_parser(
+        "table", help="print tables from a results store, or the paper's",
+        description="Print Tables 2 and 3 (or the full layout) from a results store, one version of the results "
+                    "(newest by default), or the paper's printed tables from the authors' CSV.",
+        epilog="examples:\n  tecb-eval table results.jsonl --table 2 --format latex\n"
+               "  tecb-eval table --paper --reference ../shared/reference/tecb-de-full-results.csv")
     table.add_argument("results", type=Path, nargs="?", help="results store (JSONL); not with --paper")
-    table.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    table.add_argument("--format", choices=["md", "csv", "latex"], default="md", help="table format (default md)")
     table.add_argument("--table", choices=["2", "3", "full", "both"], default="both",
-                       help="2: model x dataset; 3: algorithm x reduction; full: the authors' CSV layout")
+                       help="2: model x dataset; 3: algorithm x reduction; full: the authors' CSV layout; "
+                            "both: 2 and 3 (default both)")
     table.add_argument("--reference", type=Path,
                        help="the authors' tecb-de-full-results.csv: the paper's printed figures beside ours")
     table.add_argument("--paper", action="store_true",
@@ -139,11 +148,17 @@ def register(commands) -> None:
     selection_options(table)
     table.set_defaults(func=_cmd_table)
 
-    export = commands.add_parser("export", help="write CSV, tables, MTEB JSON and plots from a results store")
-    export.add_argument("results", type=Path)
+    export = commands.add_parser(
+        "export", help="write CSV, tables, MTEB JSON and plots from a results store",
+        description="Write results.csv (the authors' layout), table2/table3 (.md, .csv), MTEB's results layout "
+                    "(mteb/) and the plots of one version of a results store into one folder.",
+        epilog="example:\n  tecb-eval export results.jsonl --out report/ "
+               "--reference ../shared/reference/tecb-de-full-results.csv")
+    export.add_argument("results", type=Path, help="results store (JSONL) written by `run` or `demo`")
     export.add_argument("--out", type=Path, required=True,
-                        help="a new or empty folder, or an earlier export's, which is replaced whole "
-                             "(never a folder something else wrote)")
+                        help="output folder for every format at once (CSV, Markdown, MTEB JSON, PNG): a new or "
+                             "empty folder, or an earlier export's, which is replaced whole (never a folder "
+                             "something else wrote)")
     export.add_argument("--reference", type=Path,
                         help="the authors' tecb-de-full-results.csv: the paper's figures beside ours")
     export.add_argument("--demo", action="store_true",
@@ -152,7 +167,9 @@ def register(commands) -> None:
     export.set_defaults(func=_cmd_export)
 
     compare = commands.add_parser("compare", help="A - B paired over splits and seeds: interval, p-value, does the ranking hold "
-                                                  "(fast protocol: the difference and its spread only)")
+                                                  "(fast protocol: the difference and its spread only)",
+                                  description="Model A minus model B, paired over the splits and seeds both have.",
+                                  epilog="example:\n  tecb-eval compare results.jsonl --model minilm-l6 --model tfidf-lsa")
     compare.add_argument("results", type=Path, help="results store (JSONL)")
     compare.add_argument("--model", action="append", required=True, help="model A, then model B (as named in the tables)")
     compare.add_argument("--dataset", action="append", help="MTEB name of a dataset (repeatable; default: all both have)")
@@ -163,6 +180,6 @@ def register(commands) -> None:
                          help="bootstrap and permutation resamples, at least 2 / (1 - confidence) (default 9999)")
     compare.add_argument("--seed", type=int, default=42,
                          help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
-    compare.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    compare.add_argument("--format", choices=["md", "csv", "latex"], default="md", help="table format (default md)")
     selection_options(compare)
     compare.set_defaults(func=_cmd_compare)

@@ -22,9 +22,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
+from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
+from tecb_data.progress import Progress
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.grid import executors, protocols, scheduling, work as work_module
 from tecb_eval.models import encoders
@@ -58,13 +59,22 @@ def model_spec(item) -> ModelSpec:
         name = item.get("name") or encoders.display_name(item["spec"])
         if "layer" in options and "name" not in item:
             name = f"{name}-layer{options['layer']}"
+        if "name" not in item:
+            name += encoders.name_suffix(options)  # a prompt, backend or dtype: its own row in the tables
         return ModelSpec(item["spec"], name, options)
     return ModelSpec(item, encoders.display_name(item))
 
 
-def encoder_for_dataset(encoder, bench):
+def encoder_for_dataset(encoder, bench, protocol: str = "legacy"):
     """The encoder itself, or for one fitted per dataset (tfidf-lsa), its fit on all the
-    dataset's unique texts."""
+    dataset's unique texts, or for one that encodes per MTEB task (prompts, MTEB models), the
+    encoder bound to the dataset's task under ``protocol`` (legacy: ``BlurbsClusteringS2S``,
+    fast: ``BlurbsClusteringS2S.v2``), whose prompt MTEB chooses as on its leaderboard."""
+    if getattr(encoder, "per_task", False):
+        from tecb_eval.mteb.tasks import mteb_language, task_class
+
+        version = "v2" if protocol == "fast" else "legacy"
+        return encoder.for_task(task_class(bench.mteb_name, version, mteb_language(bench)).metadata)
     if not getattr(encoder, "per_dataset", False):
         return encoder
     return encoder.fit_corpus(sorted({t for s in bench.splits for t in s.texts}))
@@ -134,6 +144,8 @@ class Grid:
         self.new_rows: list[dict] = []  # the cells this run computed (the rest came from the store)
         self.wall_seconds: dict[str, float] = {}  # phase -> wall-clock seconds of this run
         self.worker_rss: dict[int, int] = {}  # worker pid -> its peak RSS in bytes
+        # Per dataset, what this run spent and what it found done (the summary lines say both).
+        self.spent: dict[str, dict] = {}
 
     # -- planning ---------------------------------------------------------------------------
     def _key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str, seed: int) -> tuple:
@@ -154,7 +166,7 @@ class Grid:
 
     def _encoder_for(self, run: _ModelRun, bench):
         if bench.fingerprint not in run.dataset_encoders:
-            run.dataset_encoders[bench.fingerprint] = encoder_for_dataset(run.encoder, bench)
+            run.dataset_encoders[bench.fingerprint] = encoder_for_dataset(run.encoder, bench, self.protocol)
         return run.dataset_encoders[bench.fingerprint]
 
     def _embedding_store(self, encoder) -> EmbeddingStore:
@@ -166,8 +178,8 @@ class Grid:
         if not todo:
             return
         started = time.perf_counter()
-        with tqdm(total=len(todo), desc=f"encoding with {run.spec.name}", unit=" texts",
-                  disable=not self.progress, leave=False) as bar:
+        with Progress(total=len(todo), desc=f"encoding with {run.spec.name}", unit="texts",
+                      enabled=self.progress) as bar:
             store.encode_missing(todo, encoder.encode, progress=bar.update)
         seconds = time.perf_counter() - started
         self.encode_seconds[run.spec.name] = self.encode_seconds.get(run.spec.name, 0.0) + seconds
@@ -180,13 +192,14 @@ class Grid:
             interrupt = stack.enter_context(_Interruptible())
             if executor is None:
                 executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
-            bar = stack.enter_context(tqdm(total=self.total_cells(), desc="grid cells", unit=" cells",
-                                           disable=not self.progress, smoothing=0.05))
+            bar = stack.enter_context(Progress(total=self.total_cells(), desc="grid cells", unit="cells",
+                                               enabled=self.progress))
             for spec in self.models:
                 self._run_model(spec, executor, bar, interrupt)
         return rows_frame(self.rows)
 
     def _run_model(self, spec: ModelSpec, executor, bar, interrupt) -> None:
+        bar.status(f"loading {spec.name}", working=False)
         run = self._open_model(spec)
         work: list[_Pending] = []
         for bench in self.benchmarks:
@@ -199,8 +212,9 @@ class Grid:
                         if row is None:
                             pending.append((unit, reduction, algorithm))
                         else:
+                            self._spent(bench.name)["stored"] += 1
                             self.rows.append(row)
-                            bar.update(1)
+                            bar.update(1, timed=False)  # from the store: no time spent, no ETA from it
                 if pending:
                     work.append(_Pending(bench, encoder, seed, pending))
         if not work:
@@ -212,11 +226,25 @@ class Grid:
             if item.encoder.identity not in stores:
                 stores[item.encoder.identity] = self._embedding_store(item.encoder)
             needed.setdefault(item.encoder.identity, []).extend(t for unit, _, _ in item.cells for t in unit.base_texts)
+        # Which of each dataset's texts this run encodes and which the cache holds (the summary says both).
+        missing_before: dict[str, set] = {}
+        wanted: dict[str, set] = {}
+        for item in work:
+            texts = {t for unit, _, _ in item.cells for t in unit.base_texts}
+            wanted.setdefault(item.bench.name, set()).update(texts)
+            missing_before.setdefault(item.bench.name, set()).update(stores[item.encoder.identity].missing(texts))
+        for name, texts in wanted.items():
+            self._spent(name)["texts"] += len(texts)  # this model's; each model encodes its own
         started = time.perf_counter()
+        # Encoding feeds the cells but finishes none: the bar says so, and keeps it out of its ETA.
+        bar.status(f"encoding with {spec.name}", working=False)
         for item in work:
             if item.encoder.identity in needed:
                 self._encode(run, item.encoder, needed.pop(item.encoder.identity), stores[item.encoder.identity])
         self._add_wall("encode", time.perf_counter() - started)
+        for name, todo in missing_before.items():
+            self._spent(name)["encoded"] += len(todo)
+        bar.status(f"reducing and clustering ({spec.name})")
         embeddings = {identity: store.embeddings() for identity, store in stores.items()}
         tasks, inputs, context = self._tasks(run, work, embeddings)
 
@@ -227,6 +255,10 @@ class Grid:
         started = time.perf_counter()
         executor.run(tasks, lambda key: inputs[key](), finished)
         self._add_wall("reduce+cluster", time.perf_counter() - started)
+
+    def _spent(self, dataset: str) -> dict:
+        return self.spent.setdefault(dataset, {"stored": 0, "texts": 0, "encoded": 0,
+                                               "reduced": 0, "reduce_cached": 0})
 
     def _add_wall(self, phase: str, seconds: float) -> None:
         self.wall_seconds[phase] = self.wall_seconds.get(phase, 0.0) + seconds
@@ -265,6 +297,7 @@ class Grid:
                 )
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
+                                    encoding=encoders.encoding_fields(item.encoder),
                                     identity=vectors.identity, encode_s=seconds_per_text * len(set(base_texts)))
         return tasks, inputs, context
 
@@ -276,6 +309,8 @@ class Grid:
         bench = ctx["bench"]
         reduction_params = algo.params_json(algo.make_reduction(unit.reduction, unit.seed))
         reduce_cached = ctx["cached"]
+        if unit.reduction != "none":
+            self._spent(bench.name)["reduce_cached" if reduce_cached else "reduced"] += 1
         # How many splits (legacy) or bootstrap draws (fast) the dataset has, whatever this run limited
         # itself to: what a table needs to tell a complete result from a partial one.
         dataset_splits = len(bench.splits) if self.protocol == "legacy" else len(self.units[(bench.fingerprint, unit.seed)])
@@ -283,11 +318,14 @@ class Grid:
             row = {
                 "model": ctx["run"].spec.name,
                 "model_identity": ctx["identity"],
+                **ctx["encoding"],  # the prompt, backend and dtype it was encoded with
                 "dataset": bench.name,
                 "mteb_name": bench.mteb_name,
                 "language": bench.manifest.get("language", "de"),
                 "dataset_fingerprint": bench.fingerprint,
                 "dataset_location": bench.location,
+                # Built from the embedded demo sample: every table of these rows says it is synthetic.
+                "synthetic": is_demo_manifest(bench.manifest),
                 "protocol": self.protocol,
                 "profile": self.profile.name,
                 "seeds": self.seed_set,
@@ -316,19 +354,51 @@ class Grid:
 
     def time_summary(self) -> list[str]:
         """Where this run's time went, per dataset (encoding, reductions, clustering), and its wall clock."""
-        if not self.new_rows:
+        if not self.spent:
             return []
-        frame = pd.DataFrame(self.new_rows)
+        frame = pd.DataFrame(self.new_rows, columns=["dataset", "reduce_s", "cluster_s"])
         lines = []
-        for dataset, part in frame.groupby("dataset", sort=True):
-            encode = part.drop_duplicates(["model", "split"]).encode_s.sum()
-            lines.append(f"{dataset}: {len(part):,} cells; encode {encode:.1f} s, reduce {part.reduce_s.sum():.1f} s, "
-                         f"cluster {part.cluster_s.sum():.1f} s (summed over workers)")
-        lines.append("wall clock: " + ", ".join(f"{phase} {s:.1f} s" for phase, s in self.wall_seconds.items()))
+        # Each figure is what this run spent; what it found done (results store, caches) is counted
+        # beside it, so a resumed or cached run does not look slow or free.
+        for dataset, spent in sorted(self.spent.items()):
+            part = frame[frame.dataset == dataset]
+            if part.empty:
+                lines.append(f"{dataset}: all {spent['stored']:,} cells from the results store; nothing computed")
+                continue
+            # The encoding time is the model's pass over every dataset's texts together (the line
+            # per model above); split by dataset it would be a guess, so the count stands here.
+            cached = spent["texts"] - spent["encoded"]
+            encode = (f"encoded {spent['encoded']:,} texts" + (f" ({cached:,} from the embedding cache)" if cached else "")
+                      if spent["encoded"] else f"all {spent['texts']:,} texts from the embedding cache")
+            reductions = spent["reduced"] + spent["reduce_cached"]
+            reduce = (f"{spent['reduced']:,} of {reductions:,} reductions computed in {part.reduce_s.sum():.1f} s"
+                      + (f" ({spent['reduce_cached']:,} from the cache)" if spent["reduce_cached"] else "")
+                      if reductions else "no reductions")
+            lines.append(f"{dataset}: {len(part):,} cell{'s' if len(part) != 1 else ''} computed" +
+                         (f", {spent['stored']:,} from the results store" if spent["stored"] else "") +
+                         f"; {encode}; {reduce}; clustering {part.cluster_s.sum():.1f} s (summed over workers)")
+        if self.wall_seconds:
+            lines.append("wall clock of this run: " + ", ".join(f"{phase} {s:.1f} s"
+                                                                for phase, s in self.wall_seconds.items()))
         if self.worker_rss:
             peaks = ", ".join(f"{rss / 2**20:,.0f}" for _, rss in sorted(self.worker_rss.items()))
             lines.append(f"peak RSS per worker process (MiB): {peaks}")
         return lines
+
+
+def _find_model(spec) -> None:
+    """Make sure a model named by text is there to load: the built-in one's package, or the Hub
+    model in huggingface_hub's cache (downloaded now if the Hub can be reached). Loading the
+    weights waits for the model's turn; this only finds them."""
+    if not isinstance(spec, (str, Path)):
+        return
+    text = str(spec)
+    if text == "minilm-l6":
+        encoders.minilm_folder()
+    elif text in encoders.BUILTIN_NAMES or Path(text).expanduser().is_dir() or ":" in text.partition("@")[0]:
+        return  # built in, a folder (checked above), or another backend's prefix (``mteb:NAME``), found when opened
+    else:
+        encoders.resolve_model(text)
 
 
 class _Interruptible:
@@ -422,9 +492,8 @@ def run_grid(
                         "fast protocol samples from all of them at once (MTEB v2): leave it out")
     for item in models:  # a bad option fails now, not after the models before it have run
         spec = model_spec(item)
-        encoders.check_options(spec.spec, **spec.options)
-        if isinstance(spec.spec, (str, Path)) and Path(spec.spec).is_dir():
-            encoders.check_model_folder(Path(spec.spec))
+        # Options, model folders, mteb: names, backends, prompt names: one line each, before any encoding.
+        encoders.preflight(spec.spec, **spec.options)
     if cache_dir is not None:
         from tecb_data.outputs import writable_folder
 
@@ -432,16 +501,21 @@ def run_grid(
     if algorithms is None:
         algorithms = algo.ALGORITHMS if protocol == "legacy" else ("minibatch_kmeans",)
     pairs, skipped = algo.configurations(algorithms, reductions, configurations)
-    if skipped:
-        say("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped)
-            + " (unreduced embeddings, as in the paper); ask for them explicitly with "
-            + "configurations=[...] / --config ALGORITHM:none")
     if not pairs:
         raise UserError("no configuration left to run; name at least one algorithm and reduction")
     if not datasets:
         raise UserError("no datasets given")
     if not models:
         raise UserError("no models given")
+    # Every dataset is loaded and every model found before the first text is encoded: a typo in
+    # the last --data or a model missing from the offline cache ends the run before any work.
+    datasets = [load_dataset(item) for item in datasets]
+    for item in models:
+        _find_model(model_spec(item).spec)
+    if skipped:
+        say("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped)
+            + " (unreduced embeddings, as in the paper); ask for them explicitly with "
+            + "configurations=[...] / --config ALGORITHM:none")
     # The cluster is reached (and its workers checked) before the store is opened: a scheduler
     # that cannot be used leaves no trace.
     with executors.open_executor(jobs=jobs, scheduler=scheduler, memory_limit=memory, timeout=scheduler_timeout,
