@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pandas as pd
@@ -34,7 +33,7 @@ from tecb_eval.finetuning.scoring import score_splits
 from tecb_eval.finetuning.settings import BASELINE, METHODS, as_dict, for_method, settings_for
 from tecb_eval.grid.seeds import check_seeds
 from tecb_eval.pretraining.loop import resolve_device
-from tecb_eval.pretraining.run import load_benchmarks
+from tecb_eval.pretraining.run import library_versions, load_benchmarks
 from tecb_eval.reports.compare import DEFAULT_RESAMPLES
 
 COMMAND = "tecb-eval finetune"
@@ -80,16 +79,6 @@ def build_folds(benchmarks, protocol: str) -> list:
         raise UserError("--protocol transfer trains on one Blurbs dataset (with within-genre splits and genre paths); "
                         f"{len(with_genres)} given: pass exactly one, plus the datasets to score")
     return protocols.transfer(with_genres[0], [b for b in benchmarks if b is not with_genres[0]])
-
-
-def _versions() -> dict:
-    found = {}
-    for dist in ("torch", "transformers", "sentence-transformers", "scikit-learn", "tecb"):
-        try:
-            found[dist] = version(dist)
-        except PackageNotFoundError:
-            found[dist] = "unknown"
-    return found
 
 
 def _write_json(path: Path, data) -> None:
@@ -264,7 +253,7 @@ def _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work: Path, *
     curves = pd.concat(evaluations, ignore_index=True)
     curves.to_csv(work / "evaluations.csv", index=False, lineterminator="\n")
     report.plot(curves, f"fine-tuning {shown} ({protocol}, {len(chosen)} fold(s))", work / "figure.png")
-    _write_json(work / "run.json", {**key, "versions": _versions(), "resumed": resumed,
+    _write_json(work / "run.json", {**key, "versions": library_versions(), "resumed": resumed,
                                     "units": {"/".join(map(str, k)): {"best": v, "epoch_seconds": timings[k]}
                                               for k, v in best.items()}})
     return {"scores": scores, "summary": summary, "comparisons": compared, "best": best, "timings": timings}

@@ -164,7 +164,8 @@ def _prepare_output(output_dir: Path, overwrite: bool) -> Path:
     return work
 
 
-def _versions() -> dict:
+def library_versions() -> dict:
+    """The versions a training run's record names (pretraining and finetuning share it)."""
     found = {}
     for dist in ("torch", "transformers", "sentence-transformers", "scikit-learn", "tecb"):
         try:
@@ -334,7 +335,7 @@ def _run(source: ModelSource, s: PretrainSettings, seeds: tuple[int, ...], bench
         "datasets": [{"name": b.name, "fingerprint": b.fingerprint} for b in benchmarks],
         "schedule": schedule_info, "epochs_done": epochs_done,
         "best": {str(seed): info for seed, info in tracker.best.items()},
-        "versions": _versions(),
+        "versions": library_versions(),
     }
     (work / RUN_JSON).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     # Wall-clock times differ from run to run, so they live apart from the reproducible outputs.
@@ -372,7 +373,7 @@ def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: di
                         "best": {str(seed): {**info, "path": f"{name}/{info['path']}" if info["path"] else None}
                                  for seed, info in d["best"].items()}}
                  for name, d in done.items()},
-        "versions": _versions(),
+        "versions": library_versions(),
     }
     (work / RUN_JSON).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return summary
