@@ -301,7 +301,8 @@ def test_reddit_with_an_unresolvable_host_says_so_at_once(tmp_path):
     line = one_error(result, "tecb-data")
     assert "cannot be resolved" in line and "tecb-offline.invalid" in line and "timeout" not in line, line
     assert "retrying" not in result.stderr  # no backoff for an answer that will not change
-    assert seconds < 30, seconds
+    # It used to take 84 s of backoff; about 6 s now. 60 s leaves room for a loaded machine's start-up.
+    assert seconds < 60, seconds
 
 
 class _Flaky(BaseHTTPRequestHandler):

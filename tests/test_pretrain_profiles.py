@@ -241,7 +241,11 @@ def test_unknown_profile_is_a_one_line_error(tiny_bert, blurbs, tmp_path, capsys
     with pytest.raises(UserError, match="unknown profile 'papr'; choose from current, paper"):
         pretrain(tiny_bert, blurbs, profile="papr", output_dir=tmp_path / "x", progress=False)
     assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
-    code = main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--profile", "papr",
-                 "--out", str(tmp_path / "y"), "--quiet"])
+    # On the command line --profile offers its choices, so argparse refuses it: one line, exit 2.
+    with pytest.raises(SystemExit) as stopped:
+        main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--profile", "papr",
+              "--out", str(tmp_path / "y"), "--quiet"])
     error = capsys.readouterr().err
-    assert code == 2 and error.count("\n") == 1 and "unknown profile 'papr'" in error
+    assert stopped.value.code == 2 and error.count("\n") == 1, error
+    assert "invalid choice: 'papr'" in error and "'paper'" in error and "try `tecb-eval pretrain --help`" in error
+    assert not (tmp_path / "y").exists() and not (tmp_path / "y.partial").exists()
