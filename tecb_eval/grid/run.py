@@ -144,6 +144,7 @@ class Grid:
         self.new_rows: list[dict] = []  # the cells this run computed (the rest came from the store)
         self.wall_seconds: dict[str, float] = {}  # phase -> wall-clock seconds of this run
         self.worker_rss: dict[int, int] = {}  # worker pid -> its peak RSS in bytes
+        self.worker_cpu: dict[int, float] = {}  # worker pid -> CPU seconds its units took
         # Per dataset, what this run spent and what it found done (the summary lines say both).
         self.spent: dict[str, dict] = {}
 
@@ -306,6 +307,7 @@ class Grid:
         if result.reduced is not None:
             self.reductions.put(ctx["fingerprint"], unit.reduction, unit.seed, result.reduced)
         self.worker_rss[result.pid] = max(self.worker_rss.get(result.pid, 0), result.max_rss)
+        self.worker_cpu[result.pid] = self.worker_cpu.get(result.pid, 0.0) + result.cpu_s
         bench = ctx["bench"]
         reduction_params = algo.params_json(algo.make_reduction(unit.reduction, unit.seed))
         reduce_cached = ctx["cached"]
@@ -383,6 +385,10 @@ class Grid:
         if self.worker_rss:
             peaks = ", ".join(f"{rss / 2**20:,.0f}" for _, rss in sorted(self.worker_rss.items()))
             lines.append(f"peak RSS per worker process (MiB): {peaks}")
+            # Summed over workers and set beside the wall clock: work a worker redid (numba code that
+            # cannot be cached compiles again in each process) shows here, not in the scores.
+            cpu = ", ".join(f"{s:,.1f}" for _, s in sorted(self.worker_cpu.items()))
+            lines.append(f"CPU seconds in units per worker process: {cpu}")
         return lines
 
 
