@@ -32,15 +32,6 @@ _SETTINGS = (
 )
 
 
-class _Seeds(argparse.Action):
-    """``--seeds 42 1 2``, ``--seeds 42,1,2`` (as `run` takes them) or both, and a repeated
-    ``--seeds`` adds to them: the last one alone winning would drop the others without a word."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        before = getattr(namespace, self.dest, None) or ()
-        setattr(namespace, self.dest, tuple(before) + tuple(seed for items in values for seed in items))
-
-
 EXAMPLE = """example (a quick look; the paper's schedule is the default):
   tecb-eval pretrain --model deepset/gbert-base --data out/blurbs-clustering-s2s --method tsdae \\
       --seeds 42 1 --max-steps 200 --out pretrain-out"""
@@ -82,7 +73,7 @@ def _cmd_pretrain(args) -> int:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``pretrain`` command to the ``tecb-eval`` sub-commands."""
-    from tecb_eval.cli.options import parse_seeds
+    from tecb_eval.cli.options import _Seeds, parse_seeds
     from tecb_eval.pretraining.settings import METHODS, PRECISIONS
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
 
