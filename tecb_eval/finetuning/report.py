@@ -12,7 +12,7 @@ import pandas as pd
 
 from tecb_eval.finetuning.scoring import HAC, KMEANS
 from tecb_eval.finetuning.settings import BASELINE, METHODS
-from tecb_eval.reports import compare
+from tecb_eval.reports import compare, figures
 
 # (column, configuration, metric): the benchmark's score, then the metric COB optimises.
 METRICS = (("V-measure (k-means)", KMEANS, "v_measure"), ("ARI (HAC)", HAC, "ari"), ("NMI (HAC)", HAC, "nmi"),
@@ -118,27 +118,27 @@ def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol:
 
 def plot(evaluations: pd.DataFrame, title: str, path: Path) -> None:
     """Validation ARI and the scored splits' V-measure over the steps, per method (mean over the
-    folds and seeds evaluated at that step)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for method in [m for m in METHODS if m in set(evaluations.method)]:
+    folds and seeds evaluated at that step), in the house style of the other figures."""
+    fig, axes = figures.new_figure(1, 2, figsize=(10, 3.8))
+    lows, highs = [], []
+    for i, method in enumerate(m for m in METHODS if m in set(evaluations.method)):
+        colour, marker = figures.style(i)
         rows = evaluations[evaluations.method == method].groupby("step")
         for ax, column in zip(axes, ("validation_ari", "scored_v_measure")):
             means = rows[column].mean() * 100
-            ax.plot(means.index, means.to_numpy(), marker="o", markersize=3, label=method)
-    # Step 0 of every curve is the model without training.
+            ax.plot(means.index, means.to_numpy(), marker=marker, markersize=3, color=colour, label=method)
+            if column == "scored_v_measure":
+                lows.append(float(means.min()))
+                highs.append(float(means.max()))
+    # Step 0 of every curve is the model without training. The V-measure axis spans at least 10
+    # points, so that a 1-point change is not drawn as the panel's height (ARI can be negative).
+    if lows:
+        axes[1].set_ylim(*figures.value_window(min(lows), max(highs)))
     axes[0].set_ylabel("validation ARI x 100 (HAC, true k)")
     axes[1].set_ylabel("scored splits' V-measure x 100 (k-means)")
     for ax in axes:
         ax.set_xlabel("optimizer step")
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(fig)
-
+    figures.suptitle(fig, title)
+    figures.save_figure(fig, path)
