@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,11 +69,13 @@ def load(
     the praw.ini site, ``reddit_cache`` the rehydration cache, ``refresh`` re-checks every id) into
     the text ``view`` asked for ("s2s" or "p2p"); the rebuilt folders live next to the download.
     """
-    path = Path(folder_or_repo_id)
+    path = Path(folder_or_repo_id).expanduser()
     if path.is_dir():
         if revision is not None:
             raise UserError(f"{path}: a local folder has no revisions; drop revision={revision!r}")
         folder, location, verified = path, str(path), False
+    elif isinstance(folder_or_repo_id, Path) or looks_like_path(str(folder_or_repo_id)):
+        raise missing_folder(str(folder_or_repo_id))  # never the Hub: a mistyped folder is not a repository
     elif _looks_like_repo_id(str(folder_or_repo_id)):
         from tecb_data.hub import download
 
@@ -100,6 +104,35 @@ def load(
         raise UserError(f"{location}: holds the {str(manifest.get('view')).upper()} view, not {view!r}; drop view=")
     # A Hub snapshot was verified file by file in download(); a folder is verified here.
     return load_folder(folder, verify=not verified, location=location)
+
+
+def looks_like_path(text: str) -> bool:
+    """A name the user meant as a folder, though it may also parse as ``org/name``: it starts with
+    ``.``, ``/`` or ``~``, has more than one separator (or a Windows one), or the part before its
+    slash is a folder here (``out/blurbs-clustering-s2`` beside ``out/``)."""
+    if text.startswith((".", "/", "~")):
+        return True
+    if text.count("/") > 1 or "\\" in text or (os.altsep and os.altsep in text and os.altsep != "/"):
+        return True
+    parent = text.split("@", 1)[0].rpartition("/")[0]
+    return bool(parent) and Path(parent).expanduser().is_dir()
+
+
+def missing_folder(text: str) -> UserError:
+    """One line for a dataset folder that is not there, with the dataset folders beside it that
+    come closest (a typo's likely target)."""
+    path = Path(text).expanduser()
+    if path.exists():
+        return UserError(f"{text}: is a file, not a dataset folder; give the folder `tecb-data build` wrote")
+    parent = path.parent if str(path.parent) else Path(".")
+    near = []
+    if parent.is_dir():
+        names = sorted(p.name for p in parent.iterdir() if (p / "manifest.json").is_file())
+        near = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(str(parent / n) for n in near)}?" if near
+            else "give a folder written by `tecb-data build` (or a folder of them)")
+    where = f"{path.name} is not in {parent}/" if parent.is_dir() else f"{parent}/ does not exist"
+    return UserError(f"{text}: no such dataset folder ({where}); {hint}")
 
 
 def _looks_like_repo_id(text: str) -> bool:

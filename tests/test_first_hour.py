@@ -17,6 +17,7 @@ import pytest
 
 from conftest import REPO, run_cli
 from hubserver import FakeHub
+import tecb_data
 from tecb_data.progress import Progress
 
 OFFLINE = {"HF_HUB_OFFLINE": "1"}
@@ -78,6 +79,27 @@ def test_a_mistyped_folder_is_said_to_be_missing_and_the_hub_is_never_asked(demo
                          env=hub_env(tmp_path, hub.url))
     assert "did you mean" in one_error(relative) and hub.requests == []
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_the_library_s_load_takes_a_mistyped_folder_for_a_folder_too(demo_datasets, hub, tmp_path):
+    # tecb_data.load() called directly (a notebook), not through tecb-eval: the same one line, and
+    # the Hub (here the stand-in, in a child process pointed at it) is never asked.
+    script = ("import sys, tecb_data\n"
+              "try:\n    tecb_data.load(sys.argv[1])\n"
+              "except tecb_data.UserError as exc:\n    print(exc)\n")
+    for name, cwd in [(f"{demo_datasets}/blurbs-clustering-s2", tmp_path),
+                      (f"{demo_datasets.name}/blurbs-clustering-s2", demo_datasets.parent)]:
+        said = subprocess.run([sys.executable, "-c", script, name], cwd=cwd, env=hub_env(tmp_path, hub.url),
+                              capture_output=True, text=True, timeout=120)
+        assert said.returncode == 0 and said.stderr == "", said.stderr
+        assert said.stdout.startswith(f"{name}: no such dataset folder") and "did you mean" in said.stdout, said.stdout
+    assert hub.requests == []
+    # A Path is always a folder, whatever it looks like; a file is said to be one.
+    with pytest.raises(tecb_data.UserError, match="no such dataset folder"):
+        tecb_data.load(Path("org-like/name"))
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(tecb_data.UserError, match="is a file, not a dataset folder"):
+        tecb_data.load(tmp_path / "notes.txt")
 
 
 def test_a_name_that_is_neither_a_folder_nor_a_repo_names_both(hub, tmp_path):

@@ -24,7 +24,8 @@ def test_local_folder_mistakes_are_one_line_errors(demo_datasets, tmp_path):
         load(demo_datasets / "blurbs-clustering-s2s", revision="main")
     with pytest.raises(UserError, match="holds the S2S view"):
         load(demo_datasets / "blurbs-clustering-s2s", view="p2p")
-    with pytest.raises(UserError, match="no such dataset folder, and not a Hub repo id"):
+    # A path is a folder, never a repo id: it says which part is missing.
+    with pytest.raises(UserError, match=r"no such dataset folder \(.*/missing/deeper/ does not exist\)"):
         load(tmp_path / "missing" / "deeper" / "folder")
     with pytest.raises(UserError, match="not a Hub repo id"):
         load("not a repo id")
