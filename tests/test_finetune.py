@@ -273,6 +273,36 @@ def test_a_checkpoint_is_an_ordinary_model_folder_for_the_grid(finished, blurbs_
         assert grid[(row.split, row.seed)] == pytest.approx(row.v_measure, abs=1e-12)
 
 
+def test_a_model_with_prompts_is_scored_with_its_task_s_prompt_as_the_grid_scores_it(tiny_bert, blurbs_folder, tmp_path):
+    # A sentence-transformers model with a prompt for MTEB's clustering tasks: fine-tuning's scores
+    # (and its tracking) encode each split with the prompt the grid gives its task, so the grid
+    # scores the untrained model and the checkpoint what scores.csv says.
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from tecb_eval.cli import main
+
+    prompted = tmp_path / "prompted"
+    SentenceTransformer(modules=[Transformer(str(tiny_bert), max_seq_length=48), Pooling(32, "mean")], device="cpu",
+                        prompts={"Clustering": "Thema: "}).save(str(prompted), create_model_card=False)
+    done = _run(prompted, blurbs_folder, tmp_path / "run", method=("cob",), folds=1, score_seeds=(42,))
+    scores = done.scores[done.scores.algorithm == "minibatch_kmeans"]
+    best = done.best[("cob", "fold-01", 42)]["path"]
+    for model, folder in [("none", prompted), ("cob", best)]:
+        store = tmp_path / f"{model}.jsonl"
+        for prompt in ([] if model == "cob" else [["--prompt", ""]]) + [[]]:
+            assert main(["run", "--data", str(blurbs_folder), "--model", str(folder), "--config", "minibatch_kmeans:none",
+                         "--results", str(store), "--cache-dir", str(tmp_path / "cache"), "--seeds", "42", "--quiet",
+                         *prompt]) == 0
+        rows = [json.loads(line) for line in store.read_text().splitlines()]
+        ours = scores[scores.model == model].iloc[0]
+        grid = {r["prompt"]: r["v_measure"] for r in rows if r["split"] == ours.split}
+        assert grid["Thema: "] == pytest.approx(ours.v_measure, abs=1e-12)
+        if model == "none":
+            assert grid[""] != pytest.approx(ours.v_measure, abs=1e-12)  # without the prompt: another score
+
+
 def test_same_seed_same_checkpoint_and_scores(finished, tiny_bert, blurbs_folder, tmp_path):
     again = _run(tiny_bert, blurbs_folder, tmp_path / "b")
     assert (again.output_dir / "scores.csv").read_bytes() == (finished.output_dir / "scores.csv").read_bytes()

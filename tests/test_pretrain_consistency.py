@@ -83,6 +83,28 @@ def test_a_sentence_transformers_model_is_scored_and_kept_as_the_grid_scores_it(
     assert evaluation["pooling"] == "model" and "Normalize" in evaluation["encoding"]
 
 
+def test_a_model_with_prompts_is_scored_with_the_prompt_the_grid_gives_its_task(tiny_st, small, tmp_path):
+    # The tiny model with a prompt for MTEB's clustering tasks in its configuration: the grid encodes
+    # each dataset with its task's prompt, and so must pre-training's evaluation, before and after.
+    import shutil
+
+    prompted = tmp_path / "prompted"
+    shutil.copytree(tiny_st, prompted)
+    config = json.loads((prompted / "config_sentence_transformers.json").read_text())
+    config["prompts"] = {"query": "", "document": "", "Clustering": "Thema: "}
+    (prompted / "config_sentence_transformers.json").write_text(json.dumps(config))
+    before = grid_score(prompted, [small])
+    unprompted = run_grid([small], [{"spec": str(prompted), "prompt": ""}], configurations=[("minibatch_kmeans", "none")],
+                          seed=42, progress=False, jobs=1, log=lambda message: None)
+    assert float(unprompted.v_measure.mean()) != before  # the prompt moves the score: the check below can fail
+    result = pretrain(prompted, [small], method="tsdae", output_dir=tmp_path / "run",
+                      **{**FAST, "max_steps": 6, "eval_every": 3, "learning_rate": 3e-3})
+    assert result.baseline == {S2S: before}
+    best = result[S2S].best[42]
+    assert json.loads((best["path"] / "config_sentence_transformers.json").read_text())["prompts"]["Clustering"] == "Thema: "
+    assert grid_score(best["path"], [small]) == best["v_measure"]
+
+
 def test_a_plain_checkpoint_is_mean_pooled_as_the_grid_does_in_fp32(tiny_bert, small, tmp_path):
     before = grid_score(tiny_bert, [small])
     # (The random tiny BERT seldom improves on mean pooling, so its best checkpoint may be step 0's:

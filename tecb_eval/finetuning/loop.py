@@ -76,7 +76,7 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
     common = {"method": method, "fold": fold.name, "seed": seed}
 
     def evaluate(step: int, epoch: float) -> None:
-        scores = tracking_scores(encoder, fold.validation, fold.scored, s.kmeans_seed)
+        scores = tracking_scores(encoder, fold, s.kmeans_seed)
         evaluations.write({**common, "step": step, "epoch": round(epoch, 4), **scores})
         best = outcome.best
         if not best or scores["validation_ari"] > best["validation_ari"]:

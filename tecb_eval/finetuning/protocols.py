@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tecb_data.errors import UserError
@@ -41,6 +41,8 @@ class ScoredSplit:
     dataset: str  # the benchmark's name
     mteb_name: str
     split: object  # tecb_data's BenchmarkSplit, unchanged
+    # The benchmark it comes from: its MTEB task chooses a prompted model's prompt, as in the grid.
+    bench: object = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Fold:
     validation: object  # the BenchmarkSplit that chooses the checkpoint
     scored: tuple[ScoredSplit, ...]
     excluded_digest: str  # sha256 over the sorted ids kept out of training
+    source: object = field(default=None, repr=False, compare=False)  # the benchmark trained on and validated on
 
     def manifest(self) -> dict:
         return {"fold": self.name, "held_out_genre": self.held_out, "validation_genre": self.validation_genre,
@@ -125,7 +128,8 @@ def _pool(books: dict, keep) -> Pool:
                 tuple(books[i][2] for i in chosen))
 
 
-def _fold(name, held_out, validation_genre, books, within, scored: tuple[ScoredSplit, ...], ids_of, source) -> Fold:
+def _fold(name, held_out, validation_genre, books, within, scored: tuple[ScoredSplit, ...], ids_of, bench) -> Fold:
+    source = bench.name
     validation = within[validation_genre]
     kept_out_texts = {t for s in scored for t in s.split.texts} | set(validation.texts)
     # Ids name books only within the training dataset; other datasets' texts are kept out by text.
@@ -135,7 +139,7 @@ def _fold(name, held_out, validation_genre, books, within, scored: tuple[ScoredS
     train = _pool(books, lambda i, text, genre: genre not in excluded_genres and i not in kept_out_ids
                   and text not in kept_out_texts)
     excluded = sorted(set(books) - set(train.ids))
-    return Fold(name, held_out, validation_genre, train, validation, scored, _digest(excluded))
+    return Fold(name, held_out, validation_genre, train, validation, scored, _digest(excluded), bench)
 
 
 def leave_one_genre_out(bench) -> list[Fold]:
@@ -146,8 +150,8 @@ def leave_one_genre_out(bench) -> list[Fold]:
     folds = []
     for index, genre in enumerate(genres):
         validation = genres[(index + 1) % len(genres)]
-        scored = (ScoredSplit(bench.name, bench.mteb_name, within[genre]),)
-        folds.append(_fold(within[genre].name, genre, validation, books, within, scored, ids_of, bench.name))
+        scored = (ScoredSplit(bench.name, bench.mteb_name, within[genre], bench),)
+        folds.append(_fold(within[genre].name, genre, validation, books, within, scored, ids_of, bench))
     return folds
 
 
@@ -157,8 +161,8 @@ def transfer(blurbs, targets) -> list[Fold]:
         raise UserError("--protocol transfer needs datasets to score besides Blurbs (e.g. TenKGnad); give them with --data")
     books, within = _books(blurbs)
     ids_of = _ids_by_split(blurbs)
-    scored = tuple(ScoredSplit(b.name, b.mteb_name, s) for b in targets for s in b.splits)
-    return [_fold("transfer", None, sorted(within)[0], books, within, scored, ids_of, blurbs.name)]
+    scored = tuple(ScoredSplit(b.name, b.mteb_name, s, b) for b in targets for s in b.splits)
+    return [_fold("transfer", None, sorted(within)[0], books, within, scored, ids_of, blurbs)]
 
 
 def leaks(fold: Fold) -> list[str]:

@@ -2,8 +2,9 @@
 legacy protocol) and the metric COB optimises (HAC average linkage with the true k: ARI, NMI and
 the Rand index), with the grid's seeds.
 
-Every distinct text is encoded once, as the grid encodes it (``encode_as_the_grid``: its chunks,
-order and batch size), then each split is clustered. HAC is deterministic; its row is repeated per
+Every distinct text is encoded once, as the grid encodes it (``encode_per_task``: with its task's
+prompt for a model that has prompts; the grid's chunks, order and batch size), then each split is
+clustered. HAC is deterministic; its row is repeated per
 seed so that every row pairs by (split, seed) in ``tecb_eval.reports.compare``.
 """
 
@@ -16,7 +17,7 @@ from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score, r
 
 from tecb_eval.clustering.evaluation import kmeans_v_measure
 from tecb_eval.grid.work import one_thread
-from tecb_eval.pretraining.tracking import encode_as_the_grid
+from tecb_eval.pretraining.tracking import encode_per_task
 
 KMEANS = "minibatch_kmeans"  # the grid's name: Table 2's configuration
 HAC = "hac_average_true_k"
@@ -34,20 +35,21 @@ def hac_scores(vectors: np.ndarray, labels: Sequence[str]) -> dict:
             "ri": float(rand_score(labels, predicted))}
 
 
-def vectors_for(encoder, splits) -> dict[str, np.ndarray]:
-    texts = sorted({t for split in splits for t in split.texts})
-    vectors = encode_as_the_grid(encoder.encode, texts)
-    if not np.isfinite(vectors).all():
+def vectors_for(encoder, parts) -> list[dict[str, np.ndarray]]:
+    """``text -> vector`` for each ``(benchmark, split)`` of ``parts``: with the prompt the
+    benchmark's task gets where the model has per-task prompts (``encode_per_task``)."""
+    out, _ = encode_per_task(encoder, [(bench, split.texts) for bench, split in parts])
+    if not all(np.isfinite(v).all() for by_text in out for v in by_text.values()):
         raise ArithmeticError("the model gives vectors that are not finite")
-    return dict(zip(texts, vectors))
+    return out
 
 
 def score_splits(encoder, scored, seeds: Sequence[int]) -> list[dict]:
     """One row per (scored split, seed) and configuration: k-means V-measure, HAC ARI / NMI / RI."""
-    by_text = vectors_for(encoder, [s.split for s in scored])
+    vectors = vectors_for(encoder, [(s.bench, s.split) for s in scored])
     rows = []
     with one_thread():  # as the grid's units cluster: the same k-means labels
-        for s in scored:
+        for s, by_text in zip(scored, vectors):
             matrix = np.stack([by_text[t] for t in s.split.texts])
             hac = hac_scores(matrix, s.split.labels)
             for seed in seeds:
@@ -60,12 +62,14 @@ def score_splits(encoder, scored, seeds: Sequence[int]) -> list[dict]:
     return rows
 
 
-def tracking_scores(encoder, validation, scored, kmeans_seed: int) -> dict:
-    """During training: ARI (HAC, true k) on the validation split, which chooses the checkpoint, and
-    the mean k-means V-measure over the scored splits, which is only watched (never chooses)."""
-    by_text = vectors_for(encoder, [validation] + [s.split for s in scored])
+def tracking_scores(encoder, fold, kmeans_seed: int) -> dict:
+    """During training: ARI (HAC, true k) on the fold's validation split, which chooses the
+    checkpoint, and the mean k-means V-measure over its scored splits, which is only watched (never
+    chooses)."""
+    validation, *scored = vectors_for(encoder, [(fold.source, fold.validation)] + [(s.bench, s.split) for s in fold.scored])
     with one_thread():
-        matrix = np.stack([by_text[t] for t in validation.texts])
-        validation_ari = hac_scores(matrix, validation.labels)["ari"]
-        v = [kmeans_v_measure(np.stack([by_text[t] for t in s.split.texts]), s.split.labels, kmeans_seed) for s in scored]
+        matrix = np.stack([validation[t] for t in fold.validation.texts])
+        validation_ari = hac_scores(matrix, fold.validation.labels)["ari"]
+        v = [kmeans_v_measure(np.stack([by_text[t] for t in s.split.texts]), s.split.labels, kmeans_seed)
+             for s, by_text in zip(fold.scored, scored)]
     return {"validation_ari": validation_ari, "scored_v_measure": float(np.mean(v))}

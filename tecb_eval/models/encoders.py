@@ -175,11 +175,15 @@ class SentenceTransformerEncoder:
         pooling = "+".join(type(m).__name__ for m in list(self.model)[1:]) or "none"
         self.base_identity = f"st:{model_id}|pooling={pooling}|layer=last|max_length={self.model.max_seq_length}"
         self.model_id = model_id
+        if prompt_name is not None:
+            prompt = prompt_rules.named_prompt(dict(getattr(self.model, "prompts", None) or {}), prompt_name, model_id)
+        self._take_prompts(prompt)
+
+    def _take_prompts(self, prompt: str | None) -> None:
+        """The model's configured prompts; ``prompt`` fixes one (None: per task, where it has any)."""
         configured = dict(getattr(self.model, "prompts", None) or {})
         self.prompts = configured
         self.default_prompt_name = getattr(self.model, "default_prompt_name", None)
-        if prompt_name is not None:
-            prompt = prompt_rules.named_prompt(configured, prompt_name, model_id)
         self.fixed_prompt = prompt is not None
         # Unbound, the model runs as sentence-transformers runs it: its default prompt, if any.
         self.prompt = prompt if self.fixed_prompt else (

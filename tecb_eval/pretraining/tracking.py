@@ -76,7 +76,8 @@ class LiveMeanPoolingEncoder(MeanPoolingEncoder):
 class LiveSentenceTransformerEncoder(SentenceTransformerEncoder):
     """A sentence-transformers model still in memory (its transformer the one being trained),
     encoded by the grid's ``SentenceTransformerEncoder.encode``: its own modules, its own maximum
-    length."""
+    length, and, for a model whose configuration has prompts, each dataset's texts with the prompt
+    MTEB chooses for its task (``for_task``, bound per dataset by :func:`timed_evaluation`)."""
 
     pooling = "model"
 
@@ -85,7 +86,10 @@ class LiveSentenceTransformerEncoder(SentenceTransformerEncoder):
         self.batch_size = batch_size
         self.modules = "+".join(type(m).__name__ for m in model)
         self.max_length = model.max_seq_length
-        self.identity = f"live:st|modules={self.modules}|max_length={self.max_length}"
+        self.base_identity = f"live:st|modules={self.modules}|max_length={self.max_length}"
+        self.backend = self.route = "torch"
+        self.dtype = None
+        self._take_prompts(None)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         # SentenceTransformer.encode leaves the model in eval mode, and its transformer is shared with
@@ -142,6 +146,35 @@ def encode_as_the_grid(encode, texts: Sequence[str]) -> np.ndarray:
     return store.embeddings().rows(list(texts))
 
 
+def encode_per_task(encoder, items: Sequence[tuple[object, Sequence[str]]]) -> tuple[list[dict], list[int]]:
+    """``text -> vector`` for each ``(benchmark, texts)`` of ``items``, encoded as the grid encodes
+    them, and the sizes of the chunks encoded. A model with per-task prompts encodes each
+    benchmark's texts with the prompt MTEB gives its task (``encoder_for_dataset``); benchmarks
+    whose encoders share an identity (any other model: all of them) share one encoding pass over
+    their distinct texts, as the grid encodes one pass per identity."""
+    bound = [encoder] * len(items)
+    if getattr(encoder, "per_task", False):
+        from tecb_eval.grid.run import encoder_for_dataset
+
+        bound = [encoder_for_dataset(encoder, bench) for bench, _ in items]
+    passes: dict[str, list[int]] = {}
+    for i, each in enumerate(bound):
+        passes.setdefault(each.identity, []).append(i)
+    calls: list[int] = []
+    out: list[dict] = [{}] * len(items)
+    for members in passes.values():
+        texts = sorted({t for i in members for t in items[i][1]})
+
+        def encode(chunk: list[str], each=bound[members[0]]) -> np.ndarray:
+            calls.append(len(chunk))
+            return each.encode(chunk)
+
+        by_text = dict(zip(texts, encode_as_the_grid(encode, texts)))
+        for i in members:
+            out[i] = by_text
+    return out, calls
+
+
 def _fmt(value) -> str:
     # repr round-trips floats exactly and is the same on every platform: byte-identical reruns.
     return repr(float(value)) if isinstance(value, (float, np.floating)) else str(value)
@@ -190,24 +223,20 @@ def timed_evaluation(benchmarks: Sequence, encoder, kmeans_seed: int) -> tuple[l
     """``evaluate_kmeans`` (one encoding pass over the unique texts, as the grid encodes them, then
     k-means per split), with the time spent encoding and clustering. Raises
     :class:`NonFiniteVectors` before clustering vectors that are NaN or infinite."""
+    start = time.perf_counter()
+    per_bench, calls = encode_per_task(encoder, [(bench, unique_texts([bench])) for bench in benchmarks])
     texts = unique_texts(benchmarks)
-    calls = []
-
-    def encode(chunk: list[str]) -> np.ndarray:
-        calls.append(len(chunk))
-        return encoder.encode(chunk)
-
-    start = time.perf_counter()
-    vectors = encode_as_the_grid(encode, texts)
+    bad = sum(1 for t in texts if not all(np.isfinite(d[t]).all() for d in per_bench if t in d))
+    if bad:
+        raise NonFiniteVectors(bad, len(texts))
     encode_s = time.perf_counter() - start
-    finite = np.isfinite(vectors).all(axis=1)
-    if not finite.all():
-        raise NonFiniteVectors(int((~finite).sum()), len(texts))
-    by_text = dict(zip(texts, vectors))
     start = time.perf_counter()
+    rows = []
     # One thread, as each of the grid's units clusters: k-means then gives the grid's labels.
     with one_thread():
-        rows = evaluate_kmeans(benchmarks, lambda asked: np.stack([by_text[t] for t in asked]), seed=kmeans_seed)
+        for i, bench in enumerate(benchmarks):
+            rows += evaluate_kmeans([bench], lambda asked, by_text=per_bench[i]: np.stack([by_text[t] for t in asked]),
+                                    seed=kmeans_seed)
     kmeans_s = time.perf_counter() - start
     timing = {"encode_s": encode_s, "encode_calls": len(calls), "encoded_texts": sum(calls), "kmeans_s": kmeans_s,
               "total_s": encode_s + kmeans_s}
