@@ -21,6 +21,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -425,24 +426,46 @@ def test_an_early_error_leaves_no_empty_store(data, tmp_path, capsys):
     assert results.read_bytes() == b""
 
 
+def _blocked_flock_waiters(path: Path) -> int:
+    """How many flock requests on ``path`` the kernel holds waiting (Linux's /proc/locks: "->" lines)."""
+    st = os.stat(path)
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks to see a waiting flock")
 def test_a_run_waiting_on_a_store_that_is_removed_opens_it_again(data, tmp_path):
     results = tmp_path / "results.jsonl"
-    holder = _child(f"""
-        import sys, time
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
         from tecb_eval.grid.store import ResultsStore
 
         store = ResultsStore({str(results)!r}, lock=True)
         print("locked", flush=True)
-        time.sleep(2)
+        sys.stdin.readline()  # until the other store waits on the lock
         store.close()  # created here and never written: removed
-    """)
+    """)], cwd=REPO, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
-    with ResultsStore(results, lock=True) as store:  # waits for the holder, then finds its file gone
-        assert holder.wait(timeout=60) == 0
-        store.append({"algorithm": "a", "protocol": "legacy", "profile": "current", "seeds": "42", "seed": 42,
-                      "model": "m", "model_identity": "i", "dataset_fingerprint": "f", "reduction": "none",
-                      "split": "s", "dataset": "d", "mteb_name": "D", "v_measure": 0.5})
-        assert os.stat(results).st_ino == os.fstat(store._fd).st_ino
+    seen = {}
+
+    def open_and_append():  # waits for the holder, then finds its file gone
+        with ResultsStore(results, lock=True) as store:
+            store.append({"algorithm": "a", "protocol": "legacy", "profile": "current", "seeds": "42", "seed": 42,
+                          "model": "m", "model_identity": "i", "dataset_fingerprint": "f", "reduction": "none",
+                          "split": "s", "dataset": "d", "mteb_name": "D", "v_measure": 0.5})
+            seen["same file"] = os.stat(results).st_ino == os.fstat(store._fd).st_ino
+
+    waiter = threading.Thread(target=open_and_append)
+    waiter.start()
+    deadline = time.monotonic() + 120
+    while _blocked_flock_waiters(results) == 0:  # the kernel says the second store is waiting
+        assert time.monotonic() < deadline and waiter.is_alive(), "the second store never waited on the lock"
+        time.sleep(0.01)
+    holder.stdin.write("release\n")
+    holder.stdin.flush()
+    waiter.join(timeout=120)
+    assert holder.wait(timeout=60) == 0 and not waiter.is_alive()
+    assert seen == {"same file": True}
     assert len(ResultsStore(results).rows) == 1
 
 
