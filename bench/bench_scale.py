@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchdata import BLURBS_DEV, PUBLISHED, SHARED, STATS  # noqa: E402,F401  (bench_cold_jobs imports BLURBS_DEV here)
 from tecb_data.build import build  # noqa: E402
 from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.load import load  # noqa: E402
@@ -44,17 +45,8 @@ from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS  # noqa: E402
 from tecb_eval.grid.run import Grid  # noqa: E402
 from tecb_eval.grid.store import ResultsStore  # noqa: E402
 
-SHARED = REPO.parent / "shared"
-BLURBS_DEV = SHARED / "data" / "germeval2019" / "blurbs_dev.txt.gz"
-STATS = SHARED / "reference" / "mteb-descriptive-stats"
 METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found"]
 ORDER = ["reduction", "algorithm", "split"]
-# The published datasets: (stats file, splits) -- the recipes' split counts.
-PUBLISHED = {
-    "Blurbs S2S": ("BlurbsClusteringS2S.json", 28), "Blurbs P2P": ("BlurbsClusteringP2P.json", 28),
-    "10kGNAD S2S": ("TenKGnadClusteringS2S.json", 10), "10kGNAD P2P": ("TenKGnadClusteringP2P.json", 10),
-    "Reddit S2S": ("RedditClustering.json", 10), "Reddit P2P": ("RedditClusteringP2P.json", 10),
-}
 # Seconds grow like n for the reductions and the other algorithms (n log n at most), like n^2 for Ward.
 EXPONENT = {"agglomerative": 2.0}
 

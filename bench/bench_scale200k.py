@@ -45,15 +45,11 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-SHARED = REPO.parent / "shared"
-BLURBS_DEV = SHARED / "data" / "germeval2019" / "blurbs_dev.txt.gz"
-STATS = SHARED / "reference" / "mteb-descriptive-stats"
+sys.path.insert(0, str(REPO / "bench"))
+
+from benchdata import BLURBS_DEV, PUBLISHED, STATS  # noqa: E402
+
 MACHINE = 24 * 2**30  # the issue's machine
-PUBLISHED = {  # stats file, splits (the recipes' split counts)
-    "Blurbs S2S": ("BlurbsClusteringS2S.json", 28), "Blurbs P2P": ("BlurbsClusteringP2P.json", 28),
-    "10kGNAD S2S": ("TenKGnadClusteringS2S.json", 10), "10kGNAD P2P": ("TenKGnadClusteringP2P.json", 10),
-    "Reddit S2S": ("RedditClustering.json", 10), "Reddit P2P": ("RedditClusteringP2P.json", 10),
-}
 # Where a configuration was measured at one size only, the growth assumed for it.
 ASSUMED_EXPONENT = {"agglomerative": 2.0}
 SEED = 42
@@ -207,11 +203,16 @@ def main() -> int:
     parser.add_argument("--budget-minutes", type=float, default=33.0, help="stop starting steps past this")
     parser.add_argument("--step-limit", type=float, default=600.0, help="seconds one step may take")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
+    parser.add_argument("--summarize", type=Path, nargs="+", metavar="JSON",
+                        help="measure nothing: print the tables of earlier runs' --json files together (a step "
+                             "measured in one and projected in another counts as measured)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return 0
+    if args.summarize:
+        return summarize(args)
     if not BLURBS_DEV.is_file():
         print(f"skipped: {BLURBS_DEV} is absent (the shared GermEval data)")
         return 0
@@ -328,6 +329,29 @@ def embedding_cache(texts, X, work_dir: Path) -> None:
           f"{size / 2**20:,.0f} MiB on disk")
 
 
+def summarize(args) -> int:
+    """The tables of several runs' records: measured rows first, then a projection or a "not run"
+    only where no run measured that step at that n."""
+    from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS
+    from tecb_eval.grid import scheduling
+
+    records, kept = [], {}
+    for path in args.summarize:
+        for row in json.loads(path.read_text()):
+            key = (row["step"], row["n"])
+            measured = "error" not in row and not row.get("projected")
+            if key not in kept or (measured and not kept[key][1]):
+                kept[key] = (row, measured)
+    records = [row for row, _ in kept.values()]
+    steps = {r["step"] for r in records}
+    configs = [c for c in PAPER_CONFIGURATIONS if f"{c[0]}:{c[1]}" in steps]
+    reductions = [r for r in ("none", "pca", "umap", "pca50+umap") if any(r == c[1] for c in configs)]
+    sizes = sorted({r["n"] for r in records})
+    print(f"{len(args.summarize)} runs: {', '.join(str(p) for p in args.summarize)}")
+    summary(records, configs, reductions, sizes, int(scheduling.DEFAULT_MEMORY_SHARE * MACHINE), args)
+    return 0
+
+
 def summary(records, configs, reductions, sizes, budget, args) -> None:
     print("\nper configuration (CPU seconds on one thread: the clustering, or the reduction, once per unit; "
           "peak RSS GiB; * = projected, not measured)")
@@ -349,7 +373,15 @@ def summary(records, configs, reductions, sizes, budget, args) -> None:
                 cells.append(f"{row['seconds']:,.1f} s {row['max_rss'] / 2**30:.2f}G")
         rows = [r for r in records if r["step"] == step and "error" not in r and not r.get("projected")]
         algorithm = step.split(":")[0]
-        e, fitted = exponent([(r["n"], r["seconds"]) for r in rows], ASSUMED_EXPONENT.get(algorithm, 1.0))
+        # Ward's two paths grow alike (n^2) but the vectors' is slower per pair: each path's times
+        # are fitted and projected apart, and a size runs on the path the planner picks for it.
+        paths = {r.get("ward_path") for r in rows}
+        for path in sorted(paths, key=str):
+            on_path = [(r["n"], r["seconds"]) for r in rows if r.get("ward_path") == path]
+            model[(step, path)] = (on_path, exponent(on_path, ASSUMED_EXPONENT.get(algorithm, 1.0))[0])
+        last = max(rows, key=lambda r: r["n"])["ward_path"] if rows else None
+        e, fitted = exponent([(r["n"], r["seconds"]) for r in rows if r.get("ward_path") == last],
+                             ASSUMED_EXPONENT.get(algorithm, 1.0))
         reach = "-"
         if rows:
             base = min(r["baseline_rss"] for r in rows)
@@ -357,14 +389,13 @@ def summary(records, configs, reductions, sizes, budget, args) -> None:
             reach = f"{largest:,}" if largest < 10**7 else ">10M"
             if algorithm == "agglomerative":  # the matrix to its limit, then the vectors: the planner's n
                 reach = f"matrix to {int(math.sqrt(budget / 11)):,}, then vectors: {ward_reach(step, budget):,}"
-            times = [(r["n"], r["seconds"]) for r in rows]
-            model[step] = (times, e)
-        print(f"{step:<26}" + "".join(f"{c:>22}" for c in cells) + f"   {e:5.2f}{'' if fitted else ' (assumed)'}"
-              f"   {reach}")
+        shown = f"{e:5.2f}{'' if fitted else ' (assumed)'}" + (f" ({last})" if last else "")
+        print(f"{step:<26}" + "".join(f"{c:>22}" for c in cells) + f"   {shown}   {reach}")
     print("largest n: where the measured RSS growth beyond the imports' baseline reaches the planner's budget "
           f"on a 24 GiB machine ({budget / 2**30:.1f} GiB); Ward's runs on the vectors past the matrix's limit "
-          f"(about {int(math.sqrt(budget / 11)):,} texts for the matrix in 384-d).")
-    project(model, configs)
+          f"(about {int(math.sqrt(budget / 11)):,} texts for the matrix in 384-d). Ward's exponent is fitted on "
+          "the path its largest measured size ran on (matrix or vector).")
+    project(model, configs, budget)
 
 
 def ward_reach(step: str, budget: int) -> int:
@@ -382,12 +413,20 @@ def ward_reach(step: str, budget: int) -> int:
     return lo
 
 
-def project(model, configs) -> None:
-    """One model over the six published datasets at full size: per-unit seconds from the fit."""
+def project(model, configs, budget: int) -> None:
+    """One model over the six published datasets at full size: per-unit seconds from the fit, Ward's
+    from the path the planner picks at that n (the other path's fit where that one was never run)."""
+    from tecb_eval.grid import work
+
     def seconds(step, n):
-        if step not in model:
+        fits = {path: fit for (s, path), fit in model.items() if s == step}
+        if not fits:
             return None
-        times, e = model[step]
+        path = None
+        if step.startswith("agglomerative:"):
+            dim = 384 if step.endswith(":none") else 2
+            path = work.ward_path(n, dim, "current", budget - work.WORKER_BASELINE_BYTES, n * 384)
+        times, e = fits.get(path) or next(iter(fits.values()))
         n0, s0 = max(times)
         return s0 * (n / n0) ** e
 
