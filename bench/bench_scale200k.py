@@ -360,28 +360,30 @@ def summary(records, configs, reductions, sizes, budget, args) -> None:
     print(f"{'':<26}{header}   exponent   largest n in 24 GiB")
     model = {}
     for step in steps:
-        cells = []
-        for n in sizes:
-            row = next((r for r in records if r["step"] == step and r["n"] == n), None)
-            if row is None:
-                cells.append("-")
-            elif row.get("projected"):
-                cells.append(f"*{row['seconds']:,.0f} s")
-            elif "error" in row:
-                cells.append("not run" if row["error"].startswith("not run") else "failed")
-            else:
-                cells.append(f"{row['seconds']:,.1f} s {row['max_rss'] / 2**30:.2f}G")
         rows = [r for r in records if r["step"] == step and "error" not in r and not r.get("projected")]
         algorithm = step.split(":")[0]
         # Ward's two paths grow alike (n^2) but the vectors' is slower per pair: each path's times
         # are fitted and projected apart, and a size runs on the path the planner picks for it.
-        paths = {r.get("ward_path") for r in rows}
-        for path in sorted(paths, key=str):
+        for path in sorted({r.get("ward_path") for r in rows}, key=str):
             on_path = [(r["n"], r["seconds"]) for r in rows if r.get("ward_path") == path]
             model[(step, path)] = (on_path, exponent(on_path, ASSUMED_EXPONENT.get(algorithm, 1.0))[0])
-        last = max(rows, key=lambda r: r["n"])["ward_path"] if rows else None
+        last = max(rows, key=lambda r: r["n"]).get("ward_path") if rows else None
         e, fitted = exponent([(r["n"], r["seconds"]) for r in rows if r.get("ward_path") == last],
                              ASSUMED_EXPONENT.get(algorithm, 1.0))
+        cells = []
+        for n in sizes:
+            row = next((r for r in rows if r["n"] == n), None)
+            if row is not None:
+                cells.append(f"{row['seconds']:,.1f} s {row['max_rss'] / 2**30:.2f}G")
+                continue
+            guess = projected_seconds(model, step, n, budget)
+            said = next((r for r in records if r["step"] == step and r["n"] == n), None)
+            if guess is not None:
+                cells.append(f"*{guess:,.0f} s")
+            elif said is None:
+                cells.append("-")
+            else:
+                cells.append("not run" if said.get("error", "").startswith("not run") else "failed")
         reach = "-"
         if rows:
             base = min(r["baseline_rss"] for r in rows)
@@ -413,22 +415,28 @@ def ward_reach(step: str, budget: int) -> int:
     return lo
 
 
+def projected_seconds(model, step: str, n: int, budget: int) -> float | None:
+    """``step``'s seconds at ``n`` from its fitted growth; Ward's from the path the planner picks at
+    that n (the other path's fit where that one was never run). None: never measured."""
+    from tecb_eval.grid import work
+
+    fits = {path: fit for (s, path), fit in model.items() if s == step}
+    if not fits:
+        return None
+    path = None
+    if step.startswith("agglomerative:"):
+        dim = 384 if step.endswith(":none") else 2
+        path = work.ward_path(n, dim, "current", budget - work.WORKER_BASELINE_BYTES, n * 384)
+    times, e = fits.get(path) or next(iter(fits.values()))
+    n0, s0 = max(times)
+    return s0 * (n / n0) ** e
+
+
 def project(model, configs, budget: int) -> None:
     """One model over the six published datasets at full size: per-unit seconds from the fit, Ward's
     from the path the planner picks at that n (the other path's fit where that one was never run)."""
-    from tecb_eval.grid import work
-
     def seconds(step, n):
-        fits = {path: fit for (s, path), fit in model.items() if s == step}
-        if not fits:
-            return None
-        path = None
-        if step.startswith("agglomerative:"):
-            dim = 384 if step.endswith(":none") else 2
-            path = work.ward_path(n, dim, "current", budget - work.WORKER_BASELINE_BYTES, n * 384)
-        times, e = fits.get(path) or next(iter(fits.values()))
-        n0, s0 = max(times)
-        return s0 * (n / n0) ** e
+        return projected_seconds(model, step, n, budget)
 
     units, missing = [], set()
     for name, (stats, splits) in PUBLISHED.items():
