@@ -220,8 +220,9 @@ def dataset_means(split_rows: list[dict]) -> dict[str, float]:
 
 
 def timed_evaluation(benchmarks: Sequence, encoder, kmeans_seed: int) -> tuple[list[dict], dict]:
-    """``evaluate_kmeans`` (one encoding pass over the unique texts, as the grid encodes them, then
-    k-means per split), with the time spent encoding and clustering. Raises
+    """``evaluate_kmeans`` (one encoding pass over the unique texts, as the grid encodes them: per
+    prompt for a model with per-task prompts, see :func:`encode_per_task`; then k-means per split),
+    with the time spent encoding and clustering. Raises
     :class:`NonFiniteVectors` before clustering vectors that are NaN or infinite."""
     start = time.perf_counter()
     per_bench, calls = encode_per_task(encoder, [(bench, unique_texts([bench])) for bench in benchmarks])
