@@ -10,6 +10,7 @@ import re
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -365,3 +366,21 @@ def test_bad_input_is_one_line_and_writes_nothing(capsys, tiny_bert, blurbs_fold
     error = one_line_error(capsys, base + ["--data", str(blurbs_folder), "--protocol", "transfer"])
     assert "transfer" in error
     assert not out.exists() and not out.with_name("out.partial").exists()
+
+
+def test_the_figure_s_band_is_the_95_percent_interval_of_the_mean_over_folds(tmp_path):
+    from scipy import stats
+
+    from tecb_eval.finetuning import report
+
+    frame = pd.DataFrame({"method": ["cob"] * 5 + ["triplet"] * 3, "step": [0, 0, 0, 2, 2, 0, 0, 2],
+                          "validation_ari": [0.1, 0.2, 0.4, 0.3, 0.5, 0.0, 0.1, 0.2],
+                          "scored_v_measure": [0.20, 0.22, 0.27, 0.25, 0.26, 0.21, 0.23, 0.24]})
+    means, low, high = report._mean_and_interval(frame[frame.method == "cob"].groupby("step")["validation_ari"])
+    values = [0.1, 0.2, 0.4]
+    expected = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    assert (low[0], high[0]) == pytest.approx(expected, abs=1e-12) and means[0] == pytest.approx(np.mean(values))
+    single = report._mean_and_interval(frame[frame.method == "triplet"].groupby("step")["validation_ari"])
+    assert single[1][2] == single[2][2] == single[0][2] == pytest.approx(0.2)  # one value: no band
+    report.plot(frame, "fine-tuning test", tmp_path / "figure.png")
+    assert (tmp_path / "figure.png").stat().st_size > 10_000

@@ -116,29 +116,44 @@ def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol:
     return "\n".join(lines) + "\n"
 
 
+def _mean_and_interval(groups) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Per step: the mean over the folds and seeds evaluated there, and the 95 % interval of that
+    mean (Student's t on their spread; the mean itself where a single value was evaluated)."""
+    from scipy import stats
+
+    means, counts, errors = groups.mean(), groups.count(), groups.sem(ddof=1)
+    half = errors.fillna(0.0) * [float(stats.t.ppf(0.975, n - 1)) if n > 1 else 0.0 for n in counts]
+    return means, means - half, means + half
+
+
 def plot(evaluations: pd.DataFrame, title: str, path: Path) -> None:
-    """Validation ARI and the scored splits' V-measure over the steps, per method (mean over the
-    folds and seeds evaluated at that step), in the house style of the other figures."""
+    """Validation ARI and the scored splits' V-measure over the steps, per method: the mean over the
+    folds and seeds evaluated at that step, its 95 % interval shaded, in the house style of the
+    other figures."""
     fig, axes = figures.new_figure(1, 2, figsize=(10, 3.8))
     lows, highs = [], []
     for i, method in enumerate(m for m in METHODS if m in set(evaluations.method)):
         colour, marker = figures.style(i)
         rows = evaluations[evaluations.method == method].groupby("step")
         for ax, column in zip(axes, ("validation_ari", "scored_v_measure")):
-            means = rows[column].mean() * 100
+            means, low, high = (series * 100 for series in _mean_and_interval(rows[column]))
+            ax.fill_between(means.index, low.to_numpy(), high.to_numpy(), color=colour, alpha=0.15, linewidth=0)
             ax.plot(means.index, means.to_numpy(), marker=marker, markersize=3, color=colour, label=method)
             if column == "scored_v_measure":
-                lows.append(float(means.min()))
-                highs.append(float(means.max()))
+                lows.append(float(low.min()))
+                highs.append(float(high.max()))
     # Step 0 of every curve is the model without training. The V-measure axis spans at least 10
     # points, so that a 1-point change is not drawn as the panel's height (ARI can be negative).
     if lows:
         axes[1].set_ylim(*figures.value_window(min(lows), max(highs)))
     axes[0].set_ylabel("validation ARI x 100 (HAC, true k)")
     axes[1].set_ylabel("scored splits' V-measure x 100 (k-means)")
+    from matplotlib.ticker import MaxNLocator
+
     for ax in axes:
         ax.set_xlabel("optimizer step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=8, title="mean; band: 95 % interval over folds", title_fontsize=7)
     figures.suptitle(fig, title)
     figures.save_figure(fig, path)
