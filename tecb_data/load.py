@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tecb_data import layout
@@ -29,6 +29,9 @@ class Benchmark:
     fingerprint: str
     manifest: dict
     location: str  # folder or repo id@revision it came from
+    # The folder its files are in: the one given, or the Hub snapshot in the local cache (where
+    # data/samples.jsonl, the provenance file, is read from).
+    folder: Path | None = field(default=None, compare=False)
 
     @property
     def mteb_name(self) -> str:
@@ -45,7 +48,7 @@ def load_folder(folder: Path, *, verify: bool = True, location: str | None = Non
     splits = tuple(
         BenchmarkSplit(name, tuple(texts), tuple(labels)) for name, (texts, labels) in zip(names, rows)
     )
-    return Benchmark(manifest["dataset"], splits, manifest["fingerprint"], manifest, location or str(folder))
+    return Benchmark(manifest["dataset"], splits, manifest["fingerprint"], manifest, location or str(folder), folder)
 
 
 def load(

@@ -240,6 +240,23 @@ def test_push_then_load_by_repo_id_round_trips_pinned_and_offline(hub, hub_env, 
     assert offline["fingerprint"] == local.fingerprint
 
 
+def test_leave_one_genre_out_folds_from_the_hub_are_the_local_folder_s(hub, hub_env, dataset):
+    # Fine-tuning's leave-one-genre-out reads the genre paths in data/samples.jsonl: from a dataset
+    # loaded by repo id, the copy in the Hub cache's snapshot, giving the same folds as the folder.
+    from tecb_data.load import load
+    from tecb_eval.finetuning import protocols
+
+    local = [f.manifest() for f in protocols.leave_one_genre_out(load(dataset))]
+    assert push(dataset, hub_env).returncode == 0
+    code = ("import json, tecb_data\n"
+            "from tecb_eval.finetuning import protocols\n"
+            f"b = tecb_data.load({REPO!r})\n"
+            "print(json.dumps([f.manifest() for f in protocols.leave_one_genre_out(b)]))\n")
+    result = python(code, hub_env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == local and len(local) == 8
+
+
 def test_load_dataset_reads_the_pushed_repo_like_the_published_mteb_datasets(hub, hub_env, dataset):
     assert push(dataset, hub_env).returncode == 0
     code = (

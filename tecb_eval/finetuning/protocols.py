@@ -65,7 +65,8 @@ class Fold:
 
 
 def _samples_path(bench) -> Path:
-    return Path(bench.location) / SAMPLES
+    # A dataset loaded from the Hub has its files in the cache's snapshot (its location is repo@commit).
+    return Path(getattr(bench, "folder", None) or bench.location) / SAMPLES
 
 
 def genre_of_books(bench) -> dict[str, str]:
@@ -73,7 +74,7 @@ def genre_of_books(bench) -> dict[str, str]:
     the file and row when the dataset has none (it is not a Blurbs build)."""
     path = _samples_path(bench)
     if not path.is_file():
-        raise UserError(f"{bench.name}: no {SAMPLES} in {bench.location}; leave-one-genre-out needs a Blurbs dataset "
+        raise UserError(f"{bench.name}: no {SAMPLES} in {path.parents[1]}; leave-one-genre-out needs a Blurbs dataset "
                         "folder built by tecb-data (with genre paths), or use --protocol transfer")
     genres: dict[str, str] = {}
     with open(path, encoding="utf-8") as fh:
