@@ -103,6 +103,8 @@ def test_a_model_with_prompts_is_scored_with_the_prompt_the_grid_gives_its_task(
     best = result[S2S].best[42]
     assert json.loads((best["path"] / "config_sentence_transformers.json").read_text())["prompts"]["Clustering"] == "Thema: "
     assert grid_score(best["path"], [small]) == best["v_measure"]
+    evaluation = json.loads((tmp_path / "run" / S2S / "run.json").read_text())["evaluation"]
+    assert evaluation["encoding"].endswith("each dataset with the prompt MTEB gives its task")
 
 
 def test_a_plain_checkpoint_is_mean_pooled_as_the_grid_does_in_fp32(tiny_bert, small, tmp_path):
