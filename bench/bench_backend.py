@@ -1,7 +1,7 @@
 """Encoding backends and precisions for minilm-l6 on the GermEval 2019 dev set's Blurbs texts.
 
 For each variant (torch float32, the baseline; torch bfloat16; sentence-transformers' ONNX Runtime
-and OpenVINO backends, where they can be imported here) and each view (S2S titles, P2P blurbs):
+and OpenVINO backends, where they can be imported here; the ONNX export quantized to int8) and each view (S2S titles, P2P blurbs):
 texts per second over the view's unique texts (best of ``--repeats`` passes, model loaded once),
 the largest cosine distance between the variant's vectors and the baseline's, and the V-measure
 (k-means on the embeddings, seed 42, the grid's own cells) on the 28 splits against the baseline's:
@@ -33,6 +33,7 @@ SHARED = REPO.parent / "shared"
 VARIANTS = {
     "torch float32": {},
     "onnx": {"backend": "onnx"},
+    "onnx int8": {"backend": "onnx", "dtype": "int8"},
     "openvino": {"backend": "openvino"},
     "torch bfloat16": {"dtype": "bfloat16"},
 }

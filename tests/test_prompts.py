@@ -194,6 +194,7 @@ def test_bad_prompt_backend_and_dtype_options_are_one_line_before_encoding(promp
     refused({"spec": str(prompted), "dtype": "float16", "device": "cpu"}, "dtype=float16 needs a CUDA GPU")
     refused({"spec": str(prompted), "dtype": "int4"}, "dtype='int4' is not one of")
     refused({"spec": str(prompted), "backend": "onnx", "dtype": "bfloat16"}, "leave one of them out")
+    refused({"spec": str(prompted), "dtype": "int8"}, "dtype=int8 quantizes the ONNX export")
     refused({"spec": str(prompted), "layer": 1, "prompt": "x"}, "layer= mean-pools")
     refused({"spec": "tfidf-lsa", "prompt": "x"}, "does not take prompt=x")
     refused("mteb:no-such-org/no-such-model", "MTEB's model registry does not know this model")
@@ -238,6 +239,28 @@ def tiny_bert_st(tmp_path_factory, demo):
                                          Normalize()], device="cpu", prompts={"Clustering": "Thema: "})
     model.save(str(root / "st"), create_model_card=False)
     return root / "st"
+
+
+def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st, demo, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    import onnx
+
+    texts = ["Der kleine Prinz", "Ein Kochbuch für Studenten", "Geschichte des Römischen Reiches und mehr"]
+    metadata = _metadata("BlurbsClusteringS2S", "v2")
+    float_encoder = encoders.get_encoder(str(tiny_bert_st), backend="onnx").for_task(metadata)
+    int8_encoder = encoders.get_encoder(str(tiny_bert_st), backend="onnx", dtype="int8").for_task(metadata)
+    assert int8_encoder.identity == float_encoder.identity + "|dtype=int8"
+    runs = int8_encoder.model[0].model.model_path
+    ops = {node.op_type for node in onnx.load(str(runs)).graph.node}
+    assert runs.name == "model.int8.onnx" and {"DynamicQuantizeLinear", "MatMulInteger"} <= ops, ops
+    a, b = float_encoder.encode(texts), int8_encoder.encode(texts)
+    cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert not np.array_equal(a, b) and cosine.min() > 0.9  # quantized: near the float vectors, not them
+    frame = run_grid([demo["s2s"]], [{"spec": str(tiny_bert_st), "backend": "onnx", "dtype": "int8"}],
+                     configurations=["minibatch_kmeans:none"], cache_dir=tmp_path, progress=False,
+                     log=lambda m: None, limit_splits=2)
+    assert set(frame.dtype) == {"int8"} and frame.model.iloc[0].endswith("-onnx-int8")
 
 
 def test_onnx_backend_runs_the_transformer_on_onnx_runtime(tiny_bert_st, demo, tmp_path):

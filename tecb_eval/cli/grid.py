@@ -152,8 +152,9 @@ def register(commands) -> None:
                           "the prompt MTEB would choose for each dataset from the model's configured prompts; "
                           "--prompt '' for none)")
     run.add_argument("--device", help="cpu, cuda, cuda:1, ... for every model that takes it (default: CUDA when present)")
-    run.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],
-                     help="precision of the torch weights (float16 needs --device cuda; default float32)")
+    run.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "int8"],
+                     help="precision of the torch weights (float16 needs --device cuda; default float32); int8: "
+                          "the ONNX export quantized (with backend=onnx)")
     grid_options(run)
     run.set_defaults(func=_cmd_run, protocol="legacy")
 

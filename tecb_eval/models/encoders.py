@@ -102,7 +102,7 @@ def resolve_model(spec: str) -> tuple[Path, str]:
 
 
 BACKENDS = ("torch", "onnx", "openvino")
-DTYPES = ("float32", "float16", "bfloat16")
+DTYPES = ("float32", "float16", "bfloat16", "int8")  # int8: the ONNX export quantized (backend=onnx)
 # What sentence-transformers imports for each backend (it exports the model on loading).
 _BACKEND_MODULES = {"onnx": ("optimum.onnxruntime", "onnxruntime"), "openvino": ("optimum.intel.openvino",)}
 
@@ -154,7 +154,8 @@ class SentenceTransformerEncoder:
         if self.backend == "onnx":
             from tecb_eval.models import backends
 
-            if backends.check_onnx(model_id) == "torch-export":
+            # int8 is quantized from our own export (Optimum's would be another export's numbers).
+            if backends.check_onnx(model_id) == "torch-export" or dtype == "int8":
                 if device not in (None, "cpu"):
                     raise UserError(f"model {model_id}: backend=onnx runs on the CPU here (ONNX Runtime's CPU "
                                     f"provider); leave device={device} out")
@@ -162,10 +163,10 @@ class SentenceTransformerEncoder:
         self.model = SentenceTransformer(str(folder), device=device,
                                          backend="torch" if route == "onnx(torch.onnx)" else self.backend)
         if route == "onnx(torch.onnx)":
-            backends.to_onnx_runtime(self.model)
+            backends.to_onnx_runtime(self.model, quantize=dtype == "int8")
         self.route = route
         self.dtype = None if dtype in (None, "float32") else dtype
-        if self.dtype is not None:
+        if self.dtype not in (None, "int8"):
             import torch
 
             self.model.to(getattr(torch, self.dtype))
@@ -459,7 +460,10 @@ def _check_encoding_options(name: str, given: dict) -> None:
         return
     if dtype not in DTYPES:
         raise UserError(f"model {name}: dtype={dtype!r} is not one of {', '.join(DTYPES)}")
-    if backend != "torch" and dtype != "float32":
+    if dtype == "int8" and backend != "onnx":
+        raise UserError(f"model {name}: dtype=int8 quantizes the ONNX export (ONNX Runtime's dynamic int8); add "
+                        "backend=onnx")
+    if backend != "torch" and dtype not in ("float32", "int8"):
         raise UserError(f"model {name}: dtype={dtype} applies to torch weights; backend={backend} runs its own "
                         "export's precision: leave one of them out")
     if dtype == "float16":
