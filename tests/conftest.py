@@ -84,6 +84,43 @@ def book(isbn: str, title: str, paths, blurb: str = "Ein Klappentext.") -> str:
     return BOOK.format(isbn=isbn, title=title, blurb=blurb, categories=categories)
 
 
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def text_vocabulary(texts, *, words: bool = True) -> list[str]:
+    """A WordPiece vocabulary for a tiny test model: the special tokens, every character of the
+    lower-cased texts (word-initial and ##-continuation), and, with ``words``, every word seen twice
+    or more (longer than one letter): every text is tokenizable and most words take one or two pieces."""
+    import re
+    from collections import Counter
+
+    lowered = [t.lower() for t in texts]
+    chars = sorted({c for t in lowered for c in t if not c.isspace()})
+    vocab = SPECIAL_TOKENS + chars + ["##" + c for c in chars]
+    if words:
+        counts = Counter(w for t in lowered for w in re.findall(r"\w+", t))
+        vocab += sorted(w for w, n in counts.items() if n >= 2 and len(w) > 1)
+    return vocab
+
+
+def save_tiny_bert(folder: Path, vocab: list[str], *, hidden_size: int = 32, layers: int = 2, **config) -> Path:
+    """A randomly initialised BERT (torch seed 0) with ``vocab`` as its vocabulary, saved like a
+    checkpoint (weights, config, fast tokenizer) in ``folder``: the tests' stand-in for a real model."""
+    import torch
+    import transformers
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = transformers.BertTokenizerFast(vocab=str(folder / "vocab.txt"))
+    settings = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=layers,
+                                       num_attention_heads=2, intermediate_size=2 * hidden_size,
+                                       max_position_embeddings=64, **config)
+    torch.manual_seed(0)
+    transformers.BertModel(settings).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demo_datasets(tmp_path_factory):
     """The four demo datasets, built once per test session."""

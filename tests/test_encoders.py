@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import SPECIAL_TOKENS, save_tiny_bert
 from tecb_data.errors import UserError
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder, get_encoder
@@ -18,17 +19,8 @@ WORDS = "ein roman über die see koch ##buch für kinder geschichte rom ##s der 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):
     """A randomly initialised two-layer BERT with its own WordPiece vocabulary, saved like a checkpoint."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *"abcdefghijklmnopqrstuvwxyzäöü"]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
-    BertModel(config).save_pretrained(folder)
-    return folder
+    vocab = [*SPECIAL_TOKENS, *WORDS, *"abcdefghijklmnopqrstuvwxyzäöü"]
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), vocab, hidden_size=16)
 
 
 def _manual_mean(folder, texts, layer):

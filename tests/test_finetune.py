@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -27,9 +25,8 @@ from tecb_eval.finetuning.model import load_model  # noqa: E402
 from tecb_eval.finetuning.objectives import Objective, embed  # noqa: E402
 from tecb_eval.finetuning.settings import settings_for  # noqa: E402
 
-from conftest import one_line_error  # noqa: E402
+from conftest import one_line_error, save_tiny_bert, text_vocabulary  # noqa: E402
 
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 FAST = dict(max_steps=2, eval_every=1, instance_size=20, triples_per_instance=16, learning_rate=1e-3)
 
 
@@ -52,21 +49,8 @@ def tenkgnad_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory, blurbs):
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    lowered = [t.lower() for t in unique_texts([blurbs])]
-    chars = sorted({c for t in lowered for c in t if not c.isspace()})
-    words = Counter(w for t in lowered for w in re.findall(r"\w+", t))
-    frequent = sorted(w for w, n in words.items() if n >= 2 and len(w) > 1)
-    (folder / "vocab.txt").write_text("\n".join(SPECIAL + chars + ["##" + c for c in chars] + frequent) + "\n",
-                                      encoding="utf-8")
-    tokenizer = transformers.BertTokenizerFast(vocab=str(folder / "vocab.txt"))
-    config = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-                                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(unique_texts([blurbs])),
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 # --- the blackbox function, against the paper's definition -------------------------------------

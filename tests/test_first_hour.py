@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, save_tiny_bert, text_vocabulary
 from hubserver import FakeHub
 import tecb_data
 from tecb_data.progress import Progress
@@ -212,21 +212,7 @@ def test_library_chatter_is_kept_out_unless_verbose(tmp_path):
 
 def tiny_bert(folder: Path, texts: list[str]) -> Path:
     """A two-layer BERT with a character vocabulary: enough for pre-training to run for real."""
-    import torch
-    import transformers
-
-    chars = sorted({c for t in texts for c in t.lower() if not c.isspace()})
-    vocab = folder / "vocab.txt"
-    folder.mkdir()
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)])
-                     + "\n", encoding="utf-8")
-    tokenizer = transformers.BertTokenizerFast(vocab=str(vocab))
-    config = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(folder, text_vocabulary(texts, words=False), hidden_size=16)
 
 
 def test_pretraining_into_a_log_has_plain_lines_and_no_library_chatter(demo_datasets, tmp_path):

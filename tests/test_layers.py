@@ -8,7 +8,6 @@ import json
 import os
 import math
 import re
-from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -17,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
 import tecb_data  # noqa: E402
 import tecb_eval  # noqa: E402
 from tecb_data.build import build  # noqa: E402
@@ -29,7 +29,6 @@ from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.layers import parse_layers  # noqa: E402
 
 N_LAYERS = 4
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 METRIC_COLUMNS = ["v_measure", "ami", "ari", "homogeneity", "completeness"]
 
 
@@ -44,19 +43,7 @@ def datasets(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory, datasets):
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    lowered = [t.lower() for t in unique_texts(datasets)]
-    chars = sorted({c for t in lowered for c in t if not c.isspace()})
-    words = Counter(w for t in lowered for w in re.findall(r"\w+", t))
-    vocab = SPECIAL + chars + ["##" + c for c in chars] + sorted(w for w, n in words.items() if n >= 2 and len(w) > 1)
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = transformers.BertTokenizerFast(vocab=str(folder / "vocab.txt"))
-    config = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=N_LAYERS,
-                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(unique_texts(datasets)), layers=N_LAYERS)
 
 
 class ForwardCounter:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import signal
 import stat
 import subprocess
@@ -29,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_args as _run
+from conftest import save_tiny_bert, text_vocabulary
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.outputs import MARKER
@@ -179,24 +179,13 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory, data):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
     import tecb_data
 
     folder = tmp_path_factory.mktemp("owned-bert")
     texts = sorted({t.lower() for s in tecb_data.load(data).splits for t in s.texts})
-    chars = sorted({c for t in texts for c in t if not c.isspace()})
-    words = Counter(w for t in texts for w in re.findall(r"\w+", t))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]
-    vocab += sorted(w for w, n in words.items() if n >= 2 and len(w) > 1)
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = transformers.BertTokenizerFast(vocab=str(folder / "vocab.txt"))
-    config = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(folder, text_vocabulary(texts), hidden_size=16)
 
 
 def _layers(model, data, out, cache) -> list[str]:

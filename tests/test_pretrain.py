@@ -8,10 +8,8 @@ import dataclasses
 import math
 import os
 import pickle
-import re
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
 import tecb_data  # noqa: E402
 from tecb_data.build import build  # noqa: E402
 from tecb_data.demo import demo_input  # noqa: E402
@@ -28,7 +27,6 @@ from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
 from tecb_eval.pretraining.tsdae import delete_words  # noqa: E402
 
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 S2S = "blurbs-clustering-s2s"
 
 
@@ -45,30 +43,9 @@ def small(blurbs):
     return dataclasses.replace(blurbs, splits=blurbs.splits[:6])
 
 
-def _vocabulary(texts: list[str]) -> list[str]:
-    """Characters (word-initial and ##-continuations) plus the frequent lower-cased words: every
-    text is tokenizable and most words take one or two pieces."""
-    lowered = [t.lower() for t in texts]
-    chars = sorted({c for t in lowered for c in t if not c.isspace()})
-    words = Counter(w for t in lowered for w in re.findall(r"\w+", t))
-    frequent = sorted(w for w, n in words.items() if n >= 2 and len(w) > 1)
-    return SPECIAL + chars + ["##" + c for c in chars] + frequent
-
-
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory, blurbs):
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    vocab_file = folder / "vocab.txt"
-    vocab_file.write_text("\n".join(_vocabulary(unique_texts([blurbs]))) + "\n", encoding="utf-8")
-    tokenizer = transformers.BertTokenizerFast(vocab=str(vocab_file))
-    config = transformers.BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64,
-    )
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(unique_texts([blurbs])))
 
 
 def _losses(folder: Path) -> list[float]:

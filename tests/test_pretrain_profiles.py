@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from test_pretrain import S2S, SPECIAL, blurbs, small, tiny_bert  # noqa: E402,F401  (fixtures)
+from conftest import SPECIAL_TOKENS as SPECIAL  # noqa: E402
+from test_pretrain import S2S, blurbs, small, tiny_bert  # noqa: E402,F401  (fixtures)
 
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402

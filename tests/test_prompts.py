@@ -13,6 +13,7 @@ import pytest
 
 mteb = pytest.importorskip("mteb")
 
+from conftest import SPECIAL_TOKENS, save_tiny_bert  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.models import encoders  # noqa: E402
@@ -219,22 +220,12 @@ def test_a_backend_that_cannot_be_imported_is_one_line(prompted, demo, tmp_path)
 @pytest.fixture(scope="module")
 def tiny_bert_st(tmp_path_factory, demo):
     """A sentence-transformers model around a tiny random BERT (mean pooling, Normalize)."""
-    import torch
-    import transformers
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Normalize, Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     root = tmp_path_factory.mktemp("tiny-bert")
-    (root / "bert").mkdir()
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [w for w in _vocabulary([demo["s2s"]]) if w != "[UNK]"]
-    (root / "bert" / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = transformers.BertTokenizerFast(vocab=str(root / "bert" / "vocab.txt"))
-    config = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(root / "bert")
-    tokenizer.save_pretrained(root / "bert")
+    save_tiny_bert(root / "bert", SPECIAL_TOKENS + [w for w in _vocabulary([demo["s2s"]]) if w != "[UNK]"])
     model = SentenceTransformer(modules=[Transformer(str(root / "bert"), max_seq_length=48), Pooling(32, "mean"),
                                          Normalize()], device="cpu", prompts={"Clustering": "Thema: "})
     model.save(str(root / "st"), create_model_card=False)
