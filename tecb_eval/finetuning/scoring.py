@@ -17,7 +17,7 @@ from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score, r
 
 from tecb_eval.clustering.evaluation import kmeans_v_measure
 from tecb_eval.grid.work import one_thread
-from tecb_eval.pretraining.tracking import encode_per_task
+from tecb_eval.pretraining.tracking import encode_per_task, non_finite_texts
 
 KMEANS = "minibatch_kmeans"  # the grid's name: Table 2's configuration
 HAC = "hac_average_true_k"
@@ -39,7 +39,7 @@ def vectors_for(encoder, parts) -> list[dict[str, np.ndarray]]:
     """``text -> vector`` for each ``(benchmark, split)`` of ``parts``: with the prompt the
     benchmark's task gets where the model has per-task prompts (``encode_per_task``)."""
     out, _ = encode_per_task(encoder, [(bench, split.texts) for bench, split in parts])
-    if not all(np.isfinite(v).all() for by_text in out for v in by_text.values()):
+    if non_finite_texts(out):
         raise ArithmeticError("the model gives vectors that are not finite")
     return out
 

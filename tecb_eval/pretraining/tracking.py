@@ -175,6 +175,13 @@ def encode_per_task(encoder, items: Sequence[tuple[object, Sequence[str]]]) -> t
     return out, calls
 
 
+def non_finite_texts(per_item: list[dict]) -> int:
+    """How many distinct texts of :func:`encode_per_task`'s answer have a vector that is not finite
+    (items that share an encoding pass share one mapping: each is checked once)."""
+    distinct = {id(by_text): by_text for by_text in per_item}.values()
+    return len({t for by_text in distinct for t, v in by_text.items() if not np.isfinite(v).all()})
+
+
 def _fmt(value) -> str:
     # repr round-trips floats exactly and is the same on every platform: byte-identical reruns.
     return repr(float(value)) if isinstance(value, (float, np.floating)) else str(value)
@@ -226,10 +233,9 @@ def timed_evaluation(benchmarks: Sequence, encoder, kmeans_seed: int) -> tuple[l
     :class:`NonFiniteVectors` before clustering vectors that are NaN or infinite."""
     start = time.perf_counter()
     per_bench, calls = encode_per_task(encoder, [(bench, unique_texts([bench])) for bench in benchmarks])
-    texts = unique_texts(benchmarks)
-    bad = sum(1 for t in texts if not all(np.isfinite(d[t]).all() for d in per_bench if t in d))
+    bad = non_finite_texts(per_bench)
     if bad:
-        raise NonFiniteVectors(bad, len(texts))
+        raise NonFiniteVectors(bad, len(unique_texts(benchmarks)))
     encode_s = time.perf_counter() - start
     start = time.perf_counter()
     rows = []
