@@ -4,6 +4,7 @@
 - A usage error (a missing required option, an unknown choice) is one line naming it and how to
   get help, not argparse's usage block of a dozen lines.
 - Help texts with line breaks (each command's examples, its epilog) are kept as written.
+- Options are never abbreviated: ``--limit 1`` is refused, not read as ``--limit-splits 1``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _Formatter)
+        # No abbreviated options (`--limit 1` for `--limit-splits 1`): an option added later must not
+        # change what an old command line means. Sub-commands are CommandParsers too (add_subparsers
+        # uses the root's class), so this reaches every parser of both tools.
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         # SUPPRESS: a sub-command's --debug sets the flag only when given, so `--debug run` (the root's)
         # is not reset to False by the sub-command's default.

@@ -51,13 +51,20 @@ def _cmd_finetune(args) -> int:
     return 0
 
 
+EXAMPLES = """examples (a quick look on the first fold; the paper's schedule is the default):
+  tecb-eval finetune --model minilm-l6 --data out/blurbs-clustering-s2s --method cob --folds 1 \\
+      --max-steps 20 --out finetune-out
+  tecb-eval finetune --model deepset/gbert-base --data out/blurbs-clustering-s2s --data out/tenkgnad-clustering-s2s \\
+      --protocol transfer --method cob --method triplet --out finetune-transfer"""
+
+
 def register(subparsers) -> argparse.ArgumentParser:
     from tecb_eval.cli.options import _Seeds, parse_seeds
     from tecb_eval.finetuning.protocols import PROTOCOLS
     from tecb_eval.finetuning.settings import METHODS
 
     p = subparsers.add_parser("finetune", help="train a model on a clustering metric (COB) and its baselines, leak-free",
-                              description=__doc__.splitlines()[0])
+                              description=__doc__.splitlines()[0], epilog=EXAMPLES)
     p.add_argument("--model", required=True, help="sentence-transformers or transformers folder, Hub repo id, or minilm-l6")
     p.add_argument("--data", action="append", required=True,
                    help="dataset folder (repeatable): one Blurbs build for leave-one-genre-out; Blurbs plus the "

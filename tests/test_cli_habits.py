@@ -1,0 +1,134 @@
+"""Command-line habits of both tools: every --help ends with examples that parse (the cheap ones
+really run on the demo data), and no option is ever abbreviated (issue 31)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+import pytest
+
+from tecb_data import cli as data_cli
+from tecb_eval import cli as eval_cli
+
+TOOLS = {"tecb-data": data_cli, "tecb-eval": eval_cli}
+# Every command the README names; a command added later is found by walking the parsers anyway.
+KNOWN = {
+    "tecb-eval": {"run", "demo", "table", "export", "compare", "layers", "pretrain", "finetune"},
+    "tecb-data": {"build", "collect", "verify", "stats", "push"},
+}
+
+
+def _commands(root: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in root._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def _examples(epilog: str | None, tool: str) -> list[list[str]]:
+    """The command lines of an epilog: lines starting with the tool's name, `\\` continuations joined,
+    a trailing `# comment` dropped."""
+    text = (epilog or "").replace("\\\n", " ")
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(tool + " "):
+            lines.append(shlex.split(line, comments=True)[1:])
+    return lines
+
+
+def _all_parsers():
+    for tool, module in TOOLS.items():
+        root = module.parser()
+        yield tool, None, root
+        for name, sub in _commands(root).items():
+            yield tool, name, sub
+
+
+PARSERS = [pytest.param(tool, name, id=f"{tool} {name or ''}".strip()) for tool, name, _ in _all_parsers()]
+
+
+def _parser(tool, name):
+    root = TOOLS[tool].parser()
+    return root, (root if name is None else _commands(root)[name])
+
+
+def test_every_known_command_is_there():
+    for tool, module in TOOLS.items():
+        assert KNOWN[tool] <= set(_commands(module.parser())), tool
+
+
+@pytest.mark.parametrize("tool,name", PARSERS)
+def test_help_ends_with_examples_that_parse(tool, name, capsys):
+    root, parser = _parser(tool, name)
+    help_text = parser.format_help()
+    examples = _examples(parser.epilog, tool)
+    assert examples, f"`{tool} {name or ''} --help` shows no example"
+    # The examples are the last thing the help shows, kept as written (not re-wrapped).
+    assert help_text.rstrip().endswith(parser.epilog.rstrip().splitlines()[-1].strip())
+    for argv in examples:
+        try:
+            args = root.parse_args(argv)
+        except SystemExit:  # pragma: no cover - the message is the failure
+            pytest.fail(f"the example `{tool} {shlex.join(argv)}` does not parse: {capsys.readouterr().err}")
+        if name is not None:
+            assert args.command == name, argv
+        assert callable(getattr(args, "func", None))
+
+
+@pytest.mark.parametrize("tool,name", [p for p in PARSERS if p.values[1] is not None])
+def test_every_parser_refuses_abbreviations(tool, name, capsys):
+    """Each long option of each command, one letter short, appended to the command's own example:
+    refused in one line with exit 2 (argparse would otherwise take the unique prefix)."""
+    root, parser = _parser(tool, name)
+    base = _examples(parser.epilog, tool)[0]
+    options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")}
+    assert parser.allow_abbrev is False
+    for option in sorted(options):
+        short = option[:-1]
+        if short in options or len(short) < 3:
+            continue
+        argv = [*base, short, "1"]
+        with pytest.raises(SystemExit) as raised:
+            root.parse_args(argv)
+        assert raised.value.code == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and f"unrecognized arguments: {short}" in error, (option, error)
+
+
+@pytest.mark.parametrize("module,argv,prefix", [
+    (eval_cli, ["run", "--data", "d", "--model", "tfidf-lsa", "--results", "r.jsonl", "--limit", "1"], "tecb-eval"),
+    (eval_cli, ["demo", "--data", "d", "--out", "o", "--limit=1"], "tecb-eval"),
+    (eval_cli, ["--verb", "table", "r.jsonl"], "tecb-eval"),
+    (data_cli, ["build", "--source", "blurbs", "--dem", "--out", "o"], "tecb-data"),
+])
+def test_abbreviation_is_one_line_and_exit_2(module, argv, prefix, capsys):
+    """The issue's case: `--limit 1` was taken as `--limit-splits 1`; through the installed entry
+    point it is one line on stderr and exit 2, nothing run."""
+    with pytest.raises(SystemExit) as raised:
+        module.main(argv)
+    assert raised.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.startswith(f"{prefix}: error: "), captured.err
+    assert "unrecognized arguments" in captured.err
+
+
+def test_cheap_examples_really_run(tmp_path, monkeypatch, capsys):
+    """`tecb-data`'s own examples run as printed on the demo sample: build, then verify and stats of
+    what it built (the folder names of their examples)."""
+    monkeypatch.chdir(tmp_path)
+    root = data_cli.parser()
+    ran = []
+    top = _examples(root.epilog, "tecb-data")
+    demo_build = [argv for argv in top if "--demo" in argv]
+    assert demo_build, "the tool's help shows how to build the demo data"
+    assert data_cli.main(demo_build[0]) == 0
+    # The commands' examples read out/…; the demo build into out/ gives them a real folder.
+    assert data_cli.main(["build", "--source", "blurbs", "--demo", "--out", "out", "--quiet"]) == 0
+    for name in ("verify", "stats"):
+        for argv in _examples(_commands(root)[name].epilog, "tecb-data"):
+            assert data_cli.main(argv) == 0, argv
+            ran.append(argv)
+    assert ran
+    out = capsys.readouterr().out
+    assert "blurbs-clustering-s2s" in out
