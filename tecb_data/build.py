@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 
 from tecb_data import layout
 from tecb_data.card import render_card
+from tecb_data.demo import is_demo_records
 from tecb_data.errors import UserError
 from tecb_data.recipes import (
     DATASETS,
@@ -83,9 +84,17 @@ def prepare(
         {"name": s.name, "level": s.level, "size": len(s.ids), "labels": label_counts(s)} for s in splits
     ]
 
+    input_entries = sorted(
+        ({"name": i.name, "sha256": i.sha256, "bytes": i.bytes} for i in inputs),
+        key=lambda i: (i["name"], i["sha256"]),
+    )
+    # Built from the embedded demo sample (its files, or its records copied or reordered): the card's
+    # first line and the manifest say so, and from the manifest every row, table, figure and push.
+    synthetic = is_demo_records(spec.source, items.values(), inputs)
+
     def card(data_hashes: dict[str, str]) -> list[str]:
         return [render_card(spec, recipe, version=__version__, seed=seed, stats=stats, splits=split_entries,
-                            data_digest=layout.fingerprint(data_hashes), extra=card_context)]
+                            data_digest=layout.fingerprint(data_hashes), extra=card_context, synthetic=synthetic)]
 
     if data_files is None:
         data_files = {
@@ -102,10 +111,8 @@ def prepare(
         "package_version": __version__,
         "seed": seed,
         "recipe": {"name": recipe.name, "version": recipe.version, **recipe.params},
-        "inputs": sorted(
-            ({"name": i.name, "sha256": i.sha256, "bytes": i.bytes} for i in inputs),
-            key=lambda i: (i["name"], i["sha256"]),
-        ),
+        "inputs": input_entries,
+        **({"synthetic": True} if synthetic else {}),
         "splits": split_entries,
         "statistics": stats,
         "report": report,

@@ -30,11 +30,38 @@ def _environment() -> jinja2.Environment:
     return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
+# The first line a reader sees of a card built from the embedded demo sample (right below the
+# metadata block, which must open the file for the Hub to read it).
+SYNTHETIC_NOTICE = ("> **Synthetic demo data.** Built from tecb's small embedded demo sample, written for this "
+                    "project: not the published dataset, and scores on it are not comparable with the paper's.")
+
+
+def mark_synthetic(text: str) -> str:
+    """``text`` (a card) with :data:`SYNTHETIC_NOTICE` as the first line below its metadata block."""
+    if SYNTHETIC_NOTICE in text:
+        return text
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 3)
+        if end >= 0:
+            cut = end + len("\n---\n")
+            rest = text[cut:]
+            return text[:cut] + SYNTHETIC_NOTICE + "\n" + ("" if rest.startswith("\n") else "\n") + rest
+    return SYNTHETIC_NOTICE + "\n\n" + text
+
+
 def render_card(spec: DatasetSpec, recipe: Recipe, *, version: str, seed: int, stats: dict, splits: list[dict],
-                data_digest: str | None = None, extra: dict | None = None) -> str:
+                data_digest: str | None = None, extra: dict | None = None, synthetic: bool = False) -> str:
     """The card; ``data_digest`` (a hash of the data files) goes into each config's description, where
     ``datasets`` hashes it: it keys its cache of a local folder by the card's metadata and the data
-    files' names, not their content, so without it two builds of one dataset would share a cache entry."""
+    files' names, not their content, so without it two builds of one dataset would share a cache entry.
+    ``synthetic``: built from the demo sample, said in the card's first line (:func:`mark_synthetic`)."""
+    text = _render(spec, recipe, version=version, seed=seed, stats=stats, splits=splits, data_digest=data_digest,
+                   extra=extra)
+    return mark_synthetic(text) if synthetic else text
+
+
+def _render(spec: DatasetSpec, recipe: Recipe, *, version: str, seed: int, stats: dict, splits: list[dict],
+            data_digest: str | None, extra: dict | None) -> str:
     template = _environment().get_template(spec.card_template)
     return template.render(
         data_digest=data_digest,

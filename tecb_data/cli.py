@@ -51,7 +51,7 @@ def _print_built(built) -> dict:
         print(
             f"{folder}: {stats['splits']} splits, {stats['samples']:,} samples, "
             f"{stats['unique_texts']:,} {texts}, {stats['unique_labels']} labels; "
-            f"fingerprint {manifest['fingerprint'][:16]}"
+            f"fingerprint {manifest['fingerprint'][:16]}" + ("; synthetic demo data" if manifest.get("synthetic") else "")
         )
     return manifest
 
@@ -188,9 +188,15 @@ def _cmd_push(args) -> int:
     from tecb_data.hub import push
 
     result = push(
-        args.folder, args.repo_id, branch=args.revision, private=args.private, dry_run=args.dry_run, message=args.message
+        args.folder, args.repo_id, branch=args.revision, private=args.private, dry_run=args.dry_run, message=args.message,
+        allow_synthetic=args.allow_synthetic,
     )
     where = f"{result.repo_id}@{result.branch}"
+    if result.synthetic:
+        # First: whoever reads the plan or the log learns before anything else that these are not real data.
+        print("synthetic demo data (built from tecb's embedded demo sample): "
+              + ("allowed by --allow-synthetic; the card says so in its first line"
+                 if args.allow_synthetic else "a real push is refused unless --allow-synthetic is given"))
     if result.note:
         print(f"note: {result.note}", file=sys.stderr)
     if result.outcome == "unchanged":
@@ -324,6 +330,8 @@ def parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true", help="create the repository as private (if it is new)")
     push.add_argument("--dry-run", action="store_true", help="list what would be sent; send nothing")
     push.add_argument("--message", help="commit message (default: dataset, fingerprint and package version)")
+    push.add_argument("--allow-synthetic", action="store_true",
+                      help="push a folder built from the demo sample (refused otherwise); its card says it is synthetic")
     push.set_defaults(func=_cmd_push)
     return root
 

@@ -24,7 +24,8 @@ from huggingface_hub import errors as hf_errors
 from huggingface_hub.utils import validate_repo_id
 
 from tecb_data import layout, network, publication
-from tecb_data.card import check_card
+from tecb_data.card import SYNTHETIC_NOTICE, check_card
+from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError, VerificationError
 from tecb_data.recipes import DATASETS
 from tecb_data.version import __version__
@@ -56,6 +57,7 @@ class PushResult:
     note: str | None = None  # something the user asked for that had no effect
     offline: str | None = None  # offline-plan: why the Hub was not read
     token: bool | None = None  # offline-plan: whether a token was found for the real push
+    synthetic: bool = False  # built from the embedded demo sample
 
     @property
     def sent(self) -> tuple[Change, ...]:
@@ -279,6 +281,29 @@ def _offline(exc: BaseException) -> bool:
     return False
 
 
+def is_synthetic(manifest: dict) -> bool:
+    """Built from the embedded demo sample: said by the manifest, or found from its inputs' hashes
+    (a folder built before the manifest said it)."""
+    return manifest.get("synthetic") is True or is_demo_manifest(manifest)
+
+
+def check_synthetic(folder: Path, manifest: dict, *, allow: bool, dry_run: bool) -> bool:
+    """Synthetic data leave the machine only when asked (``allow``), with the card saying so in its
+    first line (below the metadata block); a dry run plans either way and says so. Returns whether
+    the folder is synthetic."""
+    if not is_synthetic(manifest):
+        return False
+    if not allow and not dry_run:
+        raise UserError(f"{folder}: synthetic demo data (built from tecb's embedded demo sample), not a real dataset; "
+                        "it is not pushed unless you pass --allow-synthetic (nothing was sent)")
+    card = (folder / layout.CARD).read_text(encoding="utf-8")
+    body = card.split("\n---\n", 1)[1] if card.startswith("---\n") and "\n---\n" in card[3:] else card
+    if allow and not body.startswith(SYNTHETIC_NOTICE):
+        raise UserError(f"{folder / layout.CARD}: synthetic demo data whose card does not say so in its first line; "
+                        "rebuild the folder with this tecb (`tecb-data build --demo`) before pushing it")
+    return True
+
+
 def _offline_plan(folder: Path, manifest: dict, repo_id: str, branch: str, *, reason: str) -> PushResult:
     """The part of a dry run that needs no Hub: the folder verified, publishable and its card valid
     (done before this), the files a first commit would send, and whether a token is there. What
@@ -286,7 +311,7 @@ def _offline_plan(folder: Path, manifest: dict, repo_id: str, branch: str, *, re
     empty = _Remote(False, False, None, None, {}, None)
     return PushResult(repo_id=repo_id, branch=branch, outcome="offline-plan", fingerprint=manifest["fingerprint"],
                       changes=_plan(folder, manifest, empty), create_repo=False, offline=reason,
-                      token=huggingface_hub.get_token() is not None)
+                      token=huggingface_hub.get_token() is not None, synthetic=is_synthetic(manifest))
 
 
 def _commit_text(manifest: dict) -> tuple[str, str]:
@@ -308,15 +333,18 @@ def push(
     private: bool = False,
     dry_run: bool = False,
     message: str | None = None,
+    allow_synthetic: bool = False,
 ) -> PushResult:
     """Publish a verified, publishable dataset folder to ``repo_id`` in one commit.
 
-    With ``dry_run`` the Hub is only read (repository, file list, remote manifest).
+    With ``dry_run`` the Hub is only read (repository, file list, remote manifest). Synthetic demo
+    data are refused unless ``allow_synthetic`` (:func:`check_synthetic`).
     """
     folder = Path(folder)
     branch = branch or DEFAULT_BRANCH
     manifest = layout.verify(folder)
     check_publishable(folder, manifest)
+    synthetic = check_synthetic(folder, manifest, allow=allow_synthetic, dry_run=dry_run)
     check_card((folder / layout.CARD).read_text(encoding="utf-8"), manifest, where=str(folder / layout.CARD))
     check_repo_id(repo_id)
     if message is not None and not message.strip():
@@ -346,6 +374,7 @@ def push(
         changes=changes,
         create_repo=not remote.repo_exists,
         note=note,
+        synthetic=synthetic,
     )
     if remote.fingerprint == manifest["fingerprint"] and all(c.action == "keep" for c in changes):
         return PushResult(outcome="unchanged", commit_oid=remote.head, commit_url=_commit_url(repo_id, remote.head), **result)

@@ -360,7 +360,8 @@ def test_push_dry_run_plans_offline_and_says_what_needs_the_hub(demo_datasets, t
         assert f"send    {name}" in out
     assert "token: none" in out and "nothing was sent" in out
     # A real push still needs the Hub, and says so in one line.
-    pushed = run_cli("push", str(demo_datasets / "blurbs-clustering-s2s"), "--repo-id", "me/blurbs", env=env)
+    pushed = run_cli("push", str(demo_datasets / "blurbs-clustering-s2s"), "--repo-id", "me/blurbs", "--allow-synthetic",
+                     env=env)
     assert pushed.returncode == 2 and pushed.stderr.count("\n") == 1 and "HF_HUB_OFFLINE" in pushed.stderr
 
 

@@ -505,7 +505,8 @@ def test_a_commit_the_hub_answers_too_late_says_it_may_have_been_applied(demo_da
         hub.before("POST", r"/commit/", lambda _hub: client_gave_up.wait(timeout=120))
         env = hub_env(tmp_path, hub.url, TECB_NETWORK_TIMEOUT="1")
         folder = str(demo_datasets / "blurbs-clustering-s2s")
-        result, seconds = timed([sys.executable, "-m", "tecb_data.cli", "push", folder, "--repo-id", "tecb-test/x"], env)
+        result, seconds = timed([sys.executable, "-m", "tecb_data.cli", "push", folder, "--repo-id", "tecb-test/x",
+                                 "--allow-synthetic"], env)
         client_gave_up.set()
         line = one_error_line(result.stderr)
         assert result.returncode == 2 and "committing" in line and "within 1 s" in line, line
@@ -514,7 +515,7 @@ def test_a_commit_the_hub_answers_too_late_says_it_may_have_been_applied(demo_da
         deadline = time.monotonic() + 120  # the Hub finishes the commit it was sent
         while len(hub.history("tecb-test/x")) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
-        again = run_cli("push", folder, "--repo-id", "tecb-test/x", env=env)
+        again = run_cli("push", folder, "--repo-id", "tecb-test/x", "--allow-synthetic", env=env)
         assert again.returncode == 0 and "unchanged" in again.stdout, again.stderr
         assert len(hub.history("tecb-test/x")) == 2  # the Hub's initial commit and ours, once
     finally:

@@ -54,7 +54,8 @@ def dataset(demo_datasets, tmp_path):
 
 
 def push(folder: Path, env: dict, *extra: str, repo: str = REPO) -> subprocess.CompletedProcess:
-    return run_cli("push", str(folder), "--repo-id", repo, *extra, env=env)
+    # The demo sample is synthetic: pushed only when asked (tests/test_outputs_say_what_they_are.py).
+    return run_cli("push", str(folder), "--repo-id", repo, "--allow-synthetic", *extra, env=env)
 
 
 def python(code: str, env: dict) -> subprocess.CompletedProcess:
@@ -312,7 +313,7 @@ def test_the_token_never_reaches_output_or_files(hub, hub_env, dataset, tmp_path
     ]
     hub.fail("POST", r"/commit/", 500, "Internal Error")
     hub.put_file(REPO, "x.txt", b"x")
-    outputs.append(run_cli("--debug", "push", str(dataset), "--repo-id", REPO, env=hub_env))
+    outputs.append(run_cli("--debug", "push", str(dataset), "--repo-id", REPO, "--allow-synthetic", env=hub_env))
     for result in outputs:
         assert TOKEN not in result.stdout + result.stderr
     written = [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -26,8 +26,39 @@ def _demo_hashes() -> frozenset[str]:
 
 
 def is_demo_manifest(manifest: dict) -> bool:
-    """Whether a dataset was built from the embedded demo sample: every input's SHA-256 (recorded in
-    its manifest) is one of the sample's files. Its scores are synthetic, never the paper's."""
-    inputs = manifest.get("inputs") if isinstance(manifest, dict) else None
+    """Whether a dataset was built from the embedded demo sample: its manifest says so (``synthetic``,
+    written by the build), or every input's SHA-256 (recorded in its manifest) is one of the sample's
+    files (a folder built before the flag). Its scores are synthetic, never the paper's."""
+    if not isinstance(manifest, dict):
+        return False
+    if manifest.get("synthetic") is True:
+        return True
+    inputs = manifest.get("inputs")
     hashes = [i.get("sha256") for i in inputs or [] if isinstance(i, dict)]
     return bool(hashes) and all(h in _demo_hashes() for h in hashes)
+
+
+def _record_key(item) -> tuple:
+    return item.id, tuple(sorted(item.views.items()))
+
+
+@lru_cache(maxsize=None)
+def _demo_records(source: str) -> frozenset:
+    from tecb_data.sources import blurbs, tenkgnad  # here: the sources import nothing of the demo
+
+    reader = {"blurbs": blurbs.read, "tenkgnad": tenkgnad.read}[source]
+    return frozenset(_record_key(item) for item in reader(demo_input(source)).items)
+
+
+def is_demo_records(source: str, items, inputs=()) -> bool:
+    """Whether a build's records all come from the embedded demo sample: its very files (``inputs``'
+    hashes), or the same records copied, reordered or cut down (a byte-identical build of them
+    must say the same thing)."""
+    items = list(items)
+    if source not in _INPUTS or not items:
+        return False
+    hashes = [getattr(i, "sha256", None) for i in inputs]
+    if hashes and all(h in _demo_hashes() for h in hashes):
+        return True
+    demo = _demo_records(source)
+    return len(items) <= len(demo) and all(_record_key(item) in demo for item in items)
