@@ -75,7 +75,7 @@ def _export(args, frame, datasets, models) -> int:
 
 def _cmd_run(args) -> int:
     check_grid_options(args)
-    from tecb_eval.clustering.algorithms import REDUCTIONS
+    from tecb_eval.clustering.names import REDUCTIONS
 
     if args.reduction is None:
         args.reduction = list(REDUCTIONS)
@@ -95,7 +95,7 @@ def _cmd_run(args) -> int:
 def _cmd_demo(args) -> int:
     """A small grid with the offline encoders on the demo datasets, Tables 2 and 3, and the plots."""
     check_grid_options(args)
-    from tecb_eval.clustering.algorithms import REDUCTIONS
+    from tecb_eval.clustering.names import REDUCTIONS
     from tecb_eval.reports.tables import DEMO_NOTE, read_reference
 
     if args.reference is not None:
@@ -115,7 +115,7 @@ def _cmd_demo(args) -> int:
 
 
 def register(commands) -> None:
-    from tecb_eval.clustering.algorithms import ALGORITHMS, REDUCTIONS
+    from tecb_eval.clustering.names import ALGORITHMS, REDUCTIONS
     from tecb_eval.grid.protocols import PROTOCOLS
 
     run = commands.add_parser(

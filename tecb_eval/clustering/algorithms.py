@@ -31,8 +31,7 @@ KMEANS_BATCH_SIZE = 500
 FAST_KMEANS_BATCH_SIZE = 512
 PCA_PRE_COMPONENTS = 50
 
-ALGORITHMS = ("minibatch_kmeans", "agglomerative", "hdbscan", "dbstream")
-REDUCTIONS = ("none", "pca", "umap", "pca50+umap")
+from tecb_eval.clustering.names import ALGORITHMS, REDUCTIONS  # noqa: E402 (named apart for the command line)
 # Density-based algorithms on unreduced embeddings: too slow and too poor in the paper's runs, so
 # the paper left them out; the grid skips them unless they are asked for by name.
 SKIPPED_BY_DEFAULT = (("hdbscan", "none"), ("dbstream", "none"))

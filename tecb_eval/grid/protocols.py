@@ -9,7 +9,9 @@ reduction, shared by every algorithm) and the rows of that base it clusters.
 - ``fast`` (MTEB v2's ``AbsTaskClustering``): what MTEB's own ``<Task>.v2`` clusters, taken from
   MTEB's code by :func:`tecb_eval.mteb.sampling.fast_sample` (the task's own transform, its
   downsampling and its bootstrap draws from ``random.Random(seed)``); the units are the
-  bootstrap samples, and the base is the embedded set they are drawn from.
+  bootstrap samples, and the base is the embedded set they are drawn from. MTEB draws a
+  dataset's sample once per seed and MTEB version; the grid keeps it under the cache folder
+  (:mod:`tecb_eval.grid.samples`).
 
 Both are tested equal to MTEB's scores on the same folders (``tests/test_mteb_referee.py``).
 """
@@ -46,10 +48,15 @@ def legacy_units(bench, limit_splits: int | None = None) -> list[Unit]:
     return [Unit(s.name, s.name, tuple(s.texts), None, tuple(s.labels), len(set(s.labels))) for s in splits]
 
 
-def fast_units(bench, seed: int) -> list[Unit]:
-    from tecb_eval.mteb.sampling import fast_sample
+def fast_units(bench, seed: int, samples=None) -> list[Unit]:
+    """``samples``: a :class:`~tecb_eval.grid.samples.SampleCache` that keeps MTEB's draws under the
+    cache folder; None draws them here."""
+    if samples is None:
+        from tecb_eval.mteb.sampling import fast_sample
 
-    sample = fast_sample(bench, seed)
+        sample = fast_sample(bench, seed)
+    else:
+        sample = samples.get(bench, seed)
     # k as MTEB's bootstrapped k-means asks for it: the number of labels in the embedded set.
     k = len(set(sample.labels))
     return [
@@ -58,9 +65,9 @@ def fast_units(bench, seed: int) -> list[Unit]:
     ]
 
 
-def units_for(bench, protocol: str, seed: int, *, limit_splits: int | None = None) -> list[Unit]:
+def units_for(bench, protocol: str, seed: int, *, limit_splits: int | None = None, samples=None) -> list[Unit]:
     if protocol == "legacy":
         return legacy_units(bench, limit_splits)
     if protocol == "fast":
-        return fast_units(bench, seed)
+        return fast_units(bench, seed, samples)
     raise UserError(f"unknown protocol {protocol!r}; choose from {', '.join(PROTOCOLS)}")

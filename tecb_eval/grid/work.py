@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import resource
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,12 +186,14 @@ def one_thread():
     import joblib
     from threadpoolctl import threadpool_limits
 
-    try:
-        import numba
-
-        numba.set_num_threads(1)
-    except (ImportError, ValueError):  # numba absent, or already at its minimum
-        pass
+    # Only where numba is loaded (a unit with UMAP loads it before this, in keep_compiled_umap): a
+    # k-means unit has no numba code to run, and importing it costs half a second.
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        try:
+            numba.set_num_threads(1)
+        except ValueError:  # already at its minimum
+            pass
     stack = contextlib.ExitStack()
     stack.enter_context(threadpool_limits(limits=1))
     stack.enter_context(joblib.parallel_config(backend="sequential"))

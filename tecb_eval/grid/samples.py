@@ -1,0 +1,121 @@
+"""The fast protocol's samples, drawn once per dataset build, seed and MTEB version.
+
+MTEB draws them (:func:`tecb_eval.mteb.sampling.fast_sample`: its task's own transform,
+downsampling and bootstrap draws); drawing costs an import of MTEB and a pass of ``datasets``
+over every row (seconds each), and gives the same rows for every model and configuration. So the
+grid keeps what MTEB chose under the cache folder, as row numbers into the dataset's rows pooled in
+split order, and later runs (other models, other configurations, resumed grids) read them back
+without importing MTEB. The key holds the dataset's fingerprint, the seed and the versions of
+``mteb`` and ``datasets`` (read from their installed metadata, not by importing them): another
+version of either draws again. A file that cannot be read is removed and drawn again, as the
+other caches do.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from tecb_eval.files import atomic_save, short_hash
+from tecb_eval.grid.cache import _UNREADABLE, CACHE_OPTION, discard_damaged
+from tecb_eval.mteb.sampling import FastSample
+
+# Raised when what this module stores changes meaning; old files are then simply not found.
+SAMPLE_FORMAT = "1"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def sample_key(bench, seed: int) -> str:
+    """Names one draw: the dataset build, the seed and the code that draws (MTEB, and ``datasets``
+    whose stratified split MTEB's transform calls)."""
+    return short_hash("fast-sample", SAMPLE_FORMAT, bench.fingerprint, str(int(seed)),
+                      f"mteb=={_version('mteb')}", f"datasets=={_version('datasets')}")
+
+
+def pooled_rows(bench) -> list[tuple[str, str]]:
+    """Every (text, label) of ``bench``, split after split: what the stored row numbers index."""
+    return [(text, label) for split in bench.splits for text, label in zip(split.texts, split.labels)]
+
+
+def to_rows(bench, sample: FastSample) -> np.ndarray:
+    """Where each of the sample's texts is in :func:`pooled_rows` (the first row with that text and
+    label: a repeated row is the same text and label, so any of them gives the same sample)."""
+    first: dict[tuple[str, str], int] = {}
+    for i, pair in enumerate(pooled_rows(bench)):
+        first.setdefault(pair, i)
+    try:
+        return np.array([first[pair] for pair in zip(sample.texts, sample.labels)], dtype=np.int64)
+    except KeyError as exc:  # a bug (the transform invented a row), not a user's error
+        raise RuntimeError(f"{bench.location}: MTEB's sample holds a row the dataset lacks: {exc}") from None
+
+
+def from_rows(bench, chosen: np.ndarray, bootstraps: np.ndarray) -> FastSample:
+    pooled = pooled_rows(bench)
+    return FastSample(tuple(pooled[i][0] for i in chosen), tuple(pooled[i][1] for i in chosen),
+                      tuple(np.array(row, dtype=np.int64) for row in bootstraps))
+
+
+def same_sample(a: FastSample, b: FastSample) -> bool:
+    """The same texts, labels and bootstrap rows, in the same order."""
+    return (a.texts == b.texts and a.labels == b.labels and len(a.bootstraps) == len(b.bootstraps)
+            and all(np.array_equal(x, y) for x, y in zip(a.bootstraps, b.bootstraps)))
+
+
+class SampleCache:
+    """The fast protocol's samples under ``root/samples`` (``root=None``: drawn in every run)."""
+
+    def __init__(self, root: Path | None):
+        self.folder = None if root is None else Path(root) / "samples"
+        self.drawn = 0  # how many samples this process had MTEB draw (tests and benches read it)
+
+    def get(self, bench, seed: int) -> FastSample:
+        stored = self.lookup(bench, seed)
+        if stored is not None:
+            return stored
+        from tecb_eval.mteb.sampling import fast_sample
+
+        sample = fast_sample(bench, seed)
+        self.drawn += 1
+        if self.folder is not None:
+            chosen = to_rows(bench, sample)
+            bootstraps = np.stack(sample.bootstraps) if sample.bootstraps else np.zeros((0, 0), dtype=np.int64)
+            # What is read back is what MTEB drew, or nothing is stored.
+            if not same_sample(from_rows(bench, chosen, bootstraps), sample):
+                raise RuntimeError(f"{bench.location}: the fast sample does not survive its row numbers")
+            self._save(sample_key(bench, seed), chosen, bootstraps)
+        return sample
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / f"{key}.npz"
+
+    def lookup(self, bench, seed: int) -> FastSample | None:
+        path = self._path(sample_key(bench, seed))
+        if path is None or not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                chosen, bootstraps = data["chosen"], data["bootstraps"]
+        except _UNREADABLE as exc:
+            discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+            return None
+        rows = sum(len(split.texts) for split in bench.splits)
+        if (chosen.ndim != 1 or bootstraps.ndim != 2 or not np.issubdtype(chosen.dtype, np.integer)
+                or not np.issubdtype(bootstraps.dtype, np.integer)
+                or (chosen.size and (chosen.min() < 0 or chosen.max() >= rows))
+                or (bootstraps.size and (bootstraps.min() < 0 or bootstraps.max() >= len(chosen)))):
+            discard_damaged(path, f"rows {chosen.shape} {chosen.dtype}, bootstraps {bootstraps.shape} {bootstraps.dtype}")
+            return None
+        return from_rows(bench, chosen, bootstraps)
+
+    def _save(self, key: str, chosen: np.ndarray, bootstraps: np.ndarray) -> None:
+        # int32 halves the file; read back as int64, the dtype MTEB's draws come in.
+        atomic_save(self._path(key), lambda fh: np.savez_compressed(
+            fh, chosen=chosen.astype(np.int32), bootstraps=bootstraps.astype(np.int32)), ".npz", option=CACHE_OPTION)
