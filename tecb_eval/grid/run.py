@@ -34,6 +34,7 @@ from tecb_eval.grid.seeds import DEFAULT_SEED, check_seed, check_seeds
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
+from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.work import UnitResult, WorkUnit
 from tecb_eval.grid.store import ResultsStore, cell_key, rows_frame, seed_set_name
 
@@ -133,8 +134,11 @@ class Grid:
         self.progress = progress
         self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
                                      timeout=scheduler_timeout)
+        # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
+        # from the cache folder (tecb_eval.grid.samples).
+        self.samples = SampleCache(self.cache_dir)
         self.units = {
-            (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits)
+            (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits, samples=self.samples)
             for b in self.benchmarks for s in self.seeds
         }
         self.reductions = ReductionCache(self.cache_dir)
@@ -392,6 +396,17 @@ class Grid:
         return lines
 
 
+def _units_side_by_side(benches, reductions: set, protocol: str, seeds: int, limit_splits: int | None) -> int:
+    """The most units one model's pass hands the executor at once: per dataset and seed, a unit per
+    split (legacy) or one for the pooled sample (fast), per reduction."""
+    def bases(bench) -> int:
+        if protocol == "fast":
+            return 1
+        return len(bench.splits) if limit_splits is None else min(limit_splits, len(bench.splits))
+
+    return max(1, sum(bases(b) for b in benches) * seeds * len(reductions))
+
+
 def _find_model(spec) -> None:
     """Make sure a model named by text is there to load: the built-in one's package, or the Hub
     model in huggingface_hub's cache (downloaded now if the Hub can be reached). Loading the
@@ -522,6 +537,11 @@ def run_grid(
         say("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped)
             + " (unreduced embeddings, as in the paper); ask for them explicitly with "
             + "configurations=[...] / --config ALGORITHM:none")
+    if scheduler is None:
+        # No more worker processes than units a model can run side by side: a one-unit grid (one
+        # dataset, one split or fast sample, one reduction) runs here, without a process that would
+        # import the stack and compile numba again for nothing.
+        jobs = min(jobs, _units_side_by_side(datasets, {r for _, r in pairs}, protocol, len(seeds), limit_splits))
     # The cluster is reached (and its workers checked) before the store is opened: a scheduler
     # that cannot be used leaves no trace.
     with executors.open_executor(jobs=jobs, scheduler=scheduler, memory_limit=memory, timeout=scheduler_timeout,
