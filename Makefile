@@ -27,12 +27,15 @@ demo: install
 		$(if $(wildcard $(REFERENCE)),--reference $(REFERENCE))
 	@echo "demo datasets in $(DEMO_OUT)/ (one folder per dataset), grid results, tables and plots in $(DEMO_OUT)/eval/"
 
+# pytest-randomly runs the tests in a random order and prints its seed; PYTEST_FLAGS=--randomly-seed=N replays it.
+PYTEST_FLAGS ?=
+
 test: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_FLAGS)
 
 # The quick loop: everything but the tests marked `slow` (real shared data, longer runs).
 test-fast: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" $(PYTEST_FLAGS)
 
 bench: install
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done

@@ -26,6 +26,33 @@ atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
 SLOW_TIMEOUT_S = 2400
 
 
+def _untracked_in_repo() -> set[str] | None:
+    """Untracked, not ignored files in the working tree (None outside a git checkout)."""
+    if shutil.which("git") is None:
+        return None
+    result = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        return None
+    return {line[3:] for line in result.stdout.splitlines() if line.startswith("?? ")}
+
+
+def pytest_sessionstart(session):
+    session.config._tecb_untracked_before = _untracked_in_repo()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No run writes into the working directory: a file the suite left in the tree fails the run."""
+    before = getattr(session.config, "_tecb_untracked_before", None)
+    if before is None or hasattr(session.config, "workerinput"):  # not git, or an xdist worker
+        return
+    left = sorted((_untracked_in_repo() or set()) - before)
+    if left:
+        session.config.get_terminal_writer().line(
+            f"the test run left files in the working tree (tests write under tmp_path only): {', '.join(left)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:

@@ -21,7 +21,6 @@ else is the same estimator with the same settings.
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
@@ -93,10 +92,10 @@ def test_kmeans_and_agglomerative_as_the_evaluator_built_them():
 
 
 def test_paper_never_takes_ward_on_the_vectors():
-    if "ward_path" not in inspect.signature(make_algorithm).parameters:
-        pytest.skip("make_algorithm has no ward_path (no second Ward implementation to refuse)")
     ward = make_algorithm("agglomerative", K, SEED, profile="paper", ward_path="vector")
     assert type(ward) is AgglomerativeClustering
+    # the same request under today's profile does take the vectors: the paper's refusal is what differs
+    assert type(make_algorithm("agglomerative", K, SEED, ward_path="vector")) is not AgglomerativeClustering
 
 
 def test_hdbscan_has_the_pinned_releases_defaults():

@@ -157,25 +157,56 @@ def test_the_grid_writes_plain_lines_into_a_log_and_says_what_it_spent(demo_data
     assert resumed == "blurbs-clustering-s2s: all 3 cells from the results store; nothing computed", resumed
 
 
+class FakeClock:
+    """A monotonic clock the test moves by hand: the ETA is then a figure, not a race."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_progress_gives_an_eta_only_once_it_means_something_and_leaves_pauses_out():
+    clock = FakeClock()
     stream = io.StringIO()  # not a terminal
-    bar = Progress(total=100, desc="cells", unit="cells", stream=stream, interval=0)
+    bar = Progress(total=100, desc="cells", unit="cells", stream=stream, interval=0, clock=clock)
     bar.status("encoding", working=False)
-    time.sleep(0.05)  # encoding: no cell moves, and this time is no cell's
+    clock.now += 600  # encoding: ten minutes in which no cell moves, and this time is no cell's
     bar.status("clustering")
     bar.update(50, timed=False)  # from the store: took no time, tells nothing about the rest
     assert bar.eta() is None
     for _ in range(4):
+        clock.now += 2
         bar.update(1)
     assert bar.eta() is None  # 4 timed cells: too few
-    time.sleep(0.02)
+    clock.now += 2
     bar.update(1)
-    eta = bar.eta()
-    assert eta is not None and eta < 0.05 * 45 / 5 + 0.5  # the encoding pause is not extrapolated
+    # 5 timed cells in 10 s: 2 s a cell, 45 cells left. Were the 600 s of encoding counted, or the
+    # 50 cells from the store, this would be 5,490 s or 8 s.
+    assert bar.eta() == pytest.approx(90.0)
+    bar.status("evaluating", working=False)
+    clock.now += 300
+    bar.status("clustering")
+    assert bar.eta() == pytest.approx(90.0)  # a pause in the middle is left out too
     bar.close()
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue()
     assert lines[0].startswith("cells: 0/100 cells (0 %); encoding") and lines[-1].startswith("cells: 55/100")
+    assert any(line.endswith("about 1:30 left") for line in lines), lines
+
+
+def test_off_a_terminal_a_line_comes_at_least_every_interval_of_work():
+    clock = FakeClock()
+    stream = io.StringIO()
+    with Progress(total=1000, desc="encoding", unit="texts", stream=stream, interval=30, clock=clock) as bar:
+        for _ in range(1000):
+            clock.now += 0.7  # a slow item: 700 s of work in all
+            bar.update(1)
+    lines = stream.getvalue().splitlines()
+    # the first line, one each 30 s of the 700 s (23), the last: never 30 s without a word
+    assert len(lines) == 1 + 700 // 30 + 1, lines
+    assert lines[-1] == "encoding: 1,000/1,000 texts (100 %); done"
 
 
 def test_on_a_terminal_progress_is_a_bar():

@@ -320,3 +320,18 @@ def test_cli_model_options_take_prompts_with_commas_and_defaults_where_taken():
         "spec": "mteb:intfloat/multilingual-e5-small", "device": "cpu"}
     with pytest.raises(UserError, match="--prompt x: none of the models takes it"):
         encoding_defaults(argparse.Namespace(model=["tfidf-lsa"], prompt="x", device=None, dtype=None))
+
+
+def test_an_int8_export_leaves_the_working_directory_as_it_was(tiny_bert_st, tmp_path, monkeypatch):
+    """ONNX Runtime's quantization tooling saves `sym_shape_infer_temp.onnx` and uuid-named `.data`
+    files to a relative path (its symbolic shape inference, when incomplete): run from an empty
+    folder, the export and its int8 quantization must leave it empty."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    encoder = encoders.get_encoder(str(tiny_bert_st), backend="onnx", dtype="int8").for_task(_metadata("BlurbsClusteringS2S", "v2"))
+    assert encoder.encode(["Der kleine Prinz", "Ein Kochbuch"]).shape[0] == 2
+    assert encoder.model[0].model.model_path.name == "model.int8.onnx"
+    assert sorted(p.name for p in here.iterdir()) == []

@@ -3,8 +3,10 @@ longer limit for the ``slow`` ones (tests/conftest.py), and a hanging test fails
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +33,23 @@ def test_a_hanging_test_fails_alone_and_the_run_goes_on(tmp_path):
                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 1, result.stdout
     assert "Timeout" in result.stdout and "1 failed, 1 passed" in result.stdout, result.stdout
+
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_TRACKED_BYTES = 2 * 1024 * 1024
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, timeout=60)
+
+
+def test_the_repository_holds_source_only():
+    """No tracked file over 2 MB (generated weights, exports and data belong in caches, not in git)."""
+    if shutil.which("git") is None or _git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        pytest.skip("not a git checkout: nothing tracked to check")
+    tracked = [name for name in _git("ls-files", "-z").stdout.decode().split("\0") if name]
+    assert tracked, "git ls-files listed nothing"
+    sizes = {name: (REPO / name).stat().st_size for name in tracked if (REPO / name).is_file()}
+    too_big = {name: size for name, size in sizes.items() if size > MAX_TRACKED_BYTES}
+    assert not too_big, f"tracked files over 2 MB (remove them with git rm --cached and ignore their pattern): {too_big}"
+
