@@ -36,6 +36,7 @@ from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.work import UnitResult, WorkUnit
+from tecb_eval.grid.extra import EXTRA_FIELDS
 from tecb_eval.grid.store import ResultsStore, cell_key, rows_frame, seed_set_name
 
 
@@ -351,6 +352,9 @@ class Grid:
                 "reduce_s": 0.0 if reduce_cached else result.reduce_s,
                 "reduce_cached": bool(reduce_cached),
                 "cluster_s": scores["cluster_s"],
+                # Per-level scores (label hierarchies) and DBCV (density clusterings), where they apply:
+                # a row without them, or written before them, reads as "not measured" (tecb_eval.grid.extra).
+                **{k: scores[k] for k in EXTRA_FIELDS if k in scores},
             }
             reduce_cached = True
             self.store.append(row)

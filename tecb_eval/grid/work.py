@@ -29,6 +29,7 @@ from sklearn import metrics
 
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.profiles import get_profile
+from tecb_eval.grid.extra import extra_scores
 
 # Bytes a worker process holds before any unit (numpy, scikit-learn, UMAP, numba, hdbscan loaded);
 # counted once per worker against the memory budget.
@@ -42,6 +43,8 @@ class Cell:
     labels: tuple[str, ...]
     k: int
     algorithm: str
+    # The label hierarchy's levels to score this cell's algorithm on (tecb_eval.grid.extra); () for none.
+    levels: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -291,11 +294,13 @@ def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool) -> UnitResult:
                                             ward_path=unit.ward_path(data.shape[0]))
             started = time.perf_counter()
             predicted = algo.cluster(estimator, data)
+            cluster_s = time.perf_counter() - started
             out.append({
                 **clustering_metrics(cell.labels, predicted),
                 "n_samples": int(data.shape[0]),
-                "cluster_s": time.perf_counter() - started,
+                "cluster_s": cluster_s,
                 "algorithm_params": algo.params_json(estimator),
+                **extra_scores(unit, cell, reduced, data, predicted),
             })
     return UnitResult(
         metrics=out,

@@ -1,0 +1,83 @@
+"""Scores of a cell beyond the flat ones: per-level scores on a label hierarchy, and DBCV.
+
+Per level (the Blurbs genre path: level 0 the top-level genre, level 1 the second-level one):
+the texts of the cell that carry that level are clustered again with k = the number of labels at
+that level (the legacy protocol: the split's texts; the fast one: MTEB v2's own draw for that
+level, see :func:`tecb_eval.mteb.levels.fast_levels`) and scored against that level with
+V-measure and AMI, as MTEB's ``AbsTaskClustering`` scores hierarchical labels. Where a level's
+rows and k are the cell's own, the cell's clustering is that level's (the same estimator on the
+same data), so it is not run twice. HDBSCAN and DBSTREAM take no k: they are run on the level's
+rows alone.
+
+DBCV: :mod:`tecb_eval.clustering.validity`, for the density clusterings only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn import metrics
+
+from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.validity import dbcv
+
+DENSITY_ALGORITHMS = ("hdbscan", "dbstream")
+# What extra_scores adds to a cell's scores, and the grid to its results row.
+EXTRA_FIELDS = ("levels", "levels_s", "dbcv", "dbcv_note", "dbcv_points", "dbcv_s")
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of a cell's label hierarchy: the rows of the base set that carry it, their labels
+    at that level, and k (the number of labels at that level in the set the rows are drawn from)."""
+
+    level: int
+    rows: np.ndarray | None  # rows of the base set; None = all, in order
+    labels: tuple[str, ...]
+    k: int
+
+
+def _same_rows(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def level_scores(unit, cell, reduced: np.ndarray, predicted: np.ndarray) -> list[dict]:
+    """``[{"level", "v_measure", "ami", "n_samples", "n_labels"}, ...]`` for the cell's levels."""
+    out = []
+    for level in getattr(cell, "levels", ()):
+        data = reduced if level.rows is None else reduced[level.rows]
+        k = min(level.k, data.shape[0])
+        if _same_rows(level.rows, cell.rows) and (k == min(cell.k, data.shape[0])
+                                                  or cell.algorithm in DENSITY_ALGORITHMS):
+            found = predicted
+        else:
+            estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile,
+                                            ward_path=unit.ward_path(data.shape[0]))
+            found = algo.cluster(estimator, data)
+        out.append({
+            "level": level.level,
+            "v_measure": float(metrics.v_measure_score(level.labels, found)),
+            "ami": float(metrics.adjusted_mutual_info_score(level.labels, found)),
+            "n_samples": int(data.shape[0]),
+            "n_labels": int(level.k),
+        })
+    return out
+
+
+def extra_scores(unit, cell, reduced: np.ndarray, data: np.ndarray, predicted: np.ndarray) -> dict:
+    """The per-level scores (``levels``, ``levels_s``) where the cell has levels, and DBCV
+    (``dbcv``, ``dbcv_note``, ``dbcv_points``, ``dbcv_s``) where it is a density clustering."""
+    out = {}
+    if getattr(cell, "levels", ()):
+        started = time.perf_counter()
+        out["levels"] = level_scores(unit, cell, reduced, predicted)
+        out["levels_s"] = time.perf_counter() - started
+    if cell.algorithm in DENSITY_ALGORITHMS:
+        started = time.perf_counter()
+        out.update(dbcv(data, predicted, unit.seed, cell.split, cell.algorithm))
+        out["dbcv_s"] = time.perf_counter() - started
+    return out
