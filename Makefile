@@ -9,7 +9,7 @@ DEMO_OUT ?= demo-out
 # The authors' published figures, for the side-by-side plots; the demo runs without them too.
 REFERENCE ?= ../shared/reference/tecb-de-full-results.csv
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,18 @@ test: install
 test-fast: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" $(PYTEST_FLAGS)
 
+# The manual: mkdocs build --strict (a broken link, page or API reference fails it) into $(SITE).
+# The `docs` extra comes from PyPI once; the build itself needs no network.
+SITE ?= site
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d $(SITE)
+
 bench: install
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache
+	rm -rf $(VENV) $(DEMO_OUT) $(SITE) .pytest_cache
