@@ -21,7 +21,7 @@ EXAMPLES = """examples:
 `tecb-eval COMMAND --help` describes each command."""
 
 def parser() -> argparse.ArgumentParser:
-    from tecb_eval.cli import finetune, grid, layers, pretrain, results
+    from tecb_eval.cli import finetune, grid, layers, pretrain, report, results
 
     root = root_parser("tecb-eval", __doc__.splitlines()[0], epilog=EXAMPLES)
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -30,6 +30,7 @@ def parser() -> argparse.ArgumentParser:
     layers.register(commands)
     pretrain.register(commands)
     finetune.register(commands)
+    report.register(commands)
     return root
 
 

@@ -1,0 +1,80 @@
+"""`tecb-eval report` and `recommend`: results for the people choosing a model and a pipeline, as
+a static site that works offline, and as the best pipeline per dataset with a BERTopic
+configuration."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tecb_data.errors import UserError
+from tecb_eval.cli.options import selection, selection_options
+
+
+def _cmd_report(args) -> int:
+    from tecb_eval.reports.html import render
+
+    written = render(args.results, args.out, reference=args.reference, selection=selection(args),
+                     figure_folders=args.figures or (), draw_figures=not args.no_figures,
+                     log=lambda message: print(message, file=sys.stderr))
+    print(f"wrote {len(written)} pages to {args.out}/ (open {args.out / 'index.html'} in a browser)")
+    return 0
+
+
+def _cmd_recommend(args) -> int:
+    from tecb_eval.reports import compare, recommend
+    from tecb_eval.reports.versions import read_store, select
+
+    compare.check_settings(args.confidence, args.resamples, args.seed,
+                           options={"confidence": "--confidence", "resamples": "--resamples", "seed": "--seed"})
+    frame, left_out = select(read_store(args.results), **selection(args), like_with_like=False)
+    if frame.empty:
+        raise UserError(f"{args.results}: no results in the version chosen")
+    found = recommend.recommend(frame, args.data, confidence=args.confidence, resamples=args.resamples,
+                                seed=args.seed)
+    if args.format == "json":
+        print(recommend.as_json(found, left_out), end="")
+    else:
+        print(recommend.text(found, left_out), end="")
+    return 0
+
+
+def register(commands) -> None:
+    report = commands.add_parser(
+        "report", help="write a static HTML site of results stores (leaderboards, per-model pages)",
+        description="Write a static site that works offline from file://: a leaderboard per dataset and view "
+                    "(mean V-measure of k-means on the embeddings, SD, bootstrap interval, coverage, best "
+                    "pipeline), a page per model (heat table of algorithm x reduction, AMI, ARI, noise fraction, "
+                    "per-split scores), the figures and the provenance of every row.",
+        epilog="example:\n  tecb-eval report results.jsonl --out site/ && xdg-open site/index.html")
+    report.add_argument("results", type=Path, nargs="+", metavar="STORE",
+                        help="results stores (JSONL); a later store's rows count as newer")
+    report.add_argument("--out", type=Path, required=True,
+                        help="the site's folder: new, empty, or an earlier report's, which is replaced whole "
+                             "(never a folder something else wrote)")
+    report.add_argument("--reference", type=Path,
+                        help="the authors' tecb-de-full-results.csv: the paper's figures beside ours")
+    report.add_argument("--figures", type=Path, action="append", metavar="DIR",
+                        help="embed the PNG figures of this folder too (an export's Figure 1, a layer sweep, "
+                             "pre-training curves; repeatable)")
+    report.add_argument("--no-figures", action="store_true", help="leave out the Table 2 / 3 plots (faster)")
+    selection_options(report)
+    report.set_defaults(func=_cmd_report)
+
+    recommend = commands.add_parser(
+        "recommend", help="the best pipeline per dataset, how sure that is, and a BERTopic configuration",
+        description="For each dataset of a results store: the best pipeline (model, reduction, algorithm and its "
+                    "parameters), its mean V-measure and interval, whether its lead over the runner-up holds (the "
+                    "paired test of `compare`), its noise fraction, and a BERTopic configuration to use it.",
+        epilog="example:\n  tecb-eval recommend results.jsonl --data BlurbsClusteringS2S --format json")
+    recommend.add_argument("results", type=Path, metavar="STORE", help="results store (JSONL)")
+    recommend.add_argument("--data", action="append", metavar="DATASET",
+                           help="MTEB name of a dataset (repeatable; default: every dataset in the store)")
+    recommend.add_argument("--format", choices=["text", "json"], default="text", help="output (default text)")
+    recommend.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    recommend.add_argument("--resamples", type=int, default=9999,
+                           help="bootstrap and permutation resamples, at least 2 / (1 - confidence) (default 9999)")
+    recommend.add_argument("--seed", type=int, default=42,
+                           help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
+    selection_options(recommend)
+    recommend.set_defaults(func=_cmd_recommend)

@@ -1,0 +1,154 @@
+"""`tecb-eval report`: a static site from results stores that works offline from ``file://``.
+
+::
+
+    OUT/index.html            a leaderboard per dataset and view, the figures, the provenance
+    OUT/models/<model>.html   per model: the algorithm x reduction heat table, every configuration's
+                              V-measure, AMI, ARI and noise fraction (the paper's figure beside ours
+                              where it ran the same), per-split scores
+    OUT/figures/*.png         Table 2 as dots with intervals, Table 3 as bars (the export's plots),
+                              per model against the authors (with ``reference``), and the PNGs of
+                              other outputs given with ``figures`` (Figure 1, layers, pre-training)
+
+The pages are Jinja2 templates (``templates/`` beside this module) with autoescape on: any text a
+store holds (a model name, a path) is escaped by Jinja2, never by string formatting. Nothing is
+fetched: the CSS and the small sorting script are inline, the images are files beside the pages,
+and the tables are complete and ordered without JavaScript. The folder is written whole or not at
+all, and only over an earlier report (:func:`tecb_data.outputs.staged_output`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from tecb_data.errors import UserError
+from tecb_eval.files import WriteError, write_text
+from tecb_eval.reports import figures, leaderboard, tables, versions
+
+REPORT = "tecb-eval report"  # the marker of a report folder
+TEMPLATES = Path(__file__).with_name("templates")
+# The row fields a page shows or a table needs; the rest (parameters, timings) only slows every
+# selection of rows down on a large store.
+SHOWN = ("model", "mteb_name", "dataset", "algorithm", "reduction", "split", "seed", "seeds", "protocol", "profile",
+         "v_measure", "ami", "ari", "noise_fraction", "n_clusters_found", "dataset_fingerprint", "dataset_location",
+         "dataset_splits", "model_identity", "synthetic", versions.ORDER)
+
+
+def _environment():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["x100"] = leaderboard.shown
+    env.filters["heat"] = leaderboard.heat_colour
+    env.filters["num"] = _sort_value
+    env.filters["config"] = lambda c: f"{c[0]} / {c[1]}" if c else leaderboard.tables.NO_SPREAD
+    env.filters["fraction"] = lambda v: f"{v:.2f}" if leaderboard.finite(v) else tables.NO_SPREAD
+    return env
+
+
+def _sort_value(value) -> str:
+    """What the sorting script sorts a numeric cell by (empty for none: sorted last)."""
+    return repr(float(value)) if leaderboard.finite(value) else ""
+
+
+def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: list[Path]) -> list[dict]:
+    """The export's plots of ``frame`` and the PNGs of ``extra`` folders, in ``folder``; each as
+    {file, caption}."""
+    demo_title = tables.DEMO_TITLE if demo else None
+    out = []
+    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    if not kmeans.empty:
+        figures.plot_table2_dots(frame, folder / "table2.png", demo_title)
+        out.append({"file": "table2.png", "caption": "Table 2 as dots: each model's mean V-measure of k-means on "
+                                                       "the embeddings with its 95 % bootstrap interval over splits"})
+    t3 = tables.table3(frame, stats=True)
+    ref_t3 = tables.paper_table3(reference) if reference is not None else None
+    t3_models, _ = tables.table3_models(tables.one_version(frame))
+    figures.plot_table3(t3, folder / "table3.png", ref_t3, tables.PAPER_BARS_LABEL, demo_title, frame,
+                        models=t3_models.model.nunique())
+    out.append({"file": "table3.png", "caption": "Table 3 as bars: V-measure per algorithm and reduction, averaged "
+                                                 "over models" + (", beside the paper's" if ref_t3 is not None else "")})
+    if reference is not None:
+        means = tables.split_means(frame)
+        for model in sorted(frame.model.unique()):
+            theirs = tables.paper_model(model, reference.model.unique())
+            if theirs is None:
+                continue
+            name = f"vs-authors-{leaderboard.slug(model)}.png"
+            if figures.plot_model_comparison(means[means.model == model], reference[reference.model == theirs],
+                                             model, folder / name, demo_title, frame) is not None:
+                out.append({"file": name, "caption": f"{model}: our configurations beside the authors' ({theirs})"})
+    for index, source in enumerate(extra):
+        for png in sorted(source.rglob("*.png")):
+            name = f"extra-{index}-{'-'.join(png.relative_to(source).parts)}"
+            shutil.copyfile(png, folder / name)
+            out.append({"file": name, "caption": f"{png.relative_to(source)} from {source.name}/"})
+    return out
+
+
+def _check_extra(extra: list[Path]) -> list[Path]:
+    for folder in extra:
+        if not Path(folder).is_dir():
+            raise UserError(f"--figures {folder}: no such folder; name a folder of PNG figures (an export, a layer "
+                            "sweep or a pre-training output)")
+        if not any(Path(folder).rglob("*.png")):
+            raise UserError(f"--figures {folder}: holds no PNG figures; name an export, layer sweep or pre-training "
+                            "output folder")
+    return [Path(f) for f in extra]
+
+
+def render(stores: list[Path], out: Path, *, reference: Path | None = None, selection: dict | None = None,
+           figure_folders=(), draw_figures: bool = True, log=print) -> list[Path]:
+    """Write the report of the results ``stores`` into ``out``; returns the pages written.
+
+    One version per table (:func:`tecb_eval.reports.versions.select` with ``selection``; the newest
+    by default), the rows of later stores counted as newer. ``reference``: the authors' CSV, for the
+    paper's figures beside ours. ``figure_folders``: folders whose PNGs are embedded too."""
+    from tecb_data.outputs import check_output, staged_output
+
+    stores = [Path(s) for s in stores]
+    inputs = [*stores, reference, *figure_folders]
+    check_output(out, REPORT, inputs=inputs)  # before anything is read
+    extra = _check_extra(list(figure_folders))
+    ref = tables.read_reference(reference) if reference is not None else None
+    frame = leaderboard.combined([versions.read_store(s) for s in stores])
+    chosen, left_out = versions.select(frame, **(selection or {}), like_with_like=False)
+    chosen = chosen[[c for c in chosen.columns if c in SHOWN]]
+    if left_out:
+        log(left_out)
+    synthetic = set(tables.synthetic_datasets(chosen))
+    boards = leaderboard.boards(chosen, synthetic)
+    pages = leaderboard.model_pages(chosen, synthetic, ref)
+    context = {
+        "synthetic": bool(synthetic), "synthetic_datasets": sorted(synthetic), "SYNTHETIC": leaderboard.SYNTHETIC,
+        "demo_note": tables.DEMO_NOTE, "left_out": left_out,
+        "provenance": leaderboard.provenance(chosen, stores, synthetic),
+        "models": [{"model": p.model, "slug": p.slug} for p in pages],
+        "legend": tables.legend("2", chosen) if boards else "",
+    }
+    env = _environment()
+    written = []
+    try:
+        with staged_output(out, REPORT, inputs=inputs) as stage:
+            folder = stage.work
+            (folder / "figures").mkdir()
+            (folder / "models").mkdir()
+            shown_figures = (_figures(chosen, folder / "figures", ref, bool(synthetic), extra)
+                             if draw_figures else [])
+            stage.check()
+            index = env.get_template("index.html.j2").render(**context, boards=boards, figures=shown_figures, root="")
+            written.append(write_text(folder / "index.html", index))
+            for page in pages:
+                text = env.get_template("model.html.j2").render(**context, page=page, root="../")
+                written.append(write_text(folder / "models" / f"{page.slug}.html", text))
+                stage.check()
+            written = [out / p.relative_to(folder) for p in written]
+    except WriteError as exc:
+        raise UserError(f"--out {out}: writing {exc.path.name} failed ({exc.reason}); nothing in {out} was changed: "
+                        "free space or choose another --out") from None
+    return written

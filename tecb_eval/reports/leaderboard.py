@@ -1,0 +1,334 @@
+"""What the HTML report shows, as data: a leaderboard per dataset and view, a drill-down per model,
+and the provenance of the rows (:mod:`tecb_eval.reports.html` renders it).
+
+Every figure comes from the functions ``tecb-eval table`` and ``compare`` use, never a second
+computation: a leaderboard's means, SDs and markers are :func:`tecb_eval.reports.tables.table2`'s
+cells, its intervals :func:`tecb_eval.reports.compare.mean_interval`'s, a drill-down's cells
+:func:`tecb_eval.reports.tables.split_means`'. Values stay 0..1 here; the templates show them x100
+with two decimals through :func:`shown` (the tables' own formatting).
+
+Like with like: one version per table first (:func:`tecb_eval.reports.versions.select`, which
+names what it left out). Within a dataset, the models ranked together are those measured on the
+same (split, seed) cells of the Table 2 configuration; a model measured on other cells (a run
+with ``--limit-splits``, units skipped) stands apart below the ranking, with its reason, instead of
+trimming every other model to its cells as the text tables do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import re
+
+import pandas as pd
+
+from tecb_eval.reports import compare, tables, versions
+
+TABLE2_CONFIG = ("minibatch_kmeans", "none")  # the configuration the paper's Table 2 ranks models by
+DENSITY_ALGORITHMS = ("hdbscan", "dbstream")  # the algorithms that leave texts unassigned (noise)
+SYNTHETIC = "synthetic, not comparable"
+
+
+def shown(value) -> str:
+    """A 0..1 score as the text tables print it (x100, two decimals); "–" for none."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return tables.NO_SPREAD
+    return tables._shown(value)
+
+
+@dataclass
+class Entry:
+    """One model's row on a dataset's leaderboard (0..1)."""
+
+    model: str
+    mean: float
+    sd_splits: float
+    sd_seeds: float
+    low: float
+    high: float
+    covered: int
+    total: int
+    seeds: int
+    marker: str = ""
+    best_config: tuple[str, str] | None = None
+    best_mean: float = math.nan
+    apart: str | None = None  # why this row is not ranked with the others
+
+    @property
+    def coverage(self) -> str:
+        return f"{self.covered} of {self.total} splits"
+
+
+@dataclass
+class Board:
+    dataset: str
+    synthetic: bool
+    ranked: list[Entry]
+    apart: list[Entry]
+    independent: bool  # False: fast-protocol draws, no interval or ranking test
+    cells: int  # (split, seed) cells the ranked models share
+
+
+@dataclass
+class ConfigRow:
+    algorithm: str
+    reduction: str
+    v_measure: float
+    sd: float
+    ami: float
+    ari: float
+    noise: float
+    splits: int
+    paper: float = math.nan
+
+
+@dataclass
+class ModelDataset:
+    dataset: str
+    synthetic: bool
+    configs: list[ConfigRow]
+    algorithms: list[str]
+    reductions: list[str]
+    split_rows: dict[str, list[dict]]  # "algorithm / reduction" -> per (split, seed) scores
+    identity: str = ""  # the model's identity on this dataset (tfidf-lsa's names the corpus it was fitted on)
+
+
+@dataclass
+class ModelPage:
+    model: str
+    slug: str
+    identities: list[str]
+    datasets: list[ModelDataset] = field(default_factory=list)
+
+
+def combined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Several stores as one frame: a later store's rows count as newer (``store_order``), as a later
+    line of one store does, so the newest version is chosen across them."""
+    parts, offset = [], 0
+    for frame in frames:
+        part = frame.copy()
+        part[versions.ORDER] = part[versions.ORDER] + offset
+        offset = int(part[versions.ORDER].max()) + 1
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def _cells(rows: pd.DataFrame) -> frozenset:
+    return frozenset(rows[list(versions.CELL)].itertuples(index=False, name=None))
+
+
+def _coverage(rows: pd.DataFrame, dataset: str) -> tuple[int, int]:
+    return versions.coverage(rows)[dataset]
+
+
+def _best_config(means: pd.DataFrame) -> tuple[tuple[str, str], float] | tuple[None, float]:
+    """The (algorithm, reduction) with the highest mean V-measure in ``means`` (one model and
+    dataset's :func:`tables.split_means`); ties go to the paper's configuration order."""
+    if means.empty:
+        return None, math.nan
+    order = {c: i for i, c in enumerate(tables._order_configurations(list(zip(means.algorithm, means.reduction))))}
+    best = min(means.itertuples(index=False), key=lambda r: (-r.mean, order[(r.algorithm, r.reduction)]))
+    return (best.algorithm, best.reduction), float(best.mean)
+
+
+def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: bool, independent: bool) -> list[Entry]:
+    """Entries of the models in ``kmeans`` (their Table 2 rows), figures from ``tables.table2``;
+    ``means``: the dataset's :func:`tables.split_means`, for the best pipeline."""
+    t2 = tables.table2(kmeans, stats=True, markers=markers)
+    out = []
+    for model in t2.index:
+        cell = t2.loc[model, dataset]
+        scores = compare._scores(kmeans, model, dataset, *TABLE2_CONFIG, "v_measure")
+        low = high = math.nan
+        if independent and scores.index.get_level_values("split").nunique() > 1:
+            # Named as the Table 2 figure names it: the same generator, so the same interval.
+            _, low, high = compare.mean_interval(scores, name=f"{dataset}\x1f{model}")
+        covered, total = _coverage(kmeans[kmeans.model == model], dataset)
+        config, best = _best_config(means[means.model == model])
+        out.append(Entry(model=model, mean=float(cell["mean"]), sd_splits=float(cell["sd_splits"]),
+                         sd_seeds=float(cell["sd_seeds"]), low=low, high=high, covered=covered, total=total,
+                         seeds=int(scores.index.get_level_values("seed").nunique()),
+                         marker=str(cell.get("marker", "") or "") if markers else "",
+                         best_config=config, best_mean=best))
+    return sorted(out, key=lambda e: (-e.mean, e.model))
+
+
+def boards(frame: pd.DataFrame, synthetic: set[str]) -> list[Board]:
+    """A leaderboard per dataset of ``frame`` (one version per table already: see the module)."""
+    out = []
+    for dataset in tables._dataset_columns(frame.mteb_name.unique()):
+        every = frame[frame.mteb_name == dataset]
+        means = tables.split_means(every)
+        kmeans = every[(every.algorithm == TABLE2_CONFIG[0]) & (every.reduction == TABLE2_CONFIG[1])]
+        if kmeans.empty:
+            continue
+        cells = {model: _cells(rows) for model, rows in kmeans.groupby("model", sort=True)}
+        # The cells most models share (ties: more cells, then a stable order) are the ranking's.
+        groups: dict[frozenset, list[str]] = {}
+        for model, have in cells.items():
+            groups.setdefault(have, []).append(model)
+        main = min(groups, key=lambda c: (-len(groups[c]), -len(c), sorted(map(str, c))))
+        independent = compare.independent_splits(kmeans)
+        ranked = _entries(kmeans[kmeans.model.isin(groups[main])], means, dataset, markers=True,
+                          independent=independent)
+        main_splits = len({split for split, _ in main})
+        apart = []
+        for model in sorted(set(cells) - set(groups[main])):
+            (entry,) = _entries(kmeans[kmeans.model == model], means, dataset, markers=False, independent=independent)
+            mine = len({split for split, _ in cells[model]})
+            entry.apart = (f"measured on other splits or seeds ({mine} splits, {len(cells[model])} split x seed cells; "
+                           f"the ranked models share {main_splits} splits, {len(main)} cells): not comparable with them")
+            apart.append(entry)
+        out.append(Board(dataset=dataset, synthetic=dataset in synthetic, ranked=ranked, apart=apart,
+                         independent=independent, cells=len(main)))
+    return out
+
+
+def _per_split(rows: pd.DataFrame) -> list[dict]:
+    columns = ["split", "seed", "v_measure", "ami", "ari", "noise_fraction", "n_clusters_found"]
+    present = [c for c in columns if c in rows.columns]
+    return rows.sort_values(["split", "seed"], kind="stable")[present].to_dict("records")
+
+
+def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFrame | None = None) -> list[ModelPage]:
+    """A drill-down per model: per dataset the algorithm x reduction grid, every configuration's
+    V-measure, AMI, ARI and noise fraction, per-split scores of the Table 2 configuration and the
+    model's best, and the paper's figure beside ours where the paper ran the same model,
+    configuration and dataset (never beside synthetic data)."""
+    pages = []
+    slugs: set[str] = set()
+    keys = ["model", "mteb_name", "algorithm", "reduction"]
+    # One computation per metric over every model, not one per model and dataset; looked up in dicts.
+    every = {}
+    for metric in ("v_measure", "ami", "ari", "noise_fraction"):
+        if metric in frame.columns:
+            means = tables.split_means(frame, metric)
+            every[metric] = {tuple(key): (mean, sd, splits) for *key, mean, sd, splits
+                             in means[[*keys, "mean", "sd", "splits"]].itertuples(index=False, name=None)}
+    for model in sorted(frame.model.unique()):
+        mine = frame[frame.model == model]
+        name = slug(model)
+        while name.lower() in slugs:  # two names that slug alike still get a page each
+            name += "_"
+        slugs.add(name.lower())
+        page = ModelPage(model=model, slug=name, identities=sorted(set(mine.model_identity.astype(str))))
+        theirs = None
+        if reference is not None:
+            paper_name = tables.paper_model(model, reference.model.unique())
+            theirs = reference[reference.model == paper_name] if paper_name else None
+        for dataset in tables._dataset_columns(mine.mteb_name.unique()):
+            rows = mine[mine.mteb_name == dataset]
+            ran = sorted({(a, r) for m, d, a, r in every["v_measure"] if (m, d) == (model, dataset)})
+            configs = []
+            for algorithm, reduction in tables._order_configurations(ran):
+                key = (model, dataset, algorithm, reduction)
+
+                def get(metric, stat=0):
+                    return float(every[metric][key][stat]) if metric in every else math.nan
+
+                paper = math.nan
+                if theirs is not None and dataset not in synthetic:
+                    hit = theirs[(theirs.algorithm == algorithm) & (theirs.reduction == reduction)
+                                 & (theirs.mteb_name == dataset)]
+                    if not hit.empty:
+                        paper = float(hit.v_measure.iloc[0])
+                configs.append(ConfigRow(algorithm, reduction, get("v_measure"), get("v_measure", 1), get("ami"),
+                                         get("ari"), get("noise_fraction") if algorithm in DENSITY_ALGORITHMS
+                                         else math.nan, int(get("v_measure", 2)), paper))
+            split_rows = {}
+            best = max(configs, key=lambda c: c.v_measure, default=None)  # configs: in the paper's order
+            best = (best.algorithm, best.reduction) if best is not None else None
+            for config in dict.fromkeys([TABLE2_CONFIG, best]):
+                if config is None:
+                    continue
+                of = rows[(rows.algorithm == config[0]) & (rows.reduction == config[1])]
+                if not of.empty:
+                    split_rows[f"{config[0]} / {config[1]}"] = _per_split(of)
+            page.datasets.append(ModelDataset(
+                dataset=dataset, synthetic=dataset in synthetic, configs=configs,
+                algorithms=[a for a in dict.fromkeys(c.algorithm for c in configs)],
+                reductions=[r for r in dict.fromkeys(c.reduction for c in configs)], split_rows=split_rows,
+                identity=", ".join(sorted(set(rows.model_identity.astype(str))))))
+        pages.append(page)
+    return pages
+
+
+def provenance(frame: pd.DataFrame, stores: list[Path], synthetic: set[str]) -> dict:
+    """Where the rows come from: per dataset its build (fingerprint), where it was read (a folder,
+    or a Hub repo id at its revision), its splits, protocol, profile and seed set; the model
+    identities; the stores with their last-written date (rows carry no date of their own)."""
+    import datetime
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    datasets = []
+    for dataset, rows in frame.groupby("mteb_name", sort=True):
+        location = sorted(set(rows.dataset_location.astype(str))) if "dataset_location" in rows.columns else []
+        datasets.append({
+            "dataset": dataset, "fingerprint": ", ".join(sorted(set(rows.dataset_fingerprint.astype(str)))),
+            "location": ", ".join(location), "splits": "{} of {}".format(*versions.coverage(rows)[dataset]),
+            "protocol": ", ".join(sorted(set(rows.protocol.astype(str)))),
+            "profile": ", ".join(sorted(set(rows.profile.astype(str)))),
+            "seeds": ", ".join(sorted(set(rows.seeds.astype(str)))), "synthetic": dataset in synthetic})
+    models = [{"model": m, "identity": ", ".join(sorted(set(r.model_identity.astype(str))))}
+              for m, r in frame.groupby("model", sort=True)]
+    store_rows = []
+    for path in stores:
+        stat = Path(path).stat()
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        written = datetime.datetime.fromtimestamp(stat.st_mtime, datetime.timezone.utc)
+        store_rows.append({"name": Path(path).name, "sha256": digest[:16],
+                           "written": written.strftime("%Y-%m-%d %H:%M UTC")})
+    try:
+        package = version("tecb")
+    except PackageNotFoundError:
+        package = "unknown (not installed)"
+    return {"datasets": datasets, "models": models, "stores": store_rows, "package": package,
+            "libraries": _libraries(frame)}
+
+
+def _libraries(frame: pd.DataFrame) -> str:
+    """The library versions the model identities name (``sklearn==1.9.1``), deduplicated."""
+    found = set()
+    for identity in set(frame.model_identity.astype(str)):
+        for part in identity.replace(":", "|").split("|"):
+            if "==" in part:
+                found.add(part)
+    return ", ".join(sorted(found))
+
+
+def params(rows: pd.DataFrame, column: str) -> dict:
+    """The estimator parameters the rows were run with (``algorithm_params``, ``reduction_params``):
+    the first row's, as the grid wrote them (every row of one configuration has the same, but for
+    ``n_clusters``, which follows each split's labels)."""
+    if column not in rows.columns or rows.empty:
+        return {}
+    text = rows.sort_values(["split", "seed"], kind="stable")[column].iloc[0]
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def finite(value) -> bool:
+    return value is not None and not (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
+
+
+def heat_colour(value: float, low: float, high: float) -> str:
+    """A background for a heat cell: white to a light blue, light enough that black text keeps a
+    contrast above 7:1 (WCAG AAA) at the darkest end."""
+    if not finite(value):
+        return "#ffffff"
+    share = 0.0 if high <= low else (value - low) / (high - low)
+    # #ffffff -> #9ec5e8 (relative luminance 0.53: contrast with black 11.6:1)
+    r, g, b = (int(round(255 + share * (end - 255))) for end in (0x9E, 0xC5, 0xE8))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def slug(name: str) -> str:
+    """A file name for a model's page (the export's spelling of model names in file names)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"

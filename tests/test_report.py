@@ -1,0 +1,106 @@
+"""`tecb-eval report` without a browser: the folder it owns, what it refuses, the same bytes for the
+same store, the figures it embeds. (What the pages show is tested in a browser:
+tests/test_report_browser.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reportstore import two_model_store
+
+
+@pytest.fixture(scope="module")
+def store(demo_datasets, tmp_path_factory):
+    return two_model_store(demo_datasets, tmp_path_factory.mktemp("report-cli"),
+                           configurations=["minibatch_kmeans:none", "hdbscan:pca"])
+
+
+def _pages(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.html"))}
+
+
+def test_the_folder_is_owned_and_replaced_whole(store, tmp_path, capsys):
+    from tecb_data.outputs import MARKER
+    from tecb_eval.cli import main
+
+    out = tmp_path / "site"
+    assert main(["report", str(store), "--out", str(out), "--no-figures"]) == 0
+    marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    assert marker["written_by"] == "tecb-eval report" and "index.html" in marker["files"]
+    first = _pages(out)
+    assert set(first) == {"index.html", "models/tfidf-lsa.html", "models/tfidf-lsa-16.html"}
+    # The same store again: the same bytes, whatever the run (no dates but the store's own).
+    assert main(["report", str(store), "--out", str(out), "--no-figures"]) == 0
+    assert _pages(out) == first
+    assert not (tmp_path / "site.partial").exists()
+
+
+def test_a_foreign_folder_the_store_and_a_dataset_are_refused(store, demo_datasets, tmp_path, capsys):
+    from conftest import one_line_error
+
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "mine.txt").write_text("keep me", encoding="utf-8")
+    error = one_line_error(capsys, ["report", str(store), "--out", str(foreign)])
+    assert "notes" in error and (foreign / "mine.txt").read_text(encoding="utf-8") == "keep me"
+    error = one_line_error(capsys, ["report", str(store), "--out", str(store.parent)])
+    assert "input" in error
+    dataset = demo_datasets / "blurbs-clustering-s2s"
+    before = sorted(p.name for p in dataset.iterdir())
+    one_line_error(capsys, ["report", str(store), "--out", str(dataset)])
+    assert sorted(p.name for p in dataset.iterdir()) == before
+
+
+def test_a_users_file_added_to_the_report_is_never_deleted(store, tmp_path, capsys):
+    from conftest import one_line_error
+    from tecb_eval.cli import main
+
+    out = tmp_path / "site"
+    assert main(["report", str(store), "--out", str(out), "--no-figures"]) == 0
+    (out / "my-notes.md").write_text("mine", encoding="utf-8")
+    one_line_error(capsys, ["report", str(store), "--out", str(out), "--no-figures"])
+    assert (out / "my-notes.md").read_text(encoding="utf-8") == "mine"
+
+
+def test_missing_store_and_figures_folder_are_one_line(store, tmp_path, capsys):
+    from conftest import one_line_error
+
+    error = one_line_error(capsys, ["report", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "site")])
+    assert "none.jsonl" in error
+    error = one_line_error(capsys, ["report", str(store), "--out", str(tmp_path / "site"),
+                                    "--figures", str(tmp_path / "nowhere")])
+    assert "--figures" in error and "nowhere" in error
+    assert not (tmp_path / "site").exists()
+
+
+def test_figures_are_drawn_and_other_outputs_embedded(store, tmp_path, capsys):
+    from PIL import Image
+
+    from tecb_eval.cli import main
+    from tecb_eval.reports import figures
+
+    extra = tmp_path / "layers"
+    extra.mkdir()
+    fig = figures.new_figure()[0]
+    fig.gca().plot([0, 1], [0, 1])
+    figures.save_figure(fig, extra / "layers.png")
+    out = tmp_path / "site"
+    assert main(["report", str(store), "--out", str(out), "--figures", str(extra)]) == 0
+    drawn = sorted(p.name for p in (out / "figures").iterdir())
+    assert drawn == ["extra-0-layers.png", "table2.png", "table3.png"]
+    for name in drawn:
+        with Image.open(out / "figures" / name) as image:
+            assert image.size[0] > 100
+    assert "wrote 3 pages" in capsys.readouterr().out
+
+
+def test_help_ends_with_an_example(capsys):
+    from tecb_eval.cli import main
+
+    for command in ("report", "recommend"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out.rstrip().splitlines()
+        assert text[-2].startswith("example") and text[-1].strip().startswith(f"tecb-eval {command} ")
