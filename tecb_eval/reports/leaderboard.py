@@ -100,7 +100,6 @@ class ModelDataset:
 class ModelPage:
     model: str
     slug: str
-    identities: list[str]
     datasets: list[ModelDataset] = field(default_factory=list)
 
 
@@ -214,7 +213,7 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
         while name.lower() in slugs:  # two names that slug alike still get a page each
             name += "_"
         slugs.add(name.lower())
-        page = ModelPage(model=model, slug=name, identities=sorted(set(mine.model_identity.astype(str))))
+        page = ModelPage(model=model, slug=name)
         theirs = None
         if reference is not None:
             paper_name = tables.paper_model(model, reference.model.unique())

@@ -53,6 +53,7 @@ class Recommendation:
     splits: int
     seeds: int
     noise_fraction: float | None
+    confidence: float
     runner_up: dict | None
     lead: dict | None
     lead_sentence: str
@@ -154,7 +155,8 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         reduction=best.reduction, algorithm_params=algorithm_params,
         reduction_params=leaderboard.params(mine, "reduction_params"),
         n_clusters=clusters if "n_clusters" in algorithm_params else [], mean=float(best.mean), low=low, high=high,
-        sd=float(best.sd), splits=int(best.splits), seeds=int(best.seeds), noise_fraction=noise, runner_up=runner,
+        sd=float(best.sd), splits=int(best.splits), seeds=int(best.seeds), noise_fraction=noise,
+        confidence=confidence, runner_up=runner,
         lead=lead, lead_sentence=sentence, left_out=left_out)
     recommendation.bertopic = bertopic_snippet(recommendation)
     return recommendation
@@ -262,7 +264,7 @@ def text(recommendations: list[Recommendation], left_out: str | None = None) -> 
                 f", {params}" if chosen else "")
         reduction = _arguments({k: v for k, v in r.reduction_params.items()
                                 if k in ("n_components", "n_neighbors", "metric", "pre_components", "random_state")})
-        interval = (f", {100 * (r.lead or {}).get('confidence', 0.95):g} % interval {leaderboard.shown(r.low)} to "
+        interval = (f", {100 * r.confidence:g} % interval {leaderboard.shown(r.low)} to "
                     f"{leaderboard.shown(r.high)}" if leaderboard.finite(r.low) else ", no interval (one split, or "
                     "fast-protocol draws)")
         out += [head,
