@@ -298,7 +298,6 @@ def test_average_characters_equal_mteb_legacy_and_v2_statistics(demo_datasets):
     """MTEB is the referee: its legacy statistics average over every row of every split (the
     published 2,641.0 of TenKGnadClusteringP2P), its v2 tasks over the rows de-duplicated by
     _convert_to_fast (2,648.5 for TenKGnadClusteringP2P.v2)."""
-    pytest.importorskip("mteb")
     from datasets import Dataset, DatasetDict
     from mteb.abstasks._statistics_calculation import calculate_text_statistics
     from mteb.abstasks.clustering import _convert_to_fast

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 import tecb_data  # noqa: E402
 from tecb_data.build import build  # noqa: E402

@@ -74,7 +74,10 @@ def test_legacy_v_measures_equal_direct_scikit_learn(demo, tmp_path):
         for algorithm, value in expected.items():
             got = frame[(frame.split == split.name) & (frame.algorithm == algorithm) & (frame.reduction == "none")]
             assert got.v_measure.tolist() == [value]
-    assert set(frame.seed) == {7} and (frame.reduce_s >= 0).all() and (frame.cluster_s > 0).all()
+    # Every computed reduction (a fresh cache: none is read) and every clustering says what it took.
+    pca = frame[frame.reduction == "pca"]
+    assert len(pca) == 5 and not pca.reduce_cached.any() and (pca.reduce_s > 0).all()
+    assert set(frame.seed) == {7} and (frame.cluster_s > 0).all()
 
 
 def test_minilm_grid_matches_scikit_learn_on_its_embeddings(demo, tmp_path):

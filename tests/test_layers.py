@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
 import tecb_data  # noqa: E402

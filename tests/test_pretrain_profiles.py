@@ -12,8 +12,8 @@ import random
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 from conftest import SPECIAL_TOKENS as SPECIAL  # noqa: E402
 from test_pretrain import S2S, blurbs, small, tiny_bert  # noqa: E402,F401  (fixtures)

