@@ -123,14 +123,24 @@ def _coverage(rows: pd.DataFrame, dataset: str) -> tuple[int, int]:
     return versions.coverage(rows)[dataset]
 
 
-def _best_config(means: pd.DataFrame) -> tuple[tuple[str, str], float] | tuple[None, float]:
-    """The (algorithm, reduction) with the highest mean V-measure in ``means`` (one model and
-    dataset's :func:`tables.split_means`); ties go to the paper's configuration order."""
-    if means.empty:
+def best_config(means: dict[tuple[str, str], float]) -> tuple[tuple[str, str] | None, float]:
+    """The (algorithm, reduction) with the highest mean V-measure of ``means`` (one model on one
+    dataset), and that mean; ties go to the paper's configuration order."""
+    if not means:
         return None, math.nan
-    order = {c: i for i, c in enumerate(tables._order_configurations(list(zip(means.algorithm, means.reduction))))}
-    best = min(means.itertuples(index=False), key=lambda r: (-r.mean, order[(r.algorithm, r.reduction)]))
-    return (best.algorithm, best.reduction), float(best.mean)
+    config = min(tables._order_configurations(list(means)), key=lambda c: -means[c])  # min keeps the first of ties
+    return config, float(means[config])
+
+
+def main_cells(cells: dict) -> tuple[frozenset, list]:
+    """Of ``cells`` (a key, e.g. a model, -> the (split, seed) cells it was measured on), the cell
+    set most keys share (ties: the larger set, then a stable order) and the keys that have it:
+    what is compared like with like; the other keys stand apart."""
+    groups: dict[frozenset, list] = {}
+    for key in sorted(cells):
+        groups.setdefault(cells[key], []).append(key)
+    main = min(groups, key=lambda c: (-len(groups[c]), -len(c), sorted(map(str, c))))
+    return main, groups[main]
 
 
 def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: bool, independent: bool) -> list[Entry]:
@@ -146,7 +156,8 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
             # Named as the Table 2 figure names it: the same generator, so the same interval.
             _, low, high = compare.mean_interval(scores, name=f"{dataset}\x1f{model}")
         covered, total = _coverage(kmeans[kmeans.model == model], dataset)
-        config, best = _best_config(means[means.model == model])
+        mine = means[means.model == model]
+        config, best = best_config(dict(zip(zip(mine.algorithm, mine.reduction), mine["mean"])))
         out.append(Entry(model=model, mean=float(cell["mean"]), sd_splits=float(cell["sd_splits"]),
                          sd_seeds=float(cell["sd_seeds"]), low=low, high=high, covered=covered, total=total,
                          seeds=int(scores.index.get_level_values("seed").nunique()),
@@ -165,17 +176,13 @@ def boards(frame: pd.DataFrame, synthetic: set[str]) -> list[Board]:
         if kmeans.empty:
             continue
         cells = {model: _cells(rows) for model, rows in kmeans.groupby("model", sort=True)}
-        # The cells most models share (ties: more cells, then a stable order) are the ranking's.
-        groups: dict[frozenset, list[str]] = {}
-        for model, have in cells.items():
-            groups.setdefault(have, []).append(model)
-        main = min(groups, key=lambda c: (-len(groups[c]), -len(c), sorted(map(str, c))))
+        main, compared = main_cells(cells)
         independent = compare.independent_splits(kmeans)
-        ranked = _entries(kmeans[kmeans.model.isin(groups[main])], means, dataset, markers=True,
+        ranked = _entries(kmeans[kmeans.model.isin(compared)], means, dataset, markers=True,
                           independent=independent)
         main_splits = len({split for split, _ in main})
         apart = []
-        for model in sorted(set(cells) - set(groups[main])):
+        for model in sorted(set(cells) - set(compared)):
             (entry,) = _entries(kmeans[kmeans.model == model], means, dataset, markers=False, independent=independent)
             mine = len({split for split, _ in cells[model]})
             entry.apart = (f"measured on other splits or seeds ({mine} splits, {len(cells[model])} split x seed cells; "
@@ -238,8 +245,7 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
                                          get("ari"), get("noise_fraction") if algorithm in DENSITY_ALGORITHMS
                                          else math.nan, int(get("v_measure", 2)), paper))
             split_rows = {}
-            best = max(configs, key=lambda c: c.v_measure, default=None)  # configs: in the paper's order
-            best = (best.algorithm, best.reduction) if best is not None else None
+            best, _ = best_config({(c.algorithm, c.reduction): c.v_measure for c in configs})
             for config in dict.fromkeys([TABLE2_CONFIG, best]):
                 if config is None:
                     continue

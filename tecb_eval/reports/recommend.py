@@ -108,14 +108,11 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
     keys = ["model", "algorithm", "reduction"]
     cells = {key: frozenset(g[list(versions.CELL)].itertuples(index=False, name=None))
              for key, g in rows.groupby(keys, sort=True)}
-    groups: dict[frozenset, list[tuple]] = {}
-    for key, have in cells.items():
-        groups.setdefault(have, []).append(key)
-    # Pipelines are compared on the cells most of them share (as the leaderboard ranks models).
-    main = min(groups, key=lambda c: (-len(groups[c]), -len(c), sorted(map(str, c))))
+    # Pipelines are compared on the cells most of them share, as the leaderboard ranks models.
+    main, keep = leaderboard.main_cells(cells)
     left_out = [f"{_name(*key)} (other splits or seeds: {len(cells[key])} cells, the compared pipelines "
-                f"{len(main)})" for key in sorted(set(cells) - set(groups[main]))]
-    compared = rows[[k in set(groups[main]) for k in zip(rows.model, rows.algorithm, rows.reduction)]]
+                f"{len(main)})" for key in sorted(set(cells) - set(keep))]
+    compared = rows[[k in set(keep) for k in zip(rows.model, rows.algorithm, rows.reduction)]]
     means = tables.split_means(compared)
     order = {c: i for i, c in enumerate(tables._order_configurations(list(zip(means.algorithm, means.reduction))))}
     ranked = sorted(means.itertuples(index=False),
