@@ -104,3 +104,22 @@ def test_help_ends_with_an_example(capsys):
             main([command, "--help"])
         text = capsys.readouterr().out.rstrip().splitlines()
         assert text[-2].startswith("example") and text[-1].strip().startswith(f"tecb-eval {command} ")
+
+
+def test_several_stores_count_each_cell_once(store, tmp_path):
+    """A store and a copy that grew from it: each cell once, the later store's row (as a later line
+    of one store is newer)."""
+    import shutil
+
+    from tecb_eval.reports.leaderboard import boards, combined
+    from tecb_eval.reports.versions import read_store, select
+
+    copy = tmp_path / "copy.jsonl"
+    shutil.copyfile(store, copy)
+    one, two = read_store(store), read_store(copy)
+    both = combined([one, two])
+    assert len(both) == len(one) and both.store_order.min() > one.store_order.max()
+    shown = [[(e.model, e.mean, e.low, e.high, e.covered) for e in b.ranked]
+             for b in boards(select(both, like_with_like=False)[0], set())]
+    assert shown == [[(e.model, e.mean, e.low, e.high, e.covered) for e in b.ranked]
+                     for b in boards(select(one, like_with_like=False)[0], set())]

@@ -105,14 +105,21 @@ class ModelPage:
 
 def combined(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Several stores as one frame: a later store's rows count as newer (``store_order``), as a later
-    line of one store does, so the newest version is chosen across them."""
+    line of one store does, so the newest version is chosen across them. A cell in two stores (a
+    copy of a store, a store that grew from another) is one cell: the later store's row."""
+    from tecb_eval.grid.store import KEY_FIELDS
+
+    if len(frames) == 1:
+        return frames[0]
     parts, offset = [], 0
     for frame in frames:
         part = frame.copy()
         part[versions.ORDER] = part[versions.ORDER] + offset
         offset = int(part[versions.ORDER].max()) + 1
         parts.append(part)
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    joined = pd.concat(parts, ignore_index=True)
+    keys = [k for k in KEY_FIELDS if k in joined.columns]
+    return joined.drop_duplicates(subset=keys, keep="last").reset_index(drop=True)
 
 
 def _cells(rows: pd.DataFrame) -> frozenset:
