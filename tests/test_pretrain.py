@@ -389,6 +389,21 @@ def test_pretrain_bad_inputs_are_one_line(tiny_bert, blurbs, tmp_path, capsys):
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
 
 
+def _holds_flock(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` holds a flock on ``path``, seen in Linux's /proc/locks without taking
+    the lock (a probe that took it could make the run it watches fail); elsewhere: ``path`` exists."""
+    locks = Path("/proc/locks")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    if not locks.exists():
+        return True
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return any(fields[1:2] == ["FLOCK"] and fields[4:6] == [str(pid), inode]
+               for fields in (line.split() for line in locks.read_text().splitlines()))
+
+
 def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(tiny_bert, blurbs, tmp_path, capsys):
     import os
     import signal
@@ -404,10 +419,13 @@ def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(
     first = subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", *args], cwd=Path(__file__).resolve().parents[1],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     marker = tmp_path / "out.partial" / MARKER
+    # Until the first run holds its work folder (its flock on the marker, as the kernel lists it), not
+    # merely until the marker file appears: between the two the folder is an unclaimed one, which a
+    # second run may rightly remove, and a stop landing there made this test fail now and then.
     deadline = time.monotonic() + 240
-    while not marker.is_file() and first.poll() is None and time.monotonic() < deadline:
+    while not _holds_flock(first.pid, marker) and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    os.kill(first.pid, signal.SIGSTOP)  # mid-run, its work folder in place
+    os.kill(first.pid, signal.SIGSTOP)  # mid-run, its work folder in place and held
     try:
         assert marker.is_file(), first.stderr.read() if first.poll() is not None else "no work folder"
         error = _one_line_error(capsys, args + ["--overwrite"])
