@@ -123,3 +123,49 @@ def test_several_stores_count_each_cell_once(store, tmp_path):
              for b in boards(select(both, like_with_like=False)[0], set())]
     assert shown == [[(e.model, e.mean, e.low, e.high, e.covered) for e in b.ranked]
                      for b in boards(select(one, like_with_like=False)[0], set())]
+
+
+def test_ctrl_c_leaves_the_earlier_report_as_it_was(store, tmp_path):
+    """Ctrl-C while the new site is drawn: the earlier one stays whole and the line says so. The
+    report is held at its Table 3 plot until the Ctrl-C comes (an event, not a race)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    from conftest import REPO
+    from tecb_eval.cli import main
+
+    out = tmp_path / "site"
+    assert main(["report", str(store), "--out", str(out), "--no-figures"]) == 0
+    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    held = tmp_path / "plotting"
+    script = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from tecb_eval.cli import main
+        from tecb_eval.reports import figures
+
+        def held(*args, **kwargs):
+            Path({str(held)!r}).touch()
+            time.sleep(600)  # until Ctrl-C
+
+        figures.plot_table3 = held
+        sys.exit(main(["report", {str(store)!r}, "--out", {str(out)!r}]))
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not held.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert held.exists(), child.communicate(timeout=120)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130, (stdout, stderr)
+    assert stderr.strip().splitlines()[-1] == (
+        f"tecb-eval: interrupted; nothing in {out} was changed (a report is written whole or not at all); "
+        "run the same command again")
+    after = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert after == before and not (tmp_path / "site.partial").exists()

@@ -12,11 +12,20 @@ from tecb_eval.cli.options import selection, selection_options
 
 
 def _cmd_report(args) -> int:
+    from tecb_data.outputs import published
     from tecb_eval.reports.html import render
 
-    written = render(args.results, args.out, reference=args.reference, selection=selection(args),
-                     figure_folders=args.figures or (), draw_figures=not args.no_figures,
-                     log=lambda message: print(message, file=sys.stderr))
+    since = len(published())
+    try:
+        written = render(args.results, args.out, reference=args.reference, selection=selection(args),
+                         figure_folders=args.figures or (), draw_figures=not args.no_figures,
+                         log=lambda message: print(message, file=sys.stderr))
+    except KeyboardInterrupt:
+        from tecb_eval.reports.export import interrupted_state
+
+        # The site is swapped in whole or not at all: say which of the two Ctrl-C left.
+        print(f"tecb-eval: interrupted; {interrupted_state(args.out, since, 'report')}", file=sys.stderr)
+        return 130
     print(f"wrote {len(written)} pages to {args.out}/ (open {args.out / 'index.html'} in a browser)")
     return 0
 

@@ -175,9 +175,10 @@ def figure1(datasets, model, out: Path, *, seed: int = 42, cache_dir: Path | Non
     return figures.plot_umap_scatter(panels, Path(out) / f"figure1-{_slug(spec.name)}.png", title)
 
 
-def interrupted_state(out: Path, since: int = 0) -> str:
-    """What Ctrl-C during an export left in ``out``, in words; ``since``: how many outputs this
-    process had published before the export began (``len(tecb_data.outputs.published())``)."""
+def interrupted_state(out: Path, since: int = 0, what: str = "export") -> str:
+    """What Ctrl-C during an export (or another output written whole, ``what``: a report) left in
+    ``out``, in words; ``since``: how many outputs this process had published before it began
+    (``len(tecb_data.outputs.published())``)."""
     from tecb_data.outputs import output_target, published
 
     try:
@@ -185,5 +186,6 @@ def interrupted_state(out: Path, since: int = 0) -> str:
     except UserError:
         done = False
     if done:
-        return f"the new export in {out} is complete"
-    return f"nothing in {out} was changed (an export is written whole or not at all); run the same command again"
+        return f"the new {what} in {out} is complete"
+    article = "an" if what[0] in "aeiou" else "a"
+    return f"nothing in {out} was changed ({article} {what} is written whole or not at all); run the same command again"
