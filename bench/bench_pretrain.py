@@ -34,7 +34,7 @@ from tecb_data.build import build
 from tecb_eval.models.encoders import get_encoder
 from tecb_eval.clustering.evaluation import kmeans_v_measure, split_matrix, unique_texts
 from tecb_eval.pretraining import pretrain
-from tecb_eval.pretraining.tracking import timed_evaluation
+from tecb_eval.training.tracking import timed_evaluation
 from tecb_eval.pretraining.wwm import masker, unmasked_share
 from tecb_eval.clustering.profiles import PROFILES, get_profile
 

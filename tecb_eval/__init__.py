@@ -12,7 +12,8 @@ The rooms, bottom to top (a room imports only rooms below it; ``tests/test_archi
 keeps it so): ``files`` and ``benchmark`` (writing our files; the one loader of the published
 layout), ``models`` (text -> vectors) and ``clustering`` (reductions, algorithms, profiles),
 ``mteb`` (our data as MTEB tasks, its v2 sampling and results layout), ``grid`` (plan, units,
-executors, results store, caches), then ``reports``, ``layers`` and ``pretraining``, and ``cli``.
+executors, results store, caches), ``training`` (what pre-training and fine-tuning share), then
+``reports``, ``layers``, ``pretraining`` and ``finetuning``, and ``cli``.
 """
 
 _LAZY = {"run_grid": "tecb_eval.grid.run", "get_encoder": "tecb_eval.models.encoders", "pretrain": "tecb_eval.pretraining",

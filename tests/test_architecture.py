@@ -22,8 +22,11 @@ RANKS = {
     "models": 1, "clustering": 1,
     "mteb": 2,
     "grid": 3,
-    "reports": 4, "layers": 4, "pretraining": 4, "finetuning": 4,
-    "cli": 5,
+    # What pre-training and fine-tuning share (model source, live encoders, tracking, optimiser,
+    # checkpoints, data order); the two stand on it and never import each other.
+    "training": 4,
+    "reports": 5, "layers": 5, "pretraining": 5, "finetuning": 5,
+    "cli": 6,
 }
 
 
@@ -191,7 +194,7 @@ def test_the_checks_find_a_cycle_and_an_upward_import(tmp_path):
     assert layering_violations(found) == [
         "tecb_data -> tecb_eval.files: tecb_data never imports tecb_eval",
         "tecb_eval.models.encoders -> tecb_eval.reports.tables: room 'models' (rank 1) imports the higher room "
-        "'reports' (rank 4)",
+        "'reports' (rank 5)",
     ]
 
 

@@ -21,9 +21,9 @@ from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.finetuning import blackbox, protocols  # noqa: E402
 from tecb_eval.finetuning.instances import Instance, check_pool, epoch_instances  # noqa: E402
-from tecb_eval.finetuning.model import load_model  # noqa: E402
 from tecb_eval.finetuning.objectives import Objective, embed  # noqa: E402
 from tecb_eval.finetuning.settings import settings_for  # noqa: E402
+from tecb_eval.training.model import load_sentence_model as load_model  # noqa: E402
 
 from conftest import one_line_error, save_tiny_bert, text_vocabulary  # noqa: E402
 

@@ -22,7 +22,7 @@ from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
 from tecb_eval.pretraining.loop import evaluation_due  # noqa: E402
-from tecb_eval.pretraining.tracking import LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder  # noqa: E402
+from tecb_eval.training.tracking import LiveLogitsPoolingEncoder, LiveMeanPoolingEncoder  # noqa: E402
 from tecb_eval.pretraining.wwm import (ClassicWholeWordMask, TransformersWholeWordMask, WholeWordMasking,  # noqa: E402
                                        masker, unmasked_share)
 from tecb_eval.clustering.profiles import get_profile  # noqa: E402

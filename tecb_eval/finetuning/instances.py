@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tecb_data import seeding
 from tecb_data.errors import UserError
+from tecb_eval.training.data import epoch_order
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def check_pool(pool, fold: str, size: int) -> None:
 
 def epoch_instances(pool, size: int, seed: int, epoch: int, fold: str) -> tuple[list[Instance], int]:
     """This epoch's instances in order, and how many chunks were dropped for having one label."""
-    order = seeding.rng(seed, "finetune", fold, f"epoch-{epoch}").permutation(len(pool.texts))
+    order = epoch_order(len(pool.texts), seed, "finetune", fold, epoch=epoch)
     instances, dropped = [], 0
     for start in range(0, len(order), size):
         chunk = order[start:start + size]

@@ -5,9 +5,7 @@ and after the last: validation ARI chooses the checkpoint, the scored splits' V-
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +16,11 @@ from tecb_data import seeding
 from tecb_eval.finetuning.instances import epoch_instances
 from tecb_eval.finetuning.objectives import Objective
 from tecb_eval.finetuning.scoring import tracking_scores
-from tecb_eval.pretraining.loop import TrainingDiverged, deterministic, parameter_groups
-from tecb_eval.pretraining.tracking import CsvLog, LiveSentenceTransformerEncoder
+from tecb_eval.training.checkpoints import save_checkpoint
+from tecb_eval.training.device import deterministic
+from tecb_eval.training.errors import TrainingDiverged
+from tecb_eval.training.optimiser import adamw
+from tecb_eval.training.tracking import CsvLog, LiveSentenceTransformerEncoder
 
 EVALUATION_FIELDS = ("method", "fold", "seed", "step", "epoch", "validation_ari", "scored_v_measure")
 LOSS_FIELDS = ("method", "fold", "seed", "step", "epoch", "loss", "hac_errors", "learning_rate")
@@ -36,29 +37,6 @@ class UnitOutcome:
 def plan(fold, s, seed: int) -> list[list]:
     """Each epoch's instances, drawn up front: the schedule needs the number of steps."""
     return [epoch_instances(fold.train, s.instance_size, seed, epoch, fold.name) for epoch in range(s.epochs)]
-
-
-def _save(model, target: Path, info: dict) -> None:
-    temporary = target.with_name(target.name + ".partial")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    from transformers.utils import logging as hf_logging
-
-    # The "Writing model shards" bar would break into the training bar; it comes back afterwards.
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        model.save(str(temporary))
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-    (temporary / "finetuning.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    old = target.with_name(target.name + ".old")
-    if target.exists():
-        target.rename(old)
-    temporary.rename(target)
-    if old.exists():
-        shutil.rmtree(old)
 
 
 def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device: str, progress: bool,
@@ -82,13 +60,13 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
         if not best or scores["validation_ari"] > best["validation_ari"]:
             outcome.best = {"step": step, "epoch": round(epoch, 4), **scores, "path": None}
             if s.save_best:
-                _save(model, unit_dir / "best", {**info, "seed": seed, "chosen_by": "validation ARI",
+                save_checkpoint(lambda folder: model.save(str(folder)), unit_dir / "best", "finetuning.json", {**info, "seed": seed, "chosen_by": "validation ARI",
                                                  **{k: v for k, v in outcome.best.items() if k != "path"}})
                 outcome.best["path"] = "best"
 
     try:
         with deterministic(seed, device):
-            optimizer = torch.optim.AdamW(parameter_groups(model, s.weight_decay), lr=s.learning_rate)
+            optimizer = adamw(model, learning_rate=s.learning_rate, weight_decay=s.weight_decay)
             scheduler = get_linear_schedule_with_warmup(optimizer, round(s.warmup_ratio * total), max(total, 1))
             objective = Objective(model, method, s, device)
             rng = seeding.rng(seed, "finetune", "triples", method, fold.name)

@@ -28,13 +28,15 @@ from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, re
 from tecb_eval.finetuning import protocols, report
 from tecb_eval.finetuning.instances import check_pool
 from tecb_eval.finetuning.loop import train_unit
-from tecb_eval.finetuning.model import describe, load_model
 from tecb_eval.finetuning.scoring import score_splits
 from tecb_eval.finetuning.settings import BASELINE, METHODS, as_dict, for_method, settings_for
 from tecb_eval.grid.seeds import check_seeds
-from tecb_eval.pretraining.loop import resolve_device
-from tecb_eval.pretraining.run import library_versions, load_benchmarks
 from tecb_eval.reports.compare import DEFAULT_RESAMPLES
+from tecb_eval.training.checkpoints import library_versions
+from tecb_eval.training.data import load_benchmarks
+from tecb_eval.training.device import resolve_device
+from tecb_eval.training.model import describe_model, load_sentence_model
+from tecb_eval.training.tracking import LiveSentenceTransformerEncoder
 
 COMMAND = "tecb-eval finetune"
 DEFAULT_SEEDS = (42,)  # training seeds
@@ -145,7 +147,7 @@ def finetune(model, data, method=METHODS, protocol: str = "leave-one-genre-out",
         protocols.check_no_leak(fold)
     for fold in chosen:
         check_pool(fold.train, fold.name, s.instance_size)
-    described = describe(model)
+    described = describe_model(model)
     refuse_overlap(output_dir, [Path(b.location) for b in benchmarks if Path(b.location).is_dir()]
                    + [Path(described["folder"])])
     device = resolve_device(s.device)
@@ -201,7 +203,7 @@ def _unit(model, method, fold, info, s, seed, score_seeds, unit_dir: Path, *, de
         shutil.rmtree(unit_dir)  # an unfinished unit starts again
     unit_dir.mkdir(parents=True)
     ms = for_method(s, method)
-    st = load_model(model, device=device, max_length=ms.max_length)
+    st = load_sentence_model(model, device=device, max_length=ms.max_length)
     info_json = {"base_model": described, "method": method, "fold": info, "settings": as_dict(ms)}
     outcome = train_unit(st, method, fold, ms, seed, unit_dir, device=device, progress=progress, info=info_json)
     if outcome.best.get("path"):
@@ -209,8 +211,6 @@ def _unit(model, method, fold, info, s, seed, score_seeds, unit_dir: Path, *, de
         del st
         encoder = get_encoder(str(unit_dir / outcome.best["path"]), batch_size=s.eval_batch_size)
     else:
-        from tecb_eval.pretraining.tracking import LiveSentenceTransformerEncoder
-
         encoder = LiveSentenceTransformerEncoder(st, batch_size=s.eval_batch_size)
     rows = _rows(score_splits(encoder, fold.scored, score_seeds), model=method, fold=info["id"], train_seed=seed)
     _write_scores(rows, unit_dir / "scores.csv")

@@ -17,7 +17,7 @@ from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score, r
 
 from tecb_eval.clustering.evaluation import kmeans_v_measure
 from tecb_eval.grid.work import one_thread
-from tecb_eval.pretraining.tracking import encode_per_task, non_finite_texts
+from tecb_eval.training.tracking import encode_per_task, non_finite_texts
 
 KMEANS = "minibatch_kmeans"  # the grid's name: Table 2's configuration
 HAC = "hac_average_true_k"

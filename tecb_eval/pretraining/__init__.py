@@ -5,7 +5,7 @@ The function is also ``tecb_eval.pretrain``; this package is named ``pretraining
 function and the package never shadow each other.
 """
 
-from tecb_eval.pretraining.loop import TrainingDiverged
+from tecb_eval.training.errors import TrainingDiverged
 from tecb_eval.pretraining.run import PretrainResult, PretrainRun, pretrain
 from tecb_eval.pretraining.settings import DEFAULTS, METHODS, PretrainSettings, settings_for
 

@@ -5,74 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 from dataclasses import dataclass, field
 
-
-from tecb_data import seeding
-from tecb_data.errors import UserError
 from tecb_data.progress import Progress
 from tecb_eval.pretraining.settings import PretrainSettings
-
-
-def resolve_device(requested: str | None) -> str:
-    import torch
-
-    if requested is None or requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"device {requested!r} asked for, but torch sees no CUDA GPU here; use --device cpu")
-    return requested
-
-
-def autocast_factory(precision: str, device: str):
-    """A zero-argument context factory for the forward passes (None for fp32)."""
-    import torch
-
-    if precision == "fp32":
-        return None
-    device_type = device.split(":")[0]
-    if precision == "fp16" and device_type != "cuda":
-        raise UserError("precision fp16 needs a CUDA GPU; on CPU use bf16 or fp32")
-    if precision == "bf16" and device_type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise UserError("this GPU does not support bf16; use fp16 or fp32")
-    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
-    return lambda: torch.autocast(device_type=device_type, dtype=dtype)
-
-
-@contextlib.contextmanager
-def deterministic(seed: int, device: str):
-    """Seed torch's global generator (dropout and the initialisation of new heads draw from it) and
-    ask for deterministic kernels; the previous setting is restored afterwards."""
-    import torch
-
-    if device.startswith("cuda"):
-        # cuBLAS is only deterministic with a fixed workspace; it must be set before its first use.
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    previous = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.manual_seed(seed)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
-
-
-def to_device(batch, device: str):
-    if isinstance(batch, list):
-        return [to_device(b, device) for b in batch]
-    return {k: v.to(device) if hasattr(v, "to") else v for k, v in batch.items()}
-
-
-def parameter_groups(module, weight_decay: float) -> list[dict]:
-    """Weight decay on matrices only, not on biases and normalisation weights (as the transformers
-    Trainer does). Shared (tied) parameters appear once."""
-    decay, no_decay = [], []
-    for parameter in module.parameters():  # parameters() yields each shared tensor once
-        if parameter.requires_grad:
-            (decay if parameter.ndim >= 2 else no_decay).append(parameter)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+from tecb_eval.training.data import epoch_order
+from tecb_eval.training.device import to_device
+from tecb_eval.training.errors import TrainingDiverged
+from tecb_eval.training.optimiser import adamw
 
 
 @dataclass
@@ -90,21 +31,6 @@ class Schedule:
         if s.max_steps is not None:
             total = min(total, s.max_steps)
         return cls(micro, per_epoch, total, round(s.warmup_ratio * total))
-
-
-class TrainingDiverged(UserError):
-    """Training produced numbers that are not finite (a loss, a gradient norm, the vectors of an
-    evaluation): the model cannot recover, so the run stops there instead of training and
-    evaluating a broken model (k-means cannot cluster NaN)."""
-
-
-class NonFiniteVectors(ArithmeticError):
-    """An evaluation's encoder gave NaN or infinite vectors (raised by the tracker, turned into
-    :class:`TrainingDiverged` by the loop, which knows the step, seed and dataset)."""
-
-    def __init__(self, count: int, total: int):
-        super().__init__(f"{count} of {total} vectors are not finite")
-        self.count, self.total = count, total
 
 
 def diverged(settings: PretrainSettings, *, step: int, total_steps: int, seed: int, label: str, what: str,
@@ -149,7 +75,7 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
     from transformers import get_constant_schedule_with_warmup
 
     module = objective.module
-    optimizer = torch.optim.AdamW(parameter_groups(module, settings.weight_decay), lr=settings.learning_rate)
+    optimizer = adamw(module, learning_rate=settings.learning_rate, weight_decay=settings.weight_decay)
     scheduler = get_constant_schedule_with_warmup(optimizer, schedule.warmup_steps)
     scaler = torch.amp.GradScaler("cuda", enabled=settings.precision == "fp16")
     outcome = SeedOutcome(seed)
@@ -158,7 +84,7 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
     for epoch in range(settings.epochs):
         if step >= schedule.total_steps:
             break
-        order = seeding.rng(seed, "pretrain", settings.method, f"epoch-{epoch}").permutation(len(texts))
+        order = epoch_order(len(texts), seed, "pretrain", settings.method, epoch=epoch)
         chunks = [order[i:i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
         groups = [chunks[i:i + settings.grad_accumulation] for i in range(0, len(chunks), settings.grad_accumulation)]
         bar = Progress(total=min(len(groups), schedule.total_steps - step), enabled=progress, unit="steps",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tecb_eval.pretraining.encoding import LOGITS
+from tecb_eval.training.encoding import LOGITS
 
 SUMMARY_FIELDS = ("profile", "method", "trained_on", "checkpoint", "dataset", "seeds", "mean", "sd", "min", "max",
                   "baseline", "delta")

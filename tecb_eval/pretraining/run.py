@@ -26,7 +26,6 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Iterable
 
@@ -34,16 +33,20 @@ from tecb_data.errors import UserError
 from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, remove_own, replace_with
 from tecb_eval.models.devices import check_device
 from tecb_eval.clustering.evaluation import unique_texts
-from tecb_eval.pretraining.encoding import HIDDEN, LOGITS, MODULES, ModelSource, describe, grid_encoder, model_source
-from tecb_eval.pretraining.loop import (NonFiniteVectors, Schedule, TrainingDiverged, autocast_factory, deterministic,
-                                        resolve_device, train_seed)
+from tecb_eval.pretraining.loop import Schedule, train_seed
 from tecb_eval.pretraining.report import (POOLED, RunRows, plot_curves, summarize, summary_markdown,
                                           write_summary_csv)
 from tecb_eval.pretraining.settings import PretrainSettings, as_dict, settings_for
 from tecb_eval.pretraining.truncate import check_truncation, truncate_checkpoint
-from tecb_eval.pretraining.tracking import EVALUATIONS_CSV, LiveLogitsPoolingEncoder, Tracker, dataset_means, read_csv
 from tecb_eval.clustering.profiles import Profile, get_profile
 from tecb_eval.grid.seeds import check_seed, check_seeds
+from tecb_eval.training.checkpoints import library_versions
+from tecb_eval.training.data import load_benchmarks
+from tecb_eval.training.device import autocast_factory, deterministic, resolve_device
+from tecb_eval.training.encoding import HIDDEN, LOGITS, MODULES, describe, grid_encoder
+from tecb_eval.training.errors import NonFiniteVectors, TrainingDiverged
+from tecb_eval.training.model import ModelSource, model_source
+from tecb_eval.training.tracking import EVALUATIONS_CSV, LiveLogitsPoolingEncoder, Tracker, dataset_means, read_csv
 
 DEFAULT_SEEDS = (42, 1, 2)
 COMMAND = "tecb-eval pretrain"  # the marker in its output folders names it
@@ -122,23 +125,6 @@ def _objective(method: str):
     return Tsdae
 
 
-def load_benchmarks(datasets) -> list:
-    """Benchmarks from folders / repo ids (anything ``tecb_data.load`` takes) or loaded benchmarks."""
-    import tecb_data
-
-    if isinstance(datasets, (str, Path)) or hasattr(datasets, "splits"):
-        datasets = [datasets]
-    benchmarks = [d if hasattr(d, "splits") else tecb_data.load(d) for d in datasets]
-    if not benchmarks:
-        raise UserError("no datasets given: pass at least one dataset folder")
-    names = [b.name for b in benchmarks]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise UserError(f"dataset {duplicated[0]} is given twice; pass each dataset once")
-    # By name: the outputs do not depend on the order the datasets were given in.
-    return sorted(benchmarks, key=lambda b: b.name)
-
-
 def _seeds(seeds: Iterable[int]) -> tuple[int, ...]:
     return check_seeds(int(s) for s in seeds)
 
@@ -162,17 +148,6 @@ def _prepare_output(output_dir: Path, overwrite: bool) -> Path:
     except OSError as exc:
         raise UserError(f"--out {output_dir}: cannot write there ({exc.strerror}); choose a writable folder") from None
     return work
-
-
-def library_versions() -> dict:
-    """The versions a training run's record names (pretraining and finetuning share it)."""
-    found = {}
-    for dist in ("torch", "transformers", "sentence-transformers", "scikit-learn", "tecb"):
-        try:
-            found[dist] = version(dist)
-        except PackageNotFoundError:
-            found[dist] = "unknown"
-    return found
 
 
 def _clip_max_length(settings: PretrainSettings, folder: Path) -> PretrainSettings:
@@ -201,7 +176,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     the others keep the defaults of ``method`` under ``profile``.
 
     Every evaluation, the model without pre-training included, encodes the model as ``tecb-eval
-    run`` does (``tecb_eval.pretraining.encoding``): a sentence-transformers model through its own
+    run`` does (``tecb_eval.training.encoding``): a sentence-transformers model through its own
     modules, a plain checkpoint by mean pooling, so its "none" row is the grid's score of the model;
     a kept checkpoint is the same kind of model and scores in the grid what it scored here. Only the
     paper profile's WWM evaluations pool the masked-LM logits, and the summary then gives the grid's
@@ -212,7 +187,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     for byte, and a dataset's run does not depend on which other datasets were given with it.
 
     A loss, gradient norm or evaluation vector that is NaN or infinite stops the run with
-    :class:`tecb_eval.pretraining.loop.TrainingDiverged` (a ``UserError``) naming the step, seed
+    :class:`tecb_eval.training.errors.TrainingDiverged` (a ``UserError``) naming the step, seed
     and dataset; nothing is published, and ``<output_dir>.partial`` keeps the evaluations so far
     and each seed's best checkpoint until the next run into ``output_dir``.
     """

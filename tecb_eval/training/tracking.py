@@ -12,8 +12,6 @@ what its evaluation here scored.
 from __future__ import annotations
 
 import csv
-import json
-import shutil
 import time
 from pathlib import Path
 from typing import Sequence
@@ -24,7 +22,8 @@ from tecb_eval.clustering.evaluation import evaluate_kmeans, unique_texts
 from tecb_eval.grid.cache import EmbeddingStore
 from tecb_eval.grid.work import one_thread
 from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder
-from tecb_eval.pretraining.loop import NonFiniteVectors
+from tecb_eval.training.checkpoints import save_checkpoint
+from tecb_eval.training.errors import NonFiniteVectors
 
 EVALUATION_FIELDS = ("method", "seed", "epoch", "step", "dataset", "v_measure")
 SPLIT_FIELDS = ("method", "seed", "epoch", "step", "dataset", "split", "v_measure")
@@ -82,7 +81,11 @@ class LiveSentenceTransformerEncoder(SentenceTransformerEncoder):
     pooling = "model"
 
     def __init__(self, model, *, batch_size: int):
-        self.model = model
+        # The grid's encoder keeps its model as ``_model`` (behind a ``model`` property that exports
+        # it to ONNX on first use); a live model is never exported.
+        self._model = model
+        self._export = {"pending": False, "quantize": False}
+        self.truncated = {"texts": 0, "tokens": 0}
         self.batch_size = batch_size
         self.modules = "+".join(type(m).__name__ for m in model)
         self.max_length = model.max_seq_length
@@ -90,6 +93,10 @@ class LiveSentenceTransformerEncoder(SentenceTransformerEncoder):
         self.backend = self.route = "torch"
         self.dtype = None
         self._take_prompts(None)
+
+    @property
+    def model(self):
+        return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:
         # SentenceTransformer.encode leaves the model in eval mode, and its transformer is shared with
@@ -250,18 +257,6 @@ def timed_evaluation(benchmarks: Sequence, encoder, kmeans_seed: int) -> tuple[l
     return rows, timing
 
 
-def replace_folder(source: Path, target: Path) -> None:
-    """Move ``source`` to ``target``, replacing a previous ``target`` without a moment when neither exists."""
-    old = target.with_name(target.name + ".old")
-    if old.exists():
-        shutil.rmtree(old)
-    if target.exists():
-        target.rename(old)
-    source.rename(target)
-    if old.exists():
-        shutil.rmtree(old)
-
-
 class Tracker:
     """Writes the evaluation and loss logs of one run and keeps each seed's best checkpoint."""
 
@@ -322,24 +317,9 @@ class Tracker:
 
     def _save(self, seed: int, objective) -> str:
         target = self.workdir / f"seed-{seed}" / "best"
-        temporary = target.with_name("best.partial")
-        if temporary.exists():
-            shutil.rmtree(temporary)
-        temporary.mkdir(parents=True)
-        from transformers.utils import logging as hf_logging
-
-        # The "Writing model shards" bar would break into the training bar; it comes back afterwards.
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
-        try:
-            objective.save(temporary)
-        finally:
-            if bars:
-                hf_logging.enable_progress_bar()
         info = {"method": self.method, "seed": seed, **self.checkpoint_info,
                 **{k: v for k, v in self.best[seed].items() if k != "path"}}
-        (temporary / "pretraining.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        replace_folder(temporary, target)
+        save_checkpoint(objective.save, target, "pretraining.json", info)
         return str(target.relative_to(self.workdir))
 
     def loss(self, seed: int, step: int, epoch: float, loss: float, learning_rate: float) -> None:

@@ -1,0 +1,54 @@
+"""Checkpoints on disk: a folder written whole under a temporary name and then renamed, so that a
+reader never sees half a checkpoint; and the library versions a run's record names."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Callable
+
+
+def replace_folder(source: Path, target: Path) -> None:
+    """Move ``source`` to ``target``, replacing a previous ``target`` without a moment when neither exists."""
+    old = target.with_name(target.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        target.rename(old)
+    source.rename(target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def save_checkpoint(save: Callable[[Path], None], target: Path, record_name: str, record: dict) -> None:
+    """``save(folder)`` writes the model into a fresh ``<target>.partial``; ``record`` is written
+    beside it as ``record_name`` (JSON), and the folder then replaces ``target``."""
+    temporary = target.with_name(target.name + ".partial")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    temporary.mkdir(parents=True)
+    from transformers.utils import logging as hf_logging
+
+    # The "Writing model shards" bar would break into the training bar; it comes back afterwards.
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        save(temporary)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    (temporary / record_name).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    replace_folder(temporary, target)
+
+
+def library_versions() -> dict:
+    """The versions a training run's record names (pretraining and finetuning share it)."""
+    found = {}
+    for dist in ("torch", "transformers", "sentence-transformers", "scikit-learn", "tecb"):
+        try:
+            found[dist] = version(dist)
+        except PackageNotFoundError:
+            found[dist] = "unknown"
+    return found
