@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from tqdm.auto import tqdm
+from tecb_data.heartbeat import Heartbeat
+from tecb_data.progress import Progress
 
 from tecb_data import layout
 from tecb_data.card import render_card
@@ -157,7 +158,8 @@ def build(
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
     layout.check_out(Path(out))
-    with tqdm(desc=f"reading {source} records", unit=" records", disable=None if progress else True) as bar:
+    # Plain lines off a terminal (tqdm's frames would be one endless line in a log), one at least every 30 s.
+    with Progress(desc=f"reading {source} records", unit="records", enabled=progress) as bar, Heartbeat(bar):
         result = READERS[source](Path(input_path), progress=bar)
     wanted = views or result.views
     missing = [v for v in wanted if v not in result.views]
@@ -255,7 +257,7 @@ def build_table(
     layout.check_out(Path(out))
     if report is not None and Path(report).is_dir():
         raise UserError(f"--report {report}: a folder; name the JSON file to write")
-    with tqdm(desc="reading table rows", unit=" rows", disable=None if progress else True) as bar:
+    with Progress(desc="reading table rows", unit="rows", enabled=progress) as bar, Heartbeat(bar):
         result, examples = table.read_table(Path(input_path), source, progress=bar)
     shared = recipe.make_splits(result.items, seed) if paired else None
     made = {view: shared if paired else recipe.make_splits(result.items, seed, view=view) for view in wanted}

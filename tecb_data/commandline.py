@@ -56,31 +56,61 @@ def root_parser(prog: str, description: str, epilog: str | None = None) -> Comma
 # Set before the libraries are imported (they read them once), and inherited by worker processes.
 _QUIET_ENV = {
     "TRANSFORMERS_VERBOSITY": "error",  # load reports, "some weights were not used", deprecations
+    # huggingface_hub and datasets set their loggers' level from these when imported (a level set
+    # before would be overwritten): "Retrying in 1s [Retry 1/5]." and the like.
+    "HF_HUB_VERBOSITY": "error",
+    "DATASETS_VERBOSITY": "error",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # download bars (they are tqdm frames in a log file)
     "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
     "TOKENIZERS_PARALLELISM": "false",  # its "the current process just got forked" warning, once per worker
+    # torch's ONNX exporter logs "torchvision is not installed. Skipping torchvision::nms" and the like
+    # through torch's own handler (its glog-style "W1126 ..." lines); "-" sets a log to ERROR.
+    "TORCH_LOGS": "-torch,-onnx",
+    # Python warnings in the processes we start (the grid's workers, multiprocessing's resource
+    # tracker): UMAP's "Spectral initialisation failed ... Falling back", "leaked semaphore objects".
+    "PYTHONWARNINGS": "ignore",
 }
 # Python warnings the libraries raise about their own internals (deprecations, defaults that
 # changed): nothing a user of tecb can act on.
 _QUIET_MODULES = ("transformers", "huggingface_hub", "datasets", "sentence_transformers", "torch", "mteb")
 
 
+# Our own loggers keep their warnings when the libraries' are silenced.
+_OUR_LOGGERS = ("tecb_data", "tecb_eval")
+
+
 def quiet_libraries(argv: list[str] | None) -> None:
     """Keep the libraries' own chatter out of the output unless ``--verbose`` is on the command line
     (read before parsing: the settings must be in place before anything imports the libraries).
-    A setting the user made in the environment wins."""
+    A setting the user made in the environment wins.
+
+    Python warnings go through logging (``logging.captureWarnings``, the ``py.warnings`` logger):
+    with ``--verbose`` they are printed as one line each, otherwise dropped, and so are the
+    libraries' log records below ERROR (the root logger's level; ours keep WARNING)."""
+    import logging
     import os
     import sys
     import warnings
 
     args = sys.argv[1:] if argv is None else argv
+    logging.captureWarnings(True)
     if "--verbose" in args:
+        # captureWarnings gives "py.warnings" a NullHandler when it has none: they would vanish.
+        shown = logging.getLogger("py.warnings")
+        if not any(isinstance(h, logging.StreamHandler) for h in shown.handlers):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            shown.addHandler(handler)
         return
     for name, value in _QUIET_ENV.items():
         os.environ.setdefault(name, value)
     for module in _QUIET_MODULES:
         warnings.filterwarnings("ignore", module=rf"{module}(\.|$)")
-    import logging
-
+    # A warning raised by a library on our behalf (torch.onnx.export called from tecb_eval, UMAP in
+    # this process) carries our module's name or the standard library's: none is for the user.
+    logging.getLogger("py.warnings").setLevel(logging.ERROR)
+    logging.getLogger().setLevel(logging.ERROR)
+    for name in _OUR_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     for name in _QUIET_MODULES:
         logging.getLogger(name).setLevel(logging.ERROR)

@@ -114,6 +114,31 @@ def retrying(call: Callable[[], T], what: str, *, transient: tuple[type[BaseExce
 
 # --- Hugging Face Hub ----------------------------------------------------------------------------
 
+# How long a look at whether the Hub answers at all may take (a TCP connection, no request).
+REACH_TIMEOUT_S = 5.0
+
+
+def hub_unreachable(timeout: float | None = None) -> str | None:
+    """Why the Hugging Face Hub (``HF_ENDPOINT``) cannot be reached, in words, or None when it
+    accepts a connection: one look of at most ``timeout`` seconds (default
+    min(TECB_NETWORK_TIMEOUT, 5)), before a library that would retry a dead network with backoff
+    for minutes (huggingface_hub's file requests: 5 retries per file, 1 + 2 + 4 + 8 + 8 s) is asked."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
+    parts = urlsplit(endpoint)
+    host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    if not host:
+        return f"HF_ENDPOINT {endpoint!r} names no host"
+    try:
+        with socket.create_connection((host, port), timeout=timeout or min(timeout_s(), REACH_TIMEOUT_S)):
+            return None
+    except OSError as exc:
+        return f"{endpoint}: {describe(exc)}"
+
 _hub_lock = threading.Lock()
 _hub_configured = False
 

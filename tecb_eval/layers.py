@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 from tecb_data.outputs import check_output, staged_output
 from tecb_eval.grid.seeds import check_seed
@@ -136,7 +137,7 @@ def encode_layers_once(encoder, texts: Sequence[str], layers: Sequence[int], cac
     todo = sorted(missing)
     todo.sort(key=len)
     with Progress(total=len(todo), desc=f"encoding {len(layers)} layers at once", unit="texts",
-                  enabled=progress and bool(todo)) as bar:
+                  enabled=progress and bool(todo)) as bar, Heartbeat(bar):  # one chunk of a large model: minutes
         for start in range(0, len(todo), ENCODE_CHUNK):
             chunk = todo[start:start + ENCODE_CHUNK]
             vectors = encoder.encode_layers(chunk, list(layers))

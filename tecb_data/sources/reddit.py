@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 
 from tecb_data import layout
@@ -61,7 +62,7 @@ def rehydrate(
         reddit = reddit_api.connect(praw_site, session)
         batches = _batches(due)
         with Progress(total=len(ids), initial=len(ids) - len(due), desc="rehydrating Reddit submissions", unit="ids",
-                      enabled=progress) as bar:
+                      enabled=progress) as bar, Heartbeat(bar):  # a slow answer still gets a line every 30 s
             for number, batch in enumerate(batches, start=1):
                 fetched = reddit_api.with_retries(
                     lambda batch=batch: reddit_api.fetch_batch(reddit, batch),

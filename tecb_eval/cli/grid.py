@@ -69,8 +69,21 @@ def _export(args, frame, datasets, models) -> int:
         print(f"tecb-eval: interrupted; every cell is in the results store; {interrupted_state(args.out, since)}",
               file=sys.stderr)
         return 130
-    print(f"wrote {len(written)} files to {args.out}/ (results.csv, table2.md, table3.md, mteb/, *.png)", file=sys.stderr)
+    print(f"wrote {len(written)} files to {args.out}/ ({_what(written, args.out)})", file=sys.stderr)
     return 0
+
+
+def _what(written: list[Path], out: Path) -> str:
+    """The files and folders an export wrote, by name: only what is there (no mteb/ when every
+    dataset ran part of its splits, no Figure 1 with --no-figure1)."""
+    names = set()
+    for path in written:
+        try:
+            parts = Path(path).relative_to(out).parts
+        except ValueError:
+            parts = (Path(path).name,)
+        names.add(parts[0] + "/" if len(parts) > 1 else parts[0])
+    return ", ".join(sorted(names, key=lambda name: (name.endswith("/"), name)))
 
 
 def _cmd_run(args) -> int:

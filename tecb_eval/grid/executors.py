@@ -39,6 +39,15 @@ class SerialExecutor:
 def _worker_init() -> None:
     # Ctrl-C is the coordinator's to handle: it stops the workers and says what was kept.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # UMAP draws a (disabled) tqdm bar, whose first use creates tqdm's multiprocessing lock: a named
+    # semaphore registered with the resource tracker. A worker stopped at the end of the grid never
+    # unregisters it, and the tracker then warns of "leaked semaphore objects" after the run. A
+    # worker runs one unit at a time: a thread lock is all tqdm needs there.
+    import threading
+
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
 
 
 class LocalExecutor:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
+from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.grid import executors, protocols, scheduling, work as work_module
@@ -200,6 +201,8 @@ class Grid:
                 executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
             bar = stack.enter_context(Progress(total=self.total_cells(), desc="grid cells", unit="cells",
                                                enabled=self.progress))
+            # Loading (an ONNX export), one long encoding batch, one long unit: a line every 30 s still.
+            stack.enter_context(Heartbeat(bar))
             for spec in self.models:
                 self._run_model(spec, executor, bar, interrupt)
         return rows_frame(self.rows)

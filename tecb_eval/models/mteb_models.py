@@ -152,13 +152,25 @@ def check(name: str) -> None:
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    if not constants.HF_HUB_OFFLINE or meta.revision is None or not meta.open_weights:
+    if meta.revision is None or not meta.open_weights:
         return
     try:
         snapshot_download(meta.name, revision=meta.revision, local_files_only=True)
+        return
     except (LocalEntryNotFoundError, OSError, ValueError):
+        pass
+    if constants.HF_HUB_OFFLINE:
         raise UserError(f"mteb:{name}: its weights ({meta.name}@{meta.revision}) are not in the local Hugging Face "
-                        "cache and HF_HUB_OFFLINE is set; run once with network access to download them") from None
+                        "cache and HF_HUB_OFFLINE is set; run once with network access to download them")
+    from tecb_data.network import hub_unreachable
+
+    # Not in the cache: they must be downloaded. A dead network would be retried with backoff per
+    # file for minutes (15 lines over 95 s, measured) before an error; one look says it now.
+    problem = hub_unreachable()
+    if problem is not None:
+        raise UserError(f"mteb:{name}: its weights ({meta.name}@{meta.revision}) are not in the local Hugging Face "
+                        f"cache and the Hub cannot be reached ({problem}); run once with network access to download "
+                        "them, or set HF_ENDPOINT")
 
 
 def registry_meta(name: str):

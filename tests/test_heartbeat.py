@@ -1,0 +1,184 @@
+"""Every long step writes a plain line at least every 30 s of work off a terminal, also while it is
+blocked in one call (issue 31). A fake clock and a slow fake step: minutes of simulated work in
+milliseconds, the time of every line written recorded on the fake clock."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import threading
+import time
+
+import pytest
+
+from tecb_data import heartbeat
+from tecb_data.progress import LINE_INTERVAL, Progress
+
+SLOW_S = 200.0  # simulated seconds one slow call blocks
+# The heartbeat looks every tenth of the interval: a gap is at most the interval and one look.
+MAX_GAP = LINE_INTERVAL * 1.1 + 1e-6
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self.lock:
+            return self.now
+
+    def wait(self, seconds: float) -> bool:
+        """The heartbeat's wait: simulated seconds pass; a real instant for the other thread."""
+        with self.lock:
+            self.now += seconds
+        time.sleep(0.0005)
+        return False
+
+    def block(self, seconds: float = SLOW_S) -> None:
+        """A slow fake step: holds the calling thread until ``seconds`` of simulated time passed."""
+        until = self() + seconds
+        deadline = time.monotonic() + 60
+        while self() < until:
+            assert time.monotonic() < deadline, "the heartbeat's clock did not move"
+            time.sleep(0.0005)
+
+
+class Log(io.StringIO):
+    """A log file (not a terminal) that notes the simulated time of every line."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock, self.times = clock, []
+
+    def write(self, text):
+        if text.strip():
+            self.times.append(self.clock())
+        return super().write(text)
+
+    def isatty(self):
+        return False
+
+    def __enter__(self):
+        self._redirect = contextlib.redirect_stderr(self)
+        self._redirect.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._redirect.__exit__(*exc)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(heartbeat, "CLOCK", fake)
+    monkeypatch.setattr(heartbeat, "WAIT", fake.wait)
+    return fake
+
+
+@pytest.fixture
+def log(clock):
+    """The log the test's steps write to: sys.stderr (where Progress writes when given no stream)
+    inside ``with log:`` (pytest's capture sets its own sys.stderr between a fixture and the test)."""
+    return Log(clock)
+
+
+def assert_beats(log: Log, *, at_least: float, words: str):
+    text = log.getvalue()
+    assert "\r" not in text and "\x1b" not in text
+    times = log.times
+    assert times and times[-1] >= at_least, (times, text)
+    gaps = [b - a for a, b in zip([0.0, *times], times)]
+    assert max(gaps) <= MAX_GAP, (gaps, text)
+    assert words in text, text
+
+
+def test_a_blocked_step_still_writes_a_line_every_30_s(clock, log):
+    with log, Progress(total=3, desc="exporting minilm-l6 to ONNX", unit="steps") as bar, heartbeat.Heartbeat(bar):
+        for _ in range(3):
+            clock.block()
+            bar.update()
+    assert_beats(log, at_least=3 * SLOW_S, words="exporting minilm-l6 to ONNX: 2/3 steps")
+    assert len(log.times) >= 3 * SLOW_S / MAX_GAP
+
+
+def test_on_a_terminal_or_disabled_it_adds_nothing(clock):
+    class Terminal(Log):
+        def isatty(self):
+            return True
+
+    for bar in (Progress(total=2, stream=Log(clock), enabled=False), Progress(total=2, stream=Terminal(clock))):
+        beat = heartbeat.Heartbeat(bar)
+        assert not beat.active
+        with beat:
+            pass
+        bar.close()
+
+
+def test_build_reading_a_slow_source(clock, log, tmp_path, monkeypatch):
+    from tecb_data import build as build_module
+    from tecb_data.demo import demo_input
+
+    real = build_module.READERS["blurbs"]
+
+    def slow_reader(path, progress=None):
+        clock.block()
+        return real(path, progress=progress)
+
+    monkeypatch.setitem(build_module.READERS, "blurbs", slow_reader)
+    with log:
+        build_module.build("blurbs", demo_input("blurbs"), tmp_path / "out", views=("s2s",), progress=True)
+    assert_beats(log, at_least=SLOW_S, words="reading blurbs records")
+
+
+def _slow_encoder(clock):
+    from tecb_eval.models.encoders import get_encoder
+
+    inner = get_encoder("tfidf-lsa")
+
+    class Slow:
+        identity = "slow-fake-encoder"
+
+        def encode(self, texts):
+            clock.block()  # one batch of a large model on a small machine
+            return inner.encode(texts)
+
+    return Slow()
+
+
+def test_grid_encoding_and_clustering_and_loading(clock, log, demo_datasets, tmp_path, monkeypatch):
+    """A slow encoding call, then a slow clustering unit: the grid's lines keep coming and name the step."""
+    from tecb_eval.grid import executors
+    from tecb_eval.grid.run import run_grid
+
+    real_unit = executors.run_unit
+
+    def slow_unit(*args, **kwargs):
+        clock.block()
+        return real_unit(*args, **kwargs)
+
+    monkeypatch.setattr(executors, "run_unit", slow_unit)
+    with log:
+        run_grid([demo_datasets / "blurbs-clustering-s2s"], [_slow_encoder(clock)], configurations=["minibatch_kmeans:none"],
+                 limit_splits=1, cache_dir=tmp_path / "cache", jobs=1, progress=True)
+    assert_beats(log, at_least=2 * SLOW_S, words="encoding with")
+    text = log.getvalue()
+    assert "grid cells: 0/1 cells (0 %); encoding with" in text and "reducing and clustering" in text, text
+
+
+def test_layers_encoding_one_slow_forward_pass(clock, log, tmp_path):
+    import numpy as np
+
+    from tecb_eval.layers import encode_layers_once
+
+    class SlowLayers:
+        def layer_identity(self, k):
+            return f"slow-fake-layer{k}"
+
+        def encode_layers(self, texts, layers):
+            clock.block()  # one chunk through a large model on a small machine
+            return {k: np.full((len(texts), 4), float(k), dtype=np.float32) for k in layers}
+
+    with log:
+        assert encode_layers_once(SlowLayers(), [f"text {i}" for i in range(5)], [0, 1], tmp_path, progress=True) == 5
+    assert_beats(log, at_least=SLOW_S, words="encoding 2 layers at once")
