@@ -282,3 +282,27 @@ def test_the_papers_figure_beside_ours(site, page, tmp_path):
             row = table.locator("tbody tr", has=page.locator("th", has_text=algorithm)).filter(
                 has=page.locator("td", has_text=re.compile(f"^{re.escape(reduction)}$")))
             assert row.locator("td").last.inner_text().strip() == f"{100 * printed:.2f}"
+
+
+def test_a_models_figure1_shows_on_its_page(site, page, tmp_path):
+    """An export's Figure 1 of a model, given with --figures, is embedded on that model's page (and
+    the index), not on another model's; --no-figures leaves out only the Table 2 / 3 plots."""
+    from tecb_eval.cli import main
+
+    export = tmp_path / "export"
+    export.mkdir()
+    shutil.copyfile(site["site"] / "figures" / "table3.png", export / "figure1-tfidf-lsa.png")
+    out = tmp_path / "site"
+    assert main(["report", str(site["store"]), "--out", str(out), "--figures", str(export), "--no-figures"]) == 0
+
+    def images():
+        return page.locator("figure img").evaluate_all(
+            "imgs => imgs.map(i => [i.getAttribute('src').split('/').pop(), i.naturalWidth])")
+
+    _open(page, out / "models" / "tfidf-lsa.html")
+    assert [name for name, width in images() if width > 100] == ["extra-0-figure1-tfidf-lsa.png"]
+    _open(page, out / "models" / "tfidf-lsa-16.html")
+    assert images() == []
+    _open(page, out / "index.html")
+    assert [name for name, _ in images()] == ["extra-0-figure1-tfidf-lsa.png"]
+    assert page.requests.outside == []

@@ -56,9 +56,23 @@ def _sort_value(value) -> str:
     return repr(float(value)) if leaderboard.finite(value) else ""
 
 
-def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: list[Path]) -> list[dict]:
-    """The export's plots of ``frame`` and the PNGs of ``extra`` folders, in ``folder``; each as
-    {file, caption}."""
+def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: list[Path], draw: bool = True) -> list[dict]:
+    """The export's plots of ``frame`` (unless not ``draw``) and the PNGs of ``extra`` folders, in
+    ``folder``; each as {file, caption, model: the model whose page shows it too, or None}."""
+    out = _drawn(frame, folder, reference, demo) if draw else []
+    # An export's Figure 1 of a model (figure1-<model>.png) goes on that model's page as well.
+    figure1 = {f"figure1-{leaderboard.slug(m)}.png": m for m in sorted(frame.model.unique())}
+    for index, source in enumerate(extra):
+        for png in sorted(source.rglob("*.png")):
+            name = f"extra-{index}-{'-'.join(png.relative_to(source).parts)}"
+            shutil.copyfile(png, folder / name)
+            out.append({"file": name, "caption": f"{png.relative_to(source)} from {source.name}/",
+                        "model": figure1.get(png.name)})
+    return out
+
+
+def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dict]:
+    """The export's plots: Table 2 as dots, Table 3 as bars, each model beside the authors'."""
     demo_title = tables.DEMO_TITLE if demo else None
     out = []
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
@@ -82,12 +96,8 @@ def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: li
             name = f"vs-authors-{leaderboard.slug(model)}.png"
             if figures.plot_model_comparison(means[means.model == model], reference[reference.model == theirs],
                                              model, folder / name, demo_title, frame) is not None:
-                out.append({"file": name, "caption": f"{model}: our configurations beside the authors' ({theirs})"})
-    for index, source in enumerate(extra):
-        for png in sorted(source.rglob("*.png")):
-            name = f"extra-{index}-{'-'.join(png.relative_to(source).parts)}"
-            shutil.copyfile(png, folder / name)
-            out.append({"file": name, "caption": f"{png.relative_to(source)} from {source.name}/"})
+                out.append({"file": name, "caption": f"{model}: our configurations beside the authors' ({theirs})",
+                            "model": model})
     return out
 
 
@@ -138,13 +148,14 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
             folder = stage.work
             (folder / "figures").mkdir()
             (folder / "models").mkdir()
-            shown_figures = (_figures(chosen, folder / "figures", ref, bool(synthetic), extra)
-                             if draw_figures else [])
+            shown_figures = _figures(chosen, folder / "figures", ref, bool(synthetic), extra, draw_figures)
             stage.check()
             index = env.get_template("index.html.j2").render(**context, boards=boards, figures=shown_figures, root="")
             written.append(write_text(folder / "index.html", index))
             for page in pages:
-                text = env.get_template("model.html.j2").render(**context, page=page, root="../")
+                text = env.get_template("model.html.j2").render(
+                    **context, page=page, root="../",
+                    figures=[f for f in shown_figures if f.get("model") == page.model])
                 written.append(write_text(folder / "models" / f"{page.slug}.html", text))
                 stage.check()
             written = [out / p.relative_to(folder) for p in written]
