@@ -46,7 +46,7 @@ def _environment():
     env.filters["x100"] = leaderboard.shown
     env.filters["heat"] = leaderboard.heat_colour
     env.filters["num"] = _sort_value
-    env.filters["config"] = lambda c: f"{c[0]} / {c[1]}" if c else leaderboard.tables.NO_SPREAD
+    env.filters["config"] = lambda c: f"{c[0]} / {c[1]}" if c else tables.NO_SPREAD
     env.filters["fraction"] = lambda v: f"{v:.2f}" if leaderboard.finite(v) else tables.NO_SPREAD
     return env
 

@@ -51,7 +51,6 @@ class Entry:
     high: float
     covered: int
     total: int
-    seeds: int
     marker: str = ""
     best_config: tuple[str, str] | None = None
     best_mean: float = math.nan
@@ -167,7 +166,6 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
         config, best = best_config(dict(zip(zip(mine.algorithm, mine.reduction), mine["mean"])))
         out.append(Entry(model=model, mean=float(cell["mean"]), sd_splits=float(cell["sd_splits"]),
                          sd_seeds=float(cell["sd_seeds"]), low=low, high=high, covered=covered, total=total,
-                         seeds=int(scores.index.get_level_values("seed").nunique()),
                          marker=str(cell.get("marker", "") or "") if markers else "",
                          best_config=config, best_mean=best))
     return sorted(out, key=lambda e: (-e.mean, e.model))
