@@ -38,9 +38,24 @@ def split_texts(split: Split, items: dict[str, Item], view: str) -> list[str]:
     return [items[i].views[view] for i in split.ids]
 
 
-def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str):
+def label_path(item: Item, hierarchy) -> list[str]:
+    """The item's labels down the recipe's ``hierarchy`` of levels (``["top", "fine"]``), to its
+    deepest labelled level."""
+    path = []
+    for level in hierarchy:
+        if not item.labels.get(level):
+            break
+        path.append(item.labels[level])
+    return path
+
+
+def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str, hierarchy=()):
     for split in splits:
-        yield layout.json_line({"sentences": split_texts(split, items, view), "labels": list(split.labels)})
+        row = {"sentences": split_texts(split, items, view), "labels": list(split.labels)}
+        if hierarchy:
+            # Beside "labels", which MTEB reads: its loaders ignore a column they do not name.
+            row["label_paths"] = [label_path(items[i], hierarchy) for i in split.ids]
+        yield layout.json_line(row)
 
 
 def _sample_rows(splits: list[Split], items: dict[str, Item], view: str):
@@ -99,7 +114,7 @@ def prepare(
 
     if data_files is None:
         data_files = {
-            layout.DATA_FILE: _clustering_rows(splits, items, spec.view),
+            layout.DATA_FILE: _clustering_rows(splits, items, spec.view, recipe.params.get("hierarchy", ())),
             layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
         }
     files = {layout.CARD: card, **data_files, **(extra_files or {})}

@@ -328,3 +328,23 @@ def read_split_rows(folder: Path) -> list[tuple[list[str], list[str]]]:
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise UserError(f"{path}:{number}: not a clustering row ({exc}); rebuild the dataset") from None
     return rows
+
+
+def read_label_paths(folder: Path) -> list[list[tuple[str, ...]] | None]:
+    """Per split row of the clustering file, every text's label path (``label_paths``: the levels of
+    a label hierarchy, top first; Blurbs recipe version 3 on), or None for a row without them (a
+    dataset built before them, or one without a hierarchy)."""
+    path = Path(folder) / DATA_FILE
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            row = json.loads(line)
+            paths = row.get("label_paths")
+            if paths is None:
+                out.append(None)
+                continue
+            if (not isinstance(paths, list) or len(paths) != len(row["sentences"])
+                    or not all(isinstance(p, list) and all(isinstance(x, str) and x for x in p) for p in paths)):
+                raise UserError(f"{path}:{number}: label_paths is not one list of labels per sentence; rebuild the dataset")
+            out.append([tuple(p) for p in paths])
+    return out

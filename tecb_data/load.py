@@ -20,6 +20,9 @@ class BenchmarkSplit:
     name: str
     texts: tuple[str, ...]
     labels: tuple[str, ...]
+    # Every text's label path (top level first) where the dataset has a hierarchy (Blurbs recipe
+    # version 3 on), else None: per-level scores are then not measured.
+    label_paths: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,10 @@ def load_folder(folder: Path, *, verify: bool = True, location: str | None = Non
     names = [s["name"] for s in manifest.get("splits", [])]
     if len(names) != len(rows):
         raise UserError(f"{folder}: {layout.DATA_FILE} has {len(rows)} rows but the manifest lists {len(names)} splits")
+    paths = layout.read_label_paths(folder)
     splits = tuple(
-        BenchmarkSplit(name, tuple(texts), tuple(labels)) for name, (texts, labels) in zip(names, rows)
+        BenchmarkSplit(name, tuple(texts), tuple(labels), None if p is None else tuple(p))
+        for name, (texts, labels), p in zip(names, rows, paths)
     )
     return Benchmark(manifest["dataset"], splits, manifest["fingerprint"], manifest, location or str(folder), folder)
 

@@ -154,17 +154,24 @@ def reddit_splits(items: list[Item], seed: int, subreddits=None) -> list[Split]:
 RECIPES: dict[str, Recipe] = {
     "blurbs": Recipe(
         name="blurbs",
-        version="2",  # 2: each text view draws its own members (1: both shared them, now --paired)
+        # 3: each split row also carries every text's genre path (label_paths: top-level genre, then
+        # second-level genre where the book has one), for per-level scores; the splits, texts and
+        # labels are version 2's. 2: each text view draws its own members (1: both shared them, now --paired).
+        version="3",
         description=(
             "Books with exactly one top-level genre and at most two second-level genres are kept; a book "
             "with two second-level genres is labelled with the one that is less frequent over the whole "
             "corpus (ties broken by name). 28 splits: 10 coarse splits labelled by top-level genre and 10 "
             "fine splits labelled by second-level genre, each a seeded random 10-100 % of the books; and "
             "one split per top-level genre holding all its books, labelled by second-level genre. "
-            "The split sizes are the same for the S2S and the P2P dataset."
+            "The split sizes are the same for the S2S and the P2P dataset. Since recipe version 3 each "
+            "split row also holds `label_paths`: every text's genre path (its top-level genre, then its "
+            "second-level genre where it has one), so that each level of the hierarchy can be scored; "
+            "the splits, texts and labels are those of version 2."
         ),
         make_splits=blurbs_splits,
-        params={"sampled_splits_per_level": BLURBS_SAMPLED, "min_fraction": BLURBS_MIN_FRACTION, "members": MEMBERS_PER_VIEW},
+        params={"sampled_splits_per_level": BLURBS_SAMPLED, "min_fraction": BLURBS_MIN_FRACTION, "members": MEMBERS_PER_VIEW,
+                "hierarchy": ["top", "fine"]},
     ),
     "tenkgnad": Recipe(
         name="tenkgnad",

@@ -59,10 +59,12 @@ def test_datasets_load_dataset_reads_the_folder_in_mteb_layout(demo_datasets, tm
     folder = demo_datasets / "blurbs-clustering-s2s"
     # a private cache: datasets keys its cache by path and mtime, which other test sessions may share
     test = datasets.load_dataset(str(folder), split="test", cache_dir=str(tmp_path))
-    assert set(test.column_names) == {"labels", "sentences"}
+    # Blurbs (recipe version 3 on) carries every text's genre path beside MTEB's two columns.
+    assert set(test.column_names) == {"labels", "sentences", "label_paths"}
     assert [(row["sentences"], row["labels"]) for row in test] == [
         (list(t), list(l)) for t, l in layout.read_split_rows(folder)
     ]
+    assert [row["label_paths"] for row in test] == [[list(p) for p in paths] for paths in layout.read_label_paths(folder)]
     samples = datasets.load_dataset(str(folder), "samples", split="test", cache_dir=str(tmp_path))
     assert set(samples.column_names) == {"id", "split", "text", "label", "path"}
 

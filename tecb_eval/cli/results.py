@@ -44,6 +44,21 @@ def _cmd_table(args) -> int:
     if args.results is None:
         raise UserError("name a results store (JSONL), or pass --paper --reference CSV for the paper's tables alone")
     frame = read_store(args.results)
+    if args.levels or args.density:
+        from tecb_eval.reports import scores
+
+        chosen, left_out = select(frame, **selection(args))
+        if args.levels:
+            print(report.format_table(scores.levels_table(chosen, args.levels), args.format,
+                                      note=scores.levels_note(args.levels)), end="")
+        if args.density:
+            if args.levels:
+                print()
+            print(report.format_table(scores.density_table(chosen), args.format, scale=1.0,
+                                      note=scores.density_note()), end="")
+        if left_out:
+            print(left_out, file=sys.stderr)
+        return 0
     if args.versions:
         print(report.format_table(versions(frame).astype(str), args.format,
                                   note="Versions in the store (shown: what `table` and `export` show by default)."), end="")
@@ -145,6 +160,11 @@ def register(commands) -> None:
     table.add_argument("--demo", action="store_true", help="mark the tables as synthetic demo data")
     table.add_argument("--versions", action="store_true",
                        help="list the versions (dataset build, seed set, protocol, profile, model identity) in the store")
+    table.add_argument("--levels", choices=["v_measure", "ami"], nargs="?", const="v_measure", default=None,
+                       help="per-level scores of a label hierarchy (Blurbs' genre levels), V-measure or AMI, instead "
+                            "of Tables 2 and 3")
+    table.add_argument("--density", action="store_true",
+                       help="HDBSCAN and DBSTREAM: DBCV beside V-measure and noise fraction, instead of Tables 2 and 3")
     selection_options(table)
     table.set_defaults(func=_cmd_table)
 

@@ -15,28 +15,17 @@ DBCV: :mod:`tecb_eval.clustering.validity`, for the density clusterings only.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn import metrics
 
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.levels import Level  # noqa: F401 (re-exported: the protocols make them)
 from tecb_eval.clustering.validity import dbcv
 
 DENSITY_ALGORITHMS = ("hdbscan", "dbstream")
 # What extra_scores adds to a cell's scores, and the grid to its results row.
 EXTRA_FIELDS = ("levels", "levels_s", "dbcv", "dbcv_note", "dbcv_points", "dbcv_s")
-
-
-@dataclass(frozen=True)
-class Level:
-    """One level of a cell's label hierarchy: the rows of the base set that carry it, their labels
-    at that level, and k (the number of labels at that level in the set the rows are drawn from)."""
-
-    level: int
-    rows: np.ndarray | None  # rows of the base set; None = all, in order
-    labels: tuple[str, ...]
-    k: int
 
 
 def _same_rows(a: np.ndarray | None, b: np.ndarray | None) -> bool:

@@ -35,6 +35,8 @@ class Unit:
     rows: np.ndarray | None  # indices into the base; None = all of it, in order
     labels: tuple[str, ...]  # gold labels of the clustered rows
     k: int  # clusters asked of k-means and agglomerative: the base set's number of labels
+    # The label hierarchy's levels scored beside the flat labels (tecb_eval.clustering.levels.Level); () for none.
+    levels: tuple = ()
 
     @property
     def texts(self) -> list[str]:
@@ -45,7 +47,26 @@ class Unit:
 
 def legacy_units(bench, limit_splits: int | None = None) -> list[Unit]:
     splits = bench.splits if limit_splits is None else bench.splits[:limit_splits]
-    return [Unit(s.name, s.name, tuple(s.texts), None, tuple(s.labels), len(set(s.labels))) for s in splits]
+    return [Unit(s.name, s.name, tuple(s.texts), None, tuple(s.labels), len(set(s.labels)),
+                 split_levels(getattr(s, "label_paths", None))) for s in splits]
+
+
+def split_levels(paths) -> tuple:
+    """The levels of a split's label paths (None: the dataset has none) that hold two labels or
+    more (a within-genre split's top level holds one: nothing to score); rows None where every text
+    carries the level."""
+    from tecb_eval.clustering.levels import Level
+
+    if not paths:
+        return ()
+    levels = []
+    for depth in range(max(len(p) for p in paths)):
+        rows = [i for i, p in enumerate(paths) if len(p) > depth]
+        labels = tuple(paths[i][depth] for i in rows)
+        if len(set(labels)) >= 2:
+            levels.append(Level(depth, None if len(rows) == len(paths) else np.array(rows, dtype=np.int64),
+                                labels, len(set(labels))))
+    return tuple(levels)
 
 
 def fast_units(bench, seed: int, samples=None) -> list[Unit]:
@@ -59,8 +80,13 @@ def fast_units(bench, seed: int, samples=None) -> list[Unit]:
         sample = samples.get(bench, seed)
     # k as MTEB's bootstrapped k-means asks for it: the number of labels in the embedded set.
     k = len(set(sample.labels))
+    from tecb_eval.mteb.levels import fast_levels
+
+    # Per draw, MTEB's draws for each level of the genre paths (None: the dataset has none).
+    levels = fast_levels(bench, seed, sample.texts)
     return [
-        Unit(f"bootstrap-{b:02d}", "pooled", sample.texts, rows, tuple(sample.labels[i] for i in rows), k)
+        Unit(f"bootstrap-{b:02d}", "pooled", sample.texts, rows, tuple(sample.labels[i] for i in rows), k,
+             levels[b] if levels else ())
         for b, rows in enumerate(sample.bootstraps)
     ]
 

@@ -302,7 +302,7 @@ class Grid:
                     key=key, label=f"{run.spec.name} / {item.bench.name} / {base_name} / {reduction} / seed {item.seed}",
                     dataset=item.bench.name, reduction=reduction, seed=item.seed, protocol=self.protocol,
                     profile=self.profile.name, n=len(base_texts), dim=int(vectors.matrix.shape[1]),
-                    cells=tuple(work_module.Cell(u.name, u.rows, u.labels, u.k, a) for u, a in cells),
+                    cells=tuple(work_module.Cell(u.name, u.rows, u.labels, u.k, a, u.levels) for u, a in cells),
                 )
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,

@@ -46,6 +46,18 @@ def _quiet_datasets():
 
 def fast_sample(bench, seed: int) -> FastSample:
     """MTEB v2's sample of ``bench``: the task's own transform, downsampling and bootstrap draws."""
+    task, texts, labels = embedded_set(bench, seed)
+    # ... then _evaluate_clustering_bootstrapped draws n_clusters samples with replacement.
+    bootstraps = tuple(
+        np.array(task.rng_state.choices(range(len(texts)), k=task.max_documents_per_cluster), dtype=np.int64)
+        for _ in range(task.n_clusters)
+    )
+    return FastSample(tuple(texts), tuple(labels), bootstraps)
+
+
+def embedded_set(bench, seed: int) -> tuple:
+    """``(task, texts, labels)``: MTEB v2's task for ``bench`` after its transform and downsampling
+    draw, its ``rng_state`` where the bootstrap draws begin, and the texts it embeds with their labels."""
     task = task_for(bench.mteb_name, "v2", dataset_reference(bench), seed, mteb_language(bench))
     # The rows are already loaded and verified; the transform is MTEB's (tested equal to MTEB
     # loading the folder itself).
@@ -66,9 +78,4 @@ def fast_sample(bench, seed: int) -> FastSample:
     if cap is not None:
         chosen = task.rng_state.sample(range(n), k=min(n, cap))
         texts, labels = [texts[i] for i in chosen], [labels[i] for i in chosen]
-    # ... then _evaluate_clustering_bootstrapped draws n_clusters samples with replacement.
-    bootstraps = tuple(
-        np.array(task.rng_state.choices(range(len(texts)), k=task.max_documents_per_cluster), dtype=np.int64)
-        for _ in range(task.n_clusters)
-    )
-    return FastSample(tuple(texts), tuple(labels), bootstraps)
+    return task, texts, labels

@@ -1,0 +1,87 @@
+"""Tables of the scores beyond one flat V-measure: per level of a label hierarchy, and the density
+clusterings' DBCV beside their V-measure and noise fraction (``tecb-eval table --levels`` and
+``--density``).
+
+Both read one version of the results (:func:`tecb_eval.reports.versions.select`), as every table
+does. A row written before these scores existed, or of a dataset without label paths (Blurbs
+built before recipe version 3), has no per-level scores and no DBCV: it is "not measured", left
+out of the means and counted in the table, never read as 0. A DBCV that is null (one cluster,
+every point noise: :mod:`tecb_eval.clustering.validity`) is counted apart from one not measured.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tecb_data.errors import UserError
+
+KEYS = ["model", "mteb_name", "algorithm", "reduction"]
+DENSITY = ("hdbscan", "dbstream")
+
+
+def level_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (results row, level): KEYS, seed, split, level, v_measure, ami."""
+    if "levels" not in frame.columns:
+        return pd.DataFrame(columns=[*KEYS, "seed", "split", "level", "v_measure", "ami"])
+    out = []
+    for row in frame.to_dict("records"):
+        levels = row.get("levels")
+        if not isinstance(levels, list):
+            continue  # not measured
+        for level in levels:
+            out.append({**{k: row[k] for k in KEYS}, "seed": row["seed"], "split": row["split"],
+                        "level": int(level["level"]), "v_measure": level["v_measure"], "ami": level["ami"]})
+    return pd.DataFrame(out, columns=[*KEYS, "seed", "split", "level", "v_measure", "ami"])
+
+
+def levels_table(frame: pd.DataFrame, metric: str = "v_measure") -> pd.DataFrame:
+    """(model, algorithm, reduction) x "<dataset> Level <n>": the mean over seeds of the mean over
+    the splits (or bootstrap draws) that have that level."""
+    rows = level_rows(frame)
+    if rows.empty:
+        raise UserError("these results hold no per-level scores: they come from Blurbs datasets built with recipe "
+                        "version 3 or later (rebuild with `tecb-data build`) and runs since per-level scores exist")
+    per_seed = rows.groupby([*KEYS, "level", "seed"], sort=True)[metric].agg(["mean", "size"]).reset_index()
+    cells = per_seed.groupby([*KEYS, "level"], sort=True).agg(mean=("mean", "mean"), splits=("size", "max")).reset_index()
+    cells["column"] = [f"{d} Level {lv}" for d, lv in zip(cells.mteb_name, cells.level)]
+    means = cells.pivot_table(index=["model", "algorithm", "reduction"], columns="column", values="mean", aggfunc="first")
+    return means[sorted(means.columns)]
+
+
+def density_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """(model, dataset, algorithm, reduction) of HDBSCAN and DBSTREAM: mean V-measure and noise
+    fraction over the cell's rows (x100), mean DBCV over the rows where it was computed (-1..1),
+    and how many rows were: computed, null (undefined) and not measured (written before DBCV)."""
+    rows = frame[frame.algorithm.isin(DENSITY)]
+    if rows.empty:
+        raise UserError("these results hold no HDBSCAN or DBSTREAM rows; run e.g. --config hdbscan:umap")
+    rows = rows.copy()
+    if "dbcv_note" not in rows.columns:
+        rows["dbcv_note"] = None
+    if "dbcv" not in rows.columns:
+        rows["dbcv"] = np.nan
+    value = pd.to_numeric(rows["dbcv"], errors="coerce")
+    measured = value.notna()
+    null = value.isna() & rows["dbcv_note"].notna()
+    rows = rows.assign(dbcv=value, computed=measured, null=null, not_measured=~measured & ~null)
+    out = rows.groupby(KEYS, sort=True).agg(
+        v_measure_x100=("v_measure", lambda s: 100 * s.mean()), noise_pct=("noise_fraction", lambda s: 100 * s.mean()),
+        dbcv=("dbcv", "mean"), dbcv_computed=("computed", "sum"), dbcv_null=("null", "sum"),
+        dbcv_not_measured=("not_measured", "sum"))
+    return out
+
+
+def density_note() -> str:
+    return ("HDBSCAN and DBSTREAM: V-measure x100 and noise % (means over splits and seeds), DBCV (-1..1, hdbscan's "
+            "validity_index on the clustered space; mean over the rows where it was computed), and how many rows "
+            "were computed, null (undefined: every point noise, one cluster, a one-point cluster) or not measured "
+            "(written before DBCV existed).")
+
+
+def levels_note(metric: str = "v_measure") -> str:
+    name = {"v_measure": "V-measure", "ami": "AMI"}[metric]
+    return (f"{name} x100 per level of the label hierarchy (Level 0: top-level genre, Level 1: second-level genre): "
+            "the texts that carry the level, clustered with k = its number of labels and scored against it; mean "
+            "over the splits that have the level and over seeds. Rows without per-level "
+            "scores (older datasets or runs) are not measured and left out.")

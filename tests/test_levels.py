@@ -1,0 +1,160 @@
+"""Per-level scores on the Blurbs genre hierarchy.
+
+The referee is MTEB: its own ``AbsTaskClustering`` (the v2 task of our folder, its own loading,
+transform, downsampling, level-by-level draws and k-means), given the embedded texts labelled with
+their genre paths, scores every level as our fast protocol does, to 1e-9. The legacy protocol's
+levels are k-means with k = the level's labels on the split's texts that carry the level. A
+dataset built before label paths loads and runs as before, without per-level scores; tables read
+rows without them as not measured, never as 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import adjusted_mutual_info_score, v_measure_score
+
+import tecb_data
+from conftest import shared_file
+from tecb_data import layout, recipes
+from tecb_data.build import build
+from tecb_eval.clustering.algorithms import make_algorithm
+from tecb_eval.grid.run import run_grid
+from tecb_eval.mteb.encoders import HashingEncoder
+from tecb_eval.reports import scores
+
+TOLERANCE = 1e-9
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory):
+    """Blurbs S2S of the real GermEval 2019 dev set (1,849 books; 28 splits)."""
+    out = tmp_path_factory.mktemp("levels")
+    build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out, views=("s2s",))
+    return out / "blurbs-clustering-s2s"
+
+
+def _by_level(frame: pd.DataFrame, metric: str) -> dict[int, list[float]]:
+    out: dict[int, list[float]] = {}
+    for row in frame.sort_values("split").to_dict("records"):
+        for level in row["levels"]:
+            out.setdefault(level["level"], []).append(level[metric])
+    return out
+
+
+def test_the_dataset_carries_each_texts_genre_path_and_says_so(dev):
+    manifest = layout.read_manifest(dev)
+    assert manifest["recipe"]["version"] == "3" and manifest["recipe"]["hierarchy"] == ["top", "fine"]
+    assert "label_paths" in (dev / "README.md").read_text(encoding="utf-8")
+    bench = tecb_data.load(dev)
+    for split in bench.splits:
+        assert len(split.label_paths) == len(split.texts)
+        level = 0 if split.name.startswith("coarse") else 1
+        # The split's own label is its level of the path; coarse splits hold books without a fine genre too.
+        assert all(len(p) > level and p[level] == label for p, label in zip(split.label_paths, split.labels))
+    assert {len(p) for s in bench.splits for p in s.label_paths} == {1, 2}
+
+
+def test_fast_per_level_scores_equal_mtebs_own_hierarchical_evaluation(dev, tmp_path):
+    from mteb.timing import TimingStack
+
+    from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge
+
+    ours = run_grid([dev], [HashingEncoder()], configurations=["minibatch_kmeans:none"], protocol="fast",
+                    cache_dir=tmp_path, progress=False, log=lambda m: None)
+    (task,) = mteb_bridge.mteb_tasks([dev], version="v2")
+    task.load_data()
+    data = task.dataset["test"]
+    # Each pooled text's path at its first occurrence, read from the published file itself.
+    first = {}
+    for line in (dev / layout.DATA_FILE).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        for text, path in zip(row["sentences"], row["label_paths"]):
+            first.setdefault(text, path)
+    # The genre names coded as integers: MTEB marks a text without a level with the integer -1 and
+    # filters on it, which works only where labels are integers (strings become "-1" in its numpy
+    # array and stay, as a genre of their own; tecb_eval.mteb.levels).
+    code = {name: i for i, name in enumerate(sorted({g for p in first.values() for g in p}))}
+    hierarchical = data.remove_columns(task.label_column_name).add_column(
+        task.label_column_name, [[code[g] for g in first[t]] for t in data[task.input_column_name]])
+    theirs = task._evaluate_subset(mteb_encoders.MtebEncoder(HashingEncoder()), hierarchical,
+                                   encode_kwargs={"batch_size": 32}, hf_split="test", hf_subset="default",
+                                   timer=TimingStack())
+    for metric, key in (("v_measure", "v_measures"), ("ami", "ami_scores")):
+        mine = _by_level(ours, metric)
+        assert sorted(theirs[key]) == ["Level 0", "Level 1"] == [f"Level {lv}" for lv in sorted(mine)]
+        for level, values in mine.items():
+            assert len(values) == len(theirs[key][f"Level {level}"]) == 10
+            assert max(abs(a - b) for a, b in zip(values, theirs[key][f"Level {level}"])) < TOLERANCE
+    # Not a degenerate agreement: the levels differ, and the scores vary over the draws.
+    levels = _by_level(ours, "v_measure")
+    assert levels[0] != levels[1] and len(set(np.round(levels[1], 12))) > 1
+
+
+def test_legacy_levels_are_kmeans_with_the_levels_k_on_the_texts_that_carry_it(dev, tmp_path):
+    frame = run_grid([dev], ["tfidf-lsa"], configurations=["minibatch_kmeans:none", "hdbscan:pca"],
+                     limit_splits=0, cache_dir=tmp_path, progress=False, log=lambda m: None)
+    bench = tecb_data.load(dev)
+    from tecb_eval.grid.cache import EmbeddingStore
+    from tecb_eval.models.encoders import get_encoder
+
+    encoder = get_encoder("tfidf-lsa", seed=42).fit_corpus(sorted({t for s in bench.splits for t in s.texts}))
+    vectors = EmbeddingStore(tmp_path, encoder.identity)
+    kmeans = frame[frame.algorithm == "minibatch_kmeans"].set_index("split")
+    checked = 0
+    for split in bench.splits:
+        levels = {lv["level"]: lv for lv in kmeans.at[split.name, "levels"]}
+        # A within-genre split's top level holds one genre: nothing to score there.
+        assert sorted(levels) == ([1] if split.name.startswith("within-") else [0, 1])
+        if split.name not in ("coarse-00", "fine-00"):
+            continue
+        X = vectors.rows(list(split.texts))
+        for level, found in levels.items():
+            keep = [i for i, p in enumerate(split.label_paths) if len(p) > level]
+            gold = [split.label_paths[i][level] for i in keep]
+            predicted = make_algorithm("minibatch_kmeans", len(set(gold)), 42).fit_predict(X[keep])
+            assert abs(found["v_measure"] - v_measure_score(gold, predicted)) < TOLERANCE
+            assert abs(found["ami"] - adjusted_mutual_info_score(gold, predicted)) < TOLERANCE
+            assert found["n_samples"] == len(keep) and found["n_labels"] == len(set(gold))
+            checked += 1
+        # The split's own level is its flat score (the same clustering).
+        own = 0 if split.name.startswith("coarse") else 1
+        assert levels[own]["v_measure"] == kmeans.at[split.name, "v_measure"]
+    assert checked == 4
+    # The density rows carry levels too, and the table shows two levels per configuration.
+    assert all(isinstance(v, list) and v for v in frame[frame.algorithm == "hdbscan"].levels)
+    table = scores.levels_table(frame)
+    assert list(table.columns) == ["BlurbsClusteringS2S Level 0", "BlurbsClusteringS2S Level 1"]
+    assert table.notna().all().all() and len(table) == 2
+
+
+def test_a_dataset_built_before_label_paths_runs_as_before_and_reads_not_measured(tmp_path, monkeypatch):
+    old = dataclasses.replace(recipes.RECIPES["blurbs"], version="2",
+                              params={k: v for k, v in recipes.RECIPES["blurbs"].params.items() if k != "hierarchy"})
+    monkeypatch.setitem(recipes.RECIPES, "blurbs", old)
+    from tecb_data.demo import demo_input
+
+    build("blurbs", demo_input("blurbs"), tmp_path / "out", views=("s2s",))
+    folder = tmp_path / "out" / "blurbs-clustering-s2s"
+    assert "label_paths" not in (folder / layout.DATA_FILE).read_text(encoding="utf-8")
+    bench = tecb_data.load(folder)
+    assert all(s.label_paths is None for s in bench.splits)
+    frame = run_grid([folder], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=2,
+                     progress=False, log=lambda m: None)
+    assert "levels" not in frame.columns
+    with pytest.raises(tecb_data.UserError, match="no per-level scores"):
+        scores.levels_table(frame)
+
+
+def test_density_table_counts_null_and_not_measured_dbcv_apart_and_never_as_zero():
+    base = {"model": "m", "mteb_name": "D", "algorithm": "hdbscan", "reduction": "umap", "v_measure": 0.5,
+            "noise_fraction": 0.1}
+    frame = pd.DataFrame([{**base, "dbcv": 0.4, "dbcv_note": None}, {**base, "dbcv": None, "dbcv_note": "one cluster"},
+                          {**base}])  # the last: a row written before DBCV
+    (row,) = scores.density_table(frame).to_dict("records")
+    assert row["dbcv"] == pytest.approx(0.4)
+    assert (row["dbcv_computed"], row["dbcv_null"], row["dbcv_not_measured"]) == (1, 1, 1)
