@@ -206,14 +206,21 @@ def layers_figure(table: pd.DataFrame, *, title: str):
         colour, marker = style(i)
         mean, sd = 100 * rows.v_measure.to_numpy(), 100 * rows.v_measure_sd.fillna(0).to_numpy()
         splits = int(rows.splits.max())
-        ax.fill_between(rows.layer, mean - sd, mean + sd, color=colour, alpha=0.15, linewidth=0)
+        if splits >= 2:
+            ax.fill_between(rows.layer, mean - sd, mean + sd, color=colour, alpha=0.15, linewidth=0)
+            spread = "band ± SD over splits"
+        else:  # no spread over one split: no band promised
+            spread = "one split: no band"
         ax.plot(rows.layer, mean, marker=marker, markersize=4, color=colour, gid=f"line:{dataset}",
-                label=f"{dataset} (mean over {splits} split{'s' if splits != 1 else ''}; band ± SD over splits)")
+                label=f"{dataset} (mean over {splits} split{'s' if splits != 1 else ''}; {spread})")
         best = rows[rows.best].iloc[0]
         ax.plot([best.layer], [100 * best.v_measure], marker="*", markersize=15, color=colour,
                 markeredgecolor="black", linestyle="none")
+        # Towards the middle of the plot: at the last layer, text to the right fell outside the axes.
+        right_half = best.layer > (table.layer.min() + table.layer.max()) / 2
         ax.annotate(f"best: layer {int(best.layer)}", (best.layer, 100 * best.v_measure),
-                    textcoords="offset points", xytext=(6, 8), fontsize=8, color=colour)
+                    textcoords="offset points", xytext=(-8 if right_half else 8, 8 + 11 * i), fontsize=8, color=colour,
+                    ha="right" if right_half else "left", gid=f"best:{dataset}")
         highest = max(highest, float(np.nanmax(mean + sd)))
     ax.set_xticks(sorted(table.layer.unique()))
     ax.set_ylim(*value_limit(highest))
@@ -237,7 +244,7 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _write_output(output_dir, inputs, table: pd.DataFrame, splits: pd.DataFrame, *, name: str, seed: int,
-                  n_layers: int) -> None:
+                  n_layers: int, demo_note: str | None = None, demo_title: str | None = None) -> None:
     """The four files, written whole or not at all into a folder the sweep owns (its marker): an
     earlier sweep's folder is replaced, anything else was refused before the sweep started."""
     try:
@@ -245,9 +252,12 @@ def _write_output(output_dir, inputs, table: pd.DataFrame, splits: pd.DataFrame,
             _write_csv(table, stage.work / LAYERS_CSV)
             _write_csv(splits, stage.work / SPLITS_CSV)
             stage.check()
-            plot_layers(table, stage.work / FIGURE, title=f"{name}: V-measure per layer (k-means, seed {seed})")
+            title = f"{name}: V-measure per layer (k-means, seed {seed})"
+            plot_layers(table, stage.work / FIGURE, title=title + (f"\n{demo_title}" if demo_title else ""))
             stage.check()
             markdown = summary_markdown(table, model=name, seed=seed, n_layers=n_layers)
+            if demo_note:  # synthetic data say so first, wherever they go
+                markdown = f"{demo_note}\n\n{markdown}"
             atomic_save(stage.work / SUMMARY_MD, lambda fh: fh.write(markdown.encode("utf-8")), ".md")
     except WriteError as exc:
         raise UserError(f"--out {output_dir}: writing {exc.path.name} failed ({exc.reason}); nothing in {output_dir} "
@@ -317,7 +327,12 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
     splits = splits[split_columns].sort_values(["dataset", "layer", "split"]).reset_index(drop=True)
 
     if output_dir is not None:
-        _write_output(output_dir, inputs, table, splits, name=name, seed=seed, n_layers=n_layers)
+        from tecb_data.demo import is_demo_manifest
+        from tecb_eval.reports.tables import DEMO_NOTE, DEMO_TITLE
+
+        synthetic = any(is_demo_manifest(getattr(b, "manifest", None)) for b in benchmarks)
+        _write_output(output_dir, inputs, table, splits, name=name, seed=seed, n_layers=n_layers,
+                      demo_note=DEMO_NOTE if synthetic else None, demo_title=DEMO_TITLE if synthetic else None)
     result = splits if per_split else table
     result.attrs.update(encoded_texts=encoded, encode_seconds=encode_seconds, cluster_seconds=cluster_seconds,
                         n_layers=n_layers, model=name)

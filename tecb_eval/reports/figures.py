@@ -48,6 +48,28 @@ def style(i: int) -> tuple[str, str]:
     return OKABE_ITO[i % len(OKABE_ITO)], MARKERS[(i // len(OKABE_ITO)) % len(MARKERS)]
 
 
+# Figure 1 with more labels than Okabe & Ito's seven: Kelly's (1965) twenty colours of maximum
+# contrast (his white and black left out: the page and the text), so that no two of the first
+# twenty labels share a colour; the marker changes only past twenty.
+MANY_COLOURS = ("#0067A5", "#F38400", "#008856", "#BE0032", "#875692", "#F3C300", "#A1CAF1", "#882D17", "#8DB600",
+                "#E68FAC", "#848482", "#604E97", "#F99379", "#2B3D26", "#B3446C", "#C2B280", "#DCD300", "#654522",
+                "#E25822", "#F6A600")
+
+
+def label_style(i: int, n: int) -> tuple[str, str]:
+    """(colour, marker) of the i-th of ``n`` labels of a scatter: colour-blind-safe colours up to
+    seven labels, else :data:`MANY_COLOURS`; a colour repeats (with another marker) only past twenty."""
+    if n <= len(OKABE_ITO):
+        return OKABE_ITO[i], MARKERS[0]
+    return MANY_COLOURS[i % len(MANY_COLOURS)], MARKERS[(i // len(MANY_COLOURS)) % len(MARKERS)]
+
+
+def point_alpha(n: int) -> float:
+    """Opacity of ``n`` scatter points: opaque enough for a few hundred, translucent for thousands,
+    so that overlapping points show as darker ground, not as the last label drawn."""
+    return float(min(0.85, max(0.45, 0.85 * (300 / max(n, 1)) ** 0.5)))
+
+
 def _pyplot():
     import matplotlib
 
@@ -169,7 +191,10 @@ def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, re
     is :func:`tecb_eval.reports.tables.table3` with ``stats=True`` (or without: no whiskers).
 
     ``demo_note``: the data is the synthetic demo sample; the paper's bars are then left out (its
-    scores are on other data, and bars side by side invite the comparison) and the title says so."""
+    scores are on other data, and bars side by side invite the comparison) and the title says so.
+    So are they beside a dataset this run did not cover whole (``frame``'s coverage: the paper's
+    figure is a mean over every split) or ran with the fast protocol (the paper's is per split):
+    its panel says what it covers."""
     from tecb_eval.reports.tables import has_stats
 
     means = table.xs("mean", axis=1, level="stat") if has_stats(table) else table
@@ -177,20 +202,21 @@ def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, re
     datasets = [c for c in means.columns if c != "avg"]
     configs = list(means.index)
     paper_shown = reference is not None and not demo_note
+    unlike = _unlike_the_paper(frame)
     cols = 2 if len(datasets) == 4 else min(3, len(datasets))
     rows = math.ceil(len(datasets) / cols)
     fig, axes = new_figure(rows, cols, figsize=(max(5.5, 0.42 * len(configs) + 1.5) * cols, 2.6 * rows + 2.6),
                            sharey=True, squeeze=False)
     ours_label = "this run: synthetic demo data, not comparable" if demo_note else "this run"
     ours_label += " (mean over models; whiskers ± SD over splits)" if sds is not None else " (mean over models)"
-    n_series = 2 if paper_shown else 1
-    width = 0.8 / n_series
     x = np.arange(len(configs))
     highest = 0.0
     for index, (ax, dataset) in enumerate(zip(axes.flat, datasets)):
         series = [(ours_label, means[dataset], sds[dataset] if sds is not None else None, 0)]
-        if paper_shown and dataset in reference.columns:
+        if paper_shown and dataset in reference.columns and dataset not in unlike:
             series.append((reference_label, reference[dataset].reindex(configs), None, 1))
+        n_series = len(series)
+        width = 0.8 / n_series
         for i, (label, values, spread, colour) in enumerate(series):
             heights = np.array([100 * values.get(c, np.nan) for c in configs], dtype=float)
             errors = None if spread is None else np.array([100 * spread.get(c, np.nan) for c in configs], dtype=float)
@@ -205,7 +231,8 @@ def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, re
                 elif round(h, 1) == 0:
                     ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=6, color="#555555")
             highest = max(highest, np.nanmax(np.append(heights + (np.nan_to_num(errors) if errors is not None else 0), 0)))
-        ax.set_title(dataset, fontsize=9)
+        held_back = paper_shown and dataset in reference.columns and dataset in unlike
+        ax.set_title(dataset + (f"\n{unlike[dataset]}" if held_back else ""), fontsize=9)
         if index + cols < len(datasets):  # a panel below shows the same configurations' names
             ax.set_xticks(x)
             ax.tick_params(axis="x", labelbottom=False)
@@ -223,9 +250,39 @@ def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, re
     title = _title(first, frame, demo_note, models=models is None)
     if reference is not None and demo_note:
         title += "\nThe paper's Table 3 is not drawn beside synthetic scores (table3.md lists its figures)."
+    elif paper_shown and any(d in unlike for d in datasets if d in reference.columns):
+        title += "\nThe paper's figure (a mean over all splits, legacy protocol) is drawn only beside a dataset this run covered alike."
     suptitle(fig, title, fontsize=10)
-    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+    fig.legend(*_legend_entries(axes.flat), loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     return fig
+
+
+def _legend_entries(axes) -> tuple[list, list]:
+    """Every series of any panel once (the first panel may lack the paper's bars)."""
+    handles, labels = [], []
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    return handles, labels
+
+
+def _unlike_the_paper(frame: pd.DataFrame | None) -> dict[str, str]:
+    """Per dataset whose rows cannot stand beside the paper's figure (a mean over all its splits, each
+    clustered once: the legacy protocol), what they cover instead, in a few words."""
+    if frame is None or frame.empty:
+        return {}
+    from tecb_eval.reports.versions import coverage
+
+    fast = set(frame.loc[frame.protocol == "fast", "mteb_name"]) if "protocol" in frame.columns else set()
+    out = {}
+    for dataset, (covered, total) in coverage(frame).items():
+        if dataset in fast:
+            out[dataset] = "fast protocol: the paper's figure not drawn"
+        elif covered < total:
+            out[dataset] = f"{covered} of {total} splits: the paper's figure (all {total}) not drawn"
+    return out
 
 
 def plot_table3(table: pd.DataFrame, path: Path, reference: pd.DataFrame | None = None,
@@ -256,6 +313,8 @@ def model_comparison_figure(ours: pd.DataFrame, theirs: pd.DataFrame, model: str
     fig, axes = new_figure(len(datasets), 1, figsize=(10, (2.2 if same else 2.8) * len(datasets) + (2.4 if same else 1.4)),
                            squeeze=False, sharey=True, sharex=same)
     ours_label = "this run: synthetic demo data, not comparable" if demo_note else "this run"
+    shown = frame[frame.model == model] if frame is not None else None
+    unlike = _unlike_the_paper(shown)  # the authors' figure is a mean over all splits, legacy protocol
     highest = 0.0
     for ax, dataset in zip(axes[:, 0], datasets):
         mine = ours[ours.mteb_name == dataset].set_index(["algorithm", "reduction"])
@@ -266,28 +325,32 @@ def model_comparison_figure(ours: pd.DataFrame, theirs: pd.DataFrame, model: str
         heights = np.array([100 * a.get(c, np.nan) for c in configs], dtype=float)
         errors = np.array([100 * spread.get(c, np.nan) for c in configs], dtype=float)
         theirs_h = np.array([100 * b.get(c, np.nan) for c in configs], dtype=float)
-        ax.bar(x - 0.2, np.nan_to_num(heights), 0.4, yerr=np.nan_to_num(errors), capsize=2, color=OKABE_ITO[0],
+        like = dataset not in unlike
+        offset = 0.2 if like else 0.0
+        ax.bar(x - offset, np.nan_to_num(heights), 0.4, yerr=np.nan_to_num(errors), capsize=2, color=OKABE_ITO[0],
                ecolor="#333333", error_kw={"linewidth": 0.8}, label=f"{ours_label} (whiskers ± SD over splits)",
                gid="bars:ours")
-        ax.bar(x + 0.2, np.nan_to_num(theirs_h), 0.4, color=OKABE_ITO[1], hatch="//", edgecolor="white",
-               label="authors (no spread published)", gid="bars:authors")
-        for pos, values in ((x - 0.2, heights), (x + 0.2, theirs_h)):
+        if like:
+            ax.bar(x + 0.2, np.nan_to_num(theirs_h), 0.4, color=OKABE_ITO[1], hatch="//", edgecolor="white",
+                   label="authors (no spread published)", gid="bars:authors")
+        else:
+            theirs_h = np.full(len(configs), np.nan)
+        for pos, values in ((x - offset, heights), (x + 0.2, theirs_h)) if like else ((x, heights),):
             for p, h in zip(pos, values):
                 if np.isnan(h):
                     ax.text(p, 0.5, MISSING, rotation=90, ha="center", va="bottom", fontsize=6, color="#555555")
                 elif round(h, 1) == 0:
                     ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=6, color="#555555")
-        highest = max(highest, np.nanmax(np.append(heights + np.nan_to_num(errors), theirs_h)))
+        highest = max(highest, np.nanmax(np.append(heights + np.nan_to_num(errors), np.nan_to_num(theirs_h))))
         if not same or ax is axes[-1, 0]:
             _config_ticks(ax, configs)
-        ax.set_title(dataset, fontsize=9)
+        ax.set_title(dataset + ("" if like else f"\n{unlike[dataset]}"), fontsize=9)
         ax.set_ylabel("V-measure x100")
         ax.grid(axis="y", alpha=0.3)
     axes[0, 0].set_ylim(*value_limit(highest))
-    shown = frame[frame.model == model] if frame is not None else None
     suptitle(fig, _title(f"{model}: this run against the authors' published figures", shown, demo_note, models=False),
                  fontsize=10)
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+    fig.legend(*_legend_entries(axes[:, 0]), loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     return fig
 
 
@@ -364,11 +427,12 @@ def umap_figure(panels: list[tuple[str, np.ndarray, list[str]]], title: str):
         axes = sub.subplots(1, len(group), squeeze=False)[0]
         for ax, i in zip(axes, group):
             name, coords, labels = panels[i]
+            alpha = point_alpha(len(labels))
             for j, label in enumerate(label_sets[i]):
                 mask = np.array([lab == label for lab in labels])
-                colour, marker = style(j)
+                colour, marker = label_style(j, len(label_sets[i]))
                 ax.scatter(coords[mask, 0], coords[mask, 1], s=9, color=colour, marker=marker, linewidths=0,
-                           alpha=0.85, label=label)
+                           alpha=alpha, label=label)
             ax.set_title(f"{name}\n{len(labels):,} texts, {_plural(len(label_sets[i]), 'label')}", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
@@ -376,8 +440,11 @@ def umap_figure(panels: list[tuple[str, np.ndarray, list[str]]], title: str):
         handles, names = axes[0].get_legend_handles_labels()
         shown = [f"{label} ({' | '.join(str(int(c.get(label, 0))) for c in counts)})" for label in names]
         which = " | ".join(panels[i][0].split(" / ")[0] for i in group) if len(group) > 1 else "texts"
-        sub.legend(handles, shown, fontsize=6.5, markerscale=1.4, loc="outside lower center",
-                   ncol=2 if len(names) > 12 else 1, frameon=False, title=f"label (texts: {which})", title_fontsize=7)
+        legend = sub.legend(handles, shown, fontsize=6.5, markerscale=1.4, loc="outside lower center",
+                            ncol=2 if len(names) > 12 else 1, frameon=False, title=f"label (texts: {which})",
+                            title_fontsize=7)
+        for handle in legend.legend_handles:  # the key opaque, though its points are translucent
+            handle.set_alpha(1)
     suptitle(fig, title, fontsize=10)
     return fig
 
