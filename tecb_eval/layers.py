@@ -38,6 +38,7 @@ from tecb_data.outputs import check_output, staged_output
 from tecb_eval.grid.seeds import check_seed
 from tecb_eval.files import WriteError, atomic_save
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore
+from tecb_eval.grid.store import check_results
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 
 DEFAULT_SEED = 42
@@ -302,6 +303,10 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
         inputs += [model] if Path(str(model)).is_dir() else []
         inputs += [results, cache_dir]
         check_output(output_dir, COMMAND, inputs=inputs)
+    if results is not None:
+        # Before the one forward pass: a --results that cannot hold a store is one line now.
+        check_results(results, inputs=[b.location for b in benchmarks if getattr(b, "location", None)
+                                       and Path(b.location).exists()])
     texts = sorted({t for bench in benchmarks for split in bench.splits for t in split.texts})
     name = display_name(model)
     names = {k: f"{name}-layer{k}" for k in chosen}  # what the grid calls {"spec": model, "layer": k}

@@ -37,5 +37,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the installed command; in-process callers (tests) keep their own settings
         quiet_libraries(argv)
-    return run_command("tecb-eval", parser(), argv, interrupted="finished cells are in the results store, rerun the same command to resume")
+    return run_command("tecb-eval", parser(), argv, interrupted=_interrupted)
+
+
+def _interrupted() -> str:
+    from tecb_eval.grid.store import interrupted_state  # pandas: imported only when it is needed
+
+    return interrupted_state()
 

@@ -11,10 +11,11 @@ from tecb_eval.cli.options import DEFAULT_CACHE, dataset_folders
 def _interrupted(args, since: int) -> str:
     from tecb_data.errors import UserError
     from tecb_data.outputs import output_target, published
+    from tecb_eval.grid.store import stores_kept
 
     kept = [f"the vectors encoded so far are in {args.cache_dir}/"]
-    if args.results is not None:
-        kept.append(f"the finished cells in {args.results}")
+    # A store this run created and wrote no cell to is removed: it is named only while it is there.
+    kept += [f"the finished cells in {store}" for store in stores_kept([args.results])]
     try:
         done = output_target(args.out) in published()[since:]
     except UserError:

@@ -38,7 +38,7 @@ from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.work import UnitResult, WorkUnit
 from tecb_eval.grid.extra import EXTRA_FIELDS
-from tecb_eval.grid.store import ResultsStore, cell_key, rows_frame, seed_set_name
+from tecb_eval.grid.store import ResultsStore, cell_key, check_results, rows_frame, seed_set_name
 
 
 
@@ -185,9 +185,17 @@ class Grid:
         if not todo:
             return
         started = time.perf_counter()
+        counted = getattr(encoder, "truncated", None)
+        before = dict(counted) if isinstance(counted, dict) else None
         with Progress(total=len(todo), desc=f"encoding with {run.spec.name}", unit="texts",
                       enabled=self.progress) as bar:
             store.encode_missing(todo, encoder.encode, progress=bar.update)
+        if before is not None and counted["texts"] > before["texts"]:
+            # Text past the model's max_length is not encoded: said, never silent.
+            prompt = " with its prompt" if getattr(encoder, "prompt", None) else ""
+            self.log(f"note: {run.spec.name}: {counted['texts'] - before['texts']:,} of {len(todo):,} texts were "
+                     f"longer{prompt} than the model's max_length and were cut ({counted['tokens'] - before['tokens']:,} "
+                     "tokens not encoded)")
         seconds = time.perf_counter() - started
         self.encode_seconds[run.spec.name] = self.encode_seconds.get(run.spec.name, 0.0) + seconds
         self.encoded_texts[run.spec.name] = self.encoded_texts.get(run.spec.name, 0) + len(todo)
@@ -522,6 +530,9 @@ def run_grid(
         spec = model_spec(item)
         # Options, model folders, mteb: names, backends, prompt names: one line each, before any encoding.
         encoders.preflight(spec.spec, **spec.options)
+    if results is not None:
+        # Before any work: a store that cannot be kept there is found now, not after the encoding.
+        check_results(results, inputs=[d for d in datasets if isinstance(d, (str, Path)) and Path(d).exists()])
     if cache_dir is not None:
         from tecb_data.outputs import writable_folder
 

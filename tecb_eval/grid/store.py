@@ -148,7 +148,7 @@ class _FileLock:
 
     @classmethod
     def acquire(cls, path: Path) -> tuple[int, tuple[int, int], bool]:
-        while True:
+        for _ in range(_REOPEN_TRIES):
             fd, created = _open_store(path, os.O_RDWR)
             if fd is None:
                 continue  # removed between two opens (see the class docstring): open it again
@@ -174,6 +174,7 @@ class _FileLock:
             with cls._guard:
                 cls._held[identity] = [fd, 1, path, created]
             return fd, identity, created
+        raise _vanishing(path)
 
     @classmethod
     def release(cls, identity: tuple[int, int]) -> None:
@@ -201,9 +202,21 @@ def _cut_back(fd: int, size: int) -> None:
         pass  # the torn rest is an unterminated line, which the next append cuts
 
 
+# How often a store that vanishes between two opens is opened again before the run gives up: a
+# removal by a finishing run happens once; a path that never stays put (a link that names nothing,
+# something deleting it in a loop) must end in a message, not spin.
+_REOPEN_TRIES = 50
+
+
+def _vanishing(path: Path) -> UserError:
+    return UserError(f"{path}: the results store vanished each time it was opened ({_REOPEN_TRIES} tries; is "
+                     "something deleting it?); choose another --results file")
+
+
 def _open_store(path: Path, mode: int) -> tuple[int | None, bool]:
     """``(fd, created)`` for the store at ``path``, opened for appending; ``(None, False)`` when the
-    file vanished between two tries (the caller tries again)."""
+    file vanished between two tries (the caller tries again, a bounded number of times). A symbolic
+    link that names no file is one line: O_EXCL never follows it and the plain open finds nothing."""
     flags = mode | os.O_APPEND | os.O_CLOEXEC
     try:
         return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666), True
@@ -211,6 +224,9 @@ def _open_store(path: Path, mode: int) -> tuple[int | None, bool]:
         try:
             return os.open(path, flags), False
         except FileNotFoundError:
+            if path.is_symlink():
+                raise UserError(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist; "
+                                "remove the link or choose another --results file") from None
             return None, False
         except OSError as exc:
             raise _unwritable(path, exc) from None
@@ -244,6 +260,62 @@ def _unwritable(path: Path, exc: OSError) -> UserError:
                      "or make it writable")
 
 
+_opened: list[Path] = []
+
+
+def check_results(path: str | Path, *, inputs=(), option: str = "--results") -> None:
+    """Can ``path`` hold a results store? Checked before any work (a run finds out before its first
+    encode, not when it writes its first row or reads the store back at the end): not a folder, a
+    device or a pipe, a link to nothing, an input of the run (a dataset folder) or a file inside a
+    dataset folder, nor in a place where a file cannot be created."""
+    import stat
+    import tempfile
+
+    from tecb_data.outputs import check_output_file
+
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"{option} {path}: a symbolic link to {os.readlink(path)}, which does not exist; remove the "
+                        f"link or choose another {option} file")
+    if path.is_dir():
+        raise _unwritable(path, IsADirectoryError())
+    target = check_output_file(path, option=option, inputs=inputs)
+    if target.exists():
+        if not stat.S_ISREG(target.stat().st_mode):
+            raise UserError(f"{option} {path}: not a regular file (a device, a pipe or a socket), which cannot hold "
+                            "a results store; name a .jsonl file")
+        if not os.access(target, os.R_OK | os.W_OK):
+            raise _unwritable(path, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
+        return
+    existing = next(p for p in [target.parent, *target.parent.parents] if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"{option} {path}: {existing} is a file, not a folder; choose another {option} file")
+    try:
+        # Creating a file is the only test that agrees with the file system (ACLs, read-only
+        # mounts); an unnamed temporary file leaves no trace.
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+
+
+def stores_kept(paths=None) -> list[Path]:
+    """The results stores this process opened for writing (or ``paths``) that are still there: what
+    a message after Ctrl-C may name (a store created and left empty is removed when it closes)."""
+    candidates = _opened if paths is None else [Path(p) for p in paths if p is not None]
+    return [p for p in dict.fromkeys(candidates) if p.is_file() and p.stat().st_size > 0]
+
+
+def interrupted_state() -> str:
+    """The sentence after Ctrl-C of a command that writes results stores: where the finished cells
+    are, or that none had finished (never a store that was removed)."""
+    kept = stores_kept()
+    if kept:
+        return (f"finished cells are in the results store {', '.join(map(str, kept))}; rerun the same command "
+                "to resume")
+    return "no cell had finished, so no results were kept; rerun the same command"
+
+
 class ResultsStore:
     """The rows of a results file (``path=None``: in memory only). ``lock=True``: hold the store
     exclusively (see the module docstring) until :meth:`close`, the end of a ``with`` block, or
@@ -268,6 +340,7 @@ class ResultsStore:
             except OSError as exc:
                 raise _unwritable(self.path, exc) from None
             self._fd, identity, self._new_file = _FileLock.acquire(self.path)
+            _opened.append(self.path)
             self._lock = identity
             self._finalizer = weakref.finalize(self, _FileLock.release, identity)
         if self.path is not None and self.path.exists():
@@ -364,8 +437,12 @@ class ResultsStore:
             except OSError as exc:
                 raise _unwritable(self.path, exc) from None
             fd = None
-            while fd is None:
+            for _ in range(_REOPEN_TRIES):
                 fd, self._new_file = _open_store(self.path, os.O_WRONLY)
+                if fd is not None:
+                    break
+            else:
+                raise _vanishing(self.path)
         start = None
         try:
             start = os.fstat(fd).st_size
