@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import Callable
@@ -14,6 +15,7 @@ from tecb_data import layout
 from tecb_data.card import render_card
 from tecb_data.demo import is_demo_records
 from tecb_data.errors import UserError
+from tecb_data.outputs import check_output_file
 from tecb_data.recipes import (
     DATASETS,
     MEMBERS_PAIRED,
@@ -173,6 +175,8 @@ def build(
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
     layout.check_out(Path(out))
+    check_out_beside_inputs(out, [spec.name for spec in datasets_of(source) if not views or spec.view in views],
+                            [input_path])
     # Plain lines off a terminal (tqdm's frames would be one endless line in a log), one at least every 30 s.
     with Progress(desc=f"reading {source} records", unit="records", enabled=progress) as bar, Heartbeat(bar):
         result = READERS[source](Path(input_path), progress=bar)
@@ -264,14 +268,20 @@ def build_table(
                         f"give --text COL for S2S and --text-p2p COL for P2P")
     table.check_name(name, wanted)
     licence = table.check_licence(licence)
+    table.check_language(language)
+    for option, value in (("--pretty-name", pretty_name), ("--description", description),
+                          ("--source-url", source_url)):
+        table.check_one_line(option, value)
     citation_text = table.read_citation(citation)
     try:
         recipe = table_recipe(source.hierarchical, splits=splits, min_fraction=min_fraction, max_fraction=max_fraction)
     except ValueError as exc:
         raise UserError(f"--splits / --min-fraction / --max-fraction: {exc}") from None
     layout.check_out(Path(out))
-    if report is not None and Path(report).is_dir():
-        raise UserError(f"--report {report}: a folder; name the JSON file to write")
+    check_out_beside_inputs(out, [f"{name}-{view}" for view in wanted], [input_path, citation])
+    if report is not None:
+        check_output_file(report, option="--report", inputs=[input_path, citation],
+                          outputs=[Path(out) / f"{name}-{view}" for view in wanted], ours=_is_report)
     with Progress(desc="reading table rows", unit="rows", enabled=progress) as bar, Heartbeat(bar):
         result, examples = table.read_table(Path(input_path), source, progress=bar)
     shared = recipe.make_splits(result.items, seed) if paired else None
@@ -309,6 +319,31 @@ def build_table(
                     "datasets": [manifest["dataset"] for _, manifest in built]}
         _write_report(Path(report), layout.json_document(document))
     return built
+
+
+def check_out_beside_inputs(out: Path, names, inputs) -> None:
+    """Before any work: the dataset folders OUT/NAME that a build replaces whole must not be, hold or
+    lie inside one of its inputs, and OUT must not lie inside a dataset folder (whose manifest lists
+    its files)."""
+    from tecb_data.outputs import refuse_overlap
+
+    present = [item for item in inputs if item is not None and Path(item).exists()]
+    for name in names:
+        refuse_overlap(Path(out) / name, present, option="--out")
+    resolved = Path(out).expanduser().resolve()
+    for folder in [resolved, *resolved.parents]:
+        if (folder / layout.MANIFEST).is_file():
+            raise UserError(f"--out {out}: lies inside the dataset folder {folder}, whose files its manifest lists; "
+                            "choose an output folder outside it")
+
+
+def _is_report(path: Path) -> bool:
+    """Whether ``path`` is a removed-rows report an earlier build wrote (what --report may replace)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(document, dict) and set(document) == {"report", "examples", "datasets"}
 
 
 def _write_report(path: Path, text: str) -> None:

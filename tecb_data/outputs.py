@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -46,6 +47,57 @@ def refuse_overlap(output: str | Path, inputs: Iterable[str | Path], *, option: 
                             "choose an output folder outside the inputs")
 
 
+def _inside_dataset(target: Path) -> Path | None:
+    """The dataset folder (it has manifest.json) that ``target`` lies in, if any: a file written
+    there breaks what the manifest says the folder holds."""
+    for folder in target.parents:
+        if (folder / "manifest.json").is_file():
+            return folder
+    return None
+
+
+def check_output_file(path: str | Path, *, option: str, inputs: Iterable[str | Path | None] = (),
+                      outputs: Iterable[str | Path | None] = (), ours=None) -> Path:
+    """May a command write the file the user named with ``option``? Checked before any work, creating
+    nothing. Refused in one line: a folder; the same file as one of the command's ``inputs``, or one
+    inside an input folder; a file inside one of the folders the command writes (``outputs``) or
+    inside a dataset folder; an existing file that ``ours(path)`` (when
+    given) does not recognise as this command's own earlier output. Returns the resolved path."""
+    shown = path
+    try:
+        target = Path(path).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:
+        raise UserError(f"{option} {shown}: a symbolic link that cannot be followed ({exc}); remove the link or "
+                        "choose another file") from None
+    if target.is_dir():
+        raise UserError(f"{option} {shown}: a folder; name the file to write")
+    for item in inputs:
+        if item is None or not _resolvable(item):
+            continue
+        source = Path(item).expanduser().resolve()
+        if target == source:
+            raise UserError(f"{option} {shown}: is the input {item}, which writing there would destroy; "
+                            "choose another file")
+        if target.is_relative_to(source):
+            raise UserError(f"{option} {shown}: lies inside the input {item}, which writing there would change; "
+                            "choose a file outside the inputs")
+    for item in outputs:
+        if item is None or not _resolvable(item):
+            continue
+        folder = Path(item).expanduser().resolve()
+        if target.is_relative_to(folder):
+            raise UserError(f"{option} {shown}: lies inside {item}, which this command writes (and replaces whole); "
+                            "choose a file outside it")
+    owner = _inside_dataset(target)
+    if owner is not None:
+        raise UserError(f"{option} {shown}: lies inside the dataset folder {owner}, whose files its manifest lists; "
+                        "choose a file outside it")
+    if ours is not None and (target.exists() or target.is_symlink()) and not ours(target):
+        raise UserError(f"{option} {shown}: already exists and was not written by this command; it is never "
+                        "replaced: choose another file, or move it away yourself")
+    return target
+
+
 def written_by(folder: str | Path) -> str | None:
     """The command named by ``folder``'s marker, or None (no marker, unreadable, not ours)."""
     try:
@@ -60,13 +112,36 @@ def mark(folder: str | Path, command: str) -> None:
     (Path(folder) / MARKER).write_text(json.dumps({"written_by": command}) + "\n", encoding="utf-8")
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _reason(exc: OSError) -> str:
+    """An OSError in words, a full disk named as one."""
+    if exc.errno in _FULL:
+        return f"the disk is full: {exc.strerror}"
+    return exc.strerror or str(exc)
+
+
+def _what_to_do(exc: OSError) -> str:
+    return "free space there, or choose a folder on another disk" if exc.errno in _FULL else "choose a writable folder"
+
+
 def _is_empty_folder(folder: Path) -> bool:
-    return folder.is_dir() and not any(folder.iterdir())
+    """Empty, or holding only an empty marker (what a run that found the disk full while marking its
+    folder left before this was cleaned up): nothing of anyone's is lost by replacing it."""
+    if not folder.is_dir():
+        return False
+    entries = list(folder.iterdir())
+    return not entries or (len(entries) == 1 and entries[0].name == MARKER and not entries[0].is_symlink()
+                           and entries[0].is_file() and entries[0].stat().st_size == 0)
 
 
-def check_replaceable(folder: str | Path, command: str, *, overwrite: bool, option: str = "--out") -> None:
+def check_replaceable(folder: str | Path, command: str, *, overwrite: bool, option: str = "--out",
+                      listed: bool = False) -> None:
     """May ``command`` put its output at ``folder``? Yes if nothing is there, an empty folder, or
-    (with ``overwrite``) a folder an earlier run of ``command`` wrote. Otherwise one line saying why."""
+    (with ``overwrite``) a folder an earlier run of ``command`` wrote, holding nothing but the files
+    its marker lists (see :func:`mark_files`). ``listed``: the command records its files, so a folder
+    whose marker lists none is not known to hold only them and is refused too. Otherwise one line."""
     folder = Path(folder)
     if not folder.exists() and not folder.is_symlink():
         return
@@ -80,6 +155,25 @@ def check_replaceable(folder: str | Path, command: str, *, overwrite: bool, opti
     if not overwrite:
         raise UserError(f"{option} {folder}: already exists and is not empty (an earlier `{command}` output); "
                         "choose another output folder or pass --overwrite to replace it")
+    if listed and _listed_files(folder) is None:
+        raise UserError(f"{option} {folder}: an earlier `{command}` output whose marker does not list the files it "
+                        "wrote, so --overwrite cannot tell them from yours; move it away yourself")
+    added = _added_files(folder, set())
+    if added:
+        shown = ", ".join(added[:3]) + (f" and {len(added) - 3} more" if len(added) > 3 else "")
+        raise UserError(f"{option} {folder}: an earlier `{command}` output, but it now also holds files that command "
+                        f"did not write ({shown}); --overwrite never deletes them: move them away or choose another "
+                        "output folder")
+
+
+def mark_files(folder: str | Path, command: str) -> None:
+    """Mark ``folder`` as written by ``command`` and list every file it holds now: what a later
+    ``--overwrite`` may remove, and nothing else."""
+    folder = Path(folder)
+    text = json.dumps({"written_by": command, "files": _files_in(folder)}) + "\n"
+    temporary = folder / (MARKER + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, folder / MARKER)
 
 
 def claim(folder: str | Path, command: str) -> int:
@@ -103,7 +197,7 @@ def remove_own(folder: str | Path, command: str, *, what: str = "folder") -> Non
     if not folder.exists() and not folder.is_symlink():
         return
     if folder.is_dir() and not folder.is_symlink() and _is_empty_folder(folder):
-        folder.rmdir()
+        shutil.rmtree(folder)
         return
     if folder.is_dir() and not folder.is_symlink() and written_by(folder) == command:
         fd = claim(folder, command)  # an interrupted run's, not a running one's
@@ -137,7 +231,7 @@ def replace_with(work: str | Path, target: str | Path, command: str, *, option: 
     work, target = Path(work), Path(target)
     if target.exists() or target.is_symlink():
         if not (target.is_dir() and not target.is_symlink()
-                and (_is_empty_folder(target) or written_by(target) == command)):
+                and (_is_empty_folder(target) or (written_by(target) == command and not _added_files(target, set())))):
             raise UserError(f"{option} {target}: appeared during the run and was not written by `{command}`; "
                             f"the finished output is in {work}")
         _move_in(work, target)
@@ -394,13 +488,18 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
     kept = _kept(target, keep)
     work = target.with_name(target.name + ".partial")
     with _Interrupts() as interrupts:
+        made = False
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             remove_own(work, command, what="work folder")  # left by a killed run
             work.mkdir()  # the mode mkdir gives under the umask, as the folder's final mode
+            made = True
             mark(work, command)
         except OSError as exc:
-            raise UserError(f"{option} {folder}: cannot write there ({exc.strerror}); choose a writable folder") from None
+            if made:  # a marker the disk had no room for: no half-made work folder is left in the way
+                shutil.rmtree(work, ignore_errors=True)
+            raise UserError(f"{option} {folder}: cannot write there ({_reason(exc)}); "
+                            f"{_what_to_do(exc)}") from None
         held = claim(work, command)
         try:
             yield Stage(work, target, interrupts.check)
@@ -425,7 +524,7 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
             os.close(held)
             shutil.rmtree(work, ignore_errors=True)
             if isinstance(exc, OSError):
-                raise UserError(f"{option} {folder}: writing the output failed ({exc.strerror or exc}); nothing "
-                                "there was changed: free space or choose another folder") from None
+                raise UserError(f"{option} {folder}: writing the output failed ({_reason(exc)}); nothing "
+                                f"there was changed: {_what_to_do(exc)}") from None
             raise
         os.close(held)

@@ -115,6 +115,11 @@ def collect(
         raise UserError(f"--listings: unknown listing {','.join(unknown) or '(none)'}; choose from {','.join(LISTINGS)}")
     check_language(language)
     names = read_subreddits(subreddits_file)
+    # Before the first request: the id list never replaces the subreddit list, a file inside a
+    # dataset folder, or a file that is not an id list an earlier collection wrote.
+    from tecb_data.outputs import check_output_file
+
+    check_output_file(out, option="--out", inputs=[subreddits_file], ours=_is_id_list)
     reddit = reddit_api.connect(praw_site)
     posts: dict[str, Fetched] = {}
     listed: dict[str, set[str]] = {}
@@ -144,6 +149,15 @@ def collect(
         raise UserError(f"{subreddits_file}: no submissions left to write (see the per-subreddit counts)")
     reddit_ids.write(out, sorted(set(rows)))
     return reports
+
+
+def _is_id_list(path: Path) -> bool:
+    """Whether ``path`` starts as the id lists ``collect`` writes start (header ``id,subreddit``)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline().strip().lower() == "id,subreddit"
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def summary(reports: list[SubredditReport]) -> Counter:
