@@ -30,6 +30,18 @@ class InputFile:
         return cls(name, hashlib.sha256(data).hexdigest(), len(data))
 
 
+def csv_reader(text: str, **dialect):
+    """``csv.reader`` over a file already read into memory as ``text``. The csv module refuses a field
+    over 131,072 characters by default, a guard against reading an endless field from a stream; a
+    field of a file in memory cannot be longer than the file, so the limit is raised to its length."""
+    import csv
+    import io
+
+    if csv.field_size_limit() < len(text) + 1:
+        csv.field_size_limit(len(text) + 1)
+    return csv.reader(io.StringIO(text), **dialect)
+
+
 def collapse_spaces(text: str) -> str:
     """Runs of whitespace (newlines, tabs, non-breaking spaces) as one space, trimmed."""
     return _SPACES.sub(" ", text).strip()

@@ -20,6 +20,7 @@ import io
 import json
 import math
 import re
+import sys
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Iterator
 
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
-from tecb_data.sources import InputFile, SourceResult, collapse_spaces
+from tecb_data.sources import InputFile, SourceResult, collapse_spaces, csv_reader
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "datasets")
 EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -192,14 +193,27 @@ def sniff_dialect(sample: str, delimiters=DELIMITERS, quotechars=QUOTECHARS) -> 
     return best or (delimiters[0], quotechars[0])
 
 
+def delimiter_of(fmt: str, source: TableSource) -> str | None:
+    """The delimiter the user chose, or the one a TSV file has; None: sniffed."""
+    return source.delimiter or ("\t" if fmt == "tsv" else None)
+
+
 def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Iterator[tuple[str, dict]]]:
     text = _text_of(path, path.read_bytes(), fmt)
     delimiters = (source.delimiter,) if source.delimiter else (("\t",) if fmt == "tsv" else DELIMITERS)
     quotechars = (source.quotechar,) if source.quotechar else QUOTECHARS
-    delimiter, quotechar = sniff_dialect(text[:SNIFF_CHARS], delimiters, quotechars)
-    dialect = f"delimiter {delimiter!r}, quote {quotechar!r}"
+    if delimiter_of(fmt, source) == "\t" and source.quotechar is None:
+        # In a tab-separated file a quote is a character (as in a spreadsheet's TSV export, which
+        # quotes nothing): a stray " in one text must not swallow the rows after it.
+        delimiter, quotechar, quoting = "\t", None, csv.QUOTE_NONE
+        dialect = "delimiter '\\t', no quote character (pass --quotechar '\"' if fields are quoted)"
+    else:
+        delimiter, quotechar = sniff_dialect(text[:SNIFF_CHARS], delimiters, quotechars)
+        quoting = csv.QUOTE_MINIMAL
+        dialect = f"delimiter {delimiter!r}, quote {quotechar!r}"
     # strict: a quote never closed (a file cut mid-record) is an error, not a shorter last record
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar=quotechar, strict=True)
+    reader = csv_reader(text, delimiter=delimiter, quotechar=quotechar, quoting=quoting, strict=True)
+    spanning: list[int] = []  # the first lines of records that span several lines (quoted line breaks)
 
     def records() -> Iterator[tuple[int, list[str]]]:
         while True:
@@ -207,6 +221,13 @@ def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Ite
             try:
                 row = next(reader)
             except StopIteration:
+                if spanning:
+                    # A reader's record count that differs from the file's line count is said, with
+                    # the line: a stray quote that joined rows shows here, not as silently fewer rows.
+                    print(f"note: {path}: {len(spanning):,} record(s) span several lines (a quoted field holds "
+                          f"a line break), the first at line {spanning[0]}; {reader.line_num:,} lines were read as "
+                          f"fewer records: if that is wrong, a stray quote joined them (pass --quotechar)",
+                          file=sys.stderr)
                 return
             except csv.Error as exc:
                 if "unexpected end of data" in str(exc):
@@ -214,6 +235,8 @@ def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Ite
                                     "it is truncated, or pass --quotechar") from None
                 raise UserError(f"{path}: line {reader.line_num}: not a CSV record ({exc}; read with {dialect}); "
                                 "pass --delimiter / --quotechar") from None
+            if reader.line_num > line and len(spanning) < 1_000_000:
+                spanning.append(line)
             if row:
                 yield line, row
 
@@ -244,7 +267,9 @@ def _jsonl_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iter
     text = _text_of(path, path.read_bytes(), "jsonl")
 
     def values() -> Iterator[tuple[str, dict]]:
-        for line, content in enumerate(text.splitlines(), start=1):
+        # Lines end at \n (a \r before it is JSON whitespace): str.splitlines would also cut at
+        # U+2028 and the other Unicode line separators, which valid JSON holds inside its strings.
+        for line, content in enumerate(text.split("\n"), start=1):
             if not content.strip():
                 continue
             where = f"line {line}"
@@ -270,6 +295,9 @@ def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[
         size = fh.tell()
         fh.seek(max(0, size - 4))
         tail = fh.read(4)
+    if head == PARQUET_MAGIC and tail != PARQUET_MAGIC:
+        raise UserError(f"{path}: a Parquet file cut short (it starts with the PAR1 marker but does not end with "
+                        f"it; {size:,} bytes): it is truncated, copy or download it again")
     if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
         raw = path.read_bytes()[:SNIFF_CHARS]
         looks = "text (a CSV or JSON Lines file?)" if b"\x00" not in raw else _what_it_is(raw)
@@ -278,7 +306,7 @@ def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[
     try:
         parquet = pq.ParquetFile(path)
     except (pyarrow.ArrowException, OSError) as exc:
-        raise UserError(f"{path}: damaged Parquet file ({exc})") from None
+        raise UserError(f"{path}: a damaged Parquet file ({exc}); copy or download it again") from None
     header = list(parquet.schema_arrow.names)
     wanted = [c for c in source.needed_columns() if c in header]
 
@@ -306,10 +334,10 @@ def _datasets_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator
         names = sorted(loaded)
         split = source.split or (names[0] if len(names) == 1 else None)
         if split not in loaded:
-            raise UserError(f"{path}: holds the splits {', '.join(names)}; pick one with --split NAME")
+            raise UserError(f"{path}: holds the splits {', '.join(names)}; pick one with --input-split NAME")
         loaded = loaded[split]
     elif source.split is not None:
-        raise UserError(f"{path}: a single dataset without splits; leave --split out")
+        raise UserError(f"{path}: a single dataset without splits; leave --input-split out")
     header = list(loaded.column_names)
     wanted = [c for c in source.needed_columns() if c in header]
 
@@ -358,6 +386,10 @@ def _cell(path: Path, where: str, column: str, row: dict, *, allow_list: bool = 
         return ""
     if isinstance(value, str):
         return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+        # 1.0 is the number 1: a reader (JSON, Parquet's float column) that spells it 1.0 must not
+        # make it a label apart from 1 and "1".
+        return str(int(value))
     if isinstance(value, (int, float)):  # bool is an int: True/False labels are fine as text
         return str(value)
     if allow_list and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
@@ -571,6 +603,27 @@ def check_name(name: str, views) -> None:
             if dataset == spec.name or mteb_name == spec.mteb_name:
                 raise UserError(f"--name {name}: {dataset} ({mteb_name}) is the name of the registry's {spec.name}; "
                                 "choose another --name")
+
+
+def check_language(language: str) -> None:
+    """``--language`` must be a code MTEB knows: its own conversion (the one the evaluation applies to
+    the manifest's language) decides, so a code it cannot read fails at build time, not after a grid."""
+    from mteb.languages.iso_mappings import _hf_lang_to_iso_lang_script
+
+    if _hf_lang_to_iso_lang_script(language) is None:
+        raise UserError(f"--language {language!r}: not an ISO 639 language code MTEB knows; give one such as de, "
+                        "en or fra")
+
+
+def check_one_line(option: str, value: str | None) -> None:
+    """Text a user supplies for the card (a title, a description, a link) is one line of printable
+    text: a line break or control character would change the card's Markdown around it."""
+    if value is None:
+        return
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c != "\u200d"), None)
+    if bad is not None:
+        raise UserError(f"{option} {value[:40]!r}: holds the control character U+{ord(bad):04X} (a line break?); "
+                        "give one line of text")
 
 
 def check_licence(licence: str | None) -> str:

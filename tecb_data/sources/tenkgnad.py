@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import re
 import sqlite3
 from collections import Counter
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
-from tecb_data.sources import InputFile, SourceResult, collapse_spaces
+from tecb_data.sources import InputFile, SourceResult, collapse_spaces, csv_reader
 
 CATEGORIES = ("Etat", "Inland", "International", "Kultur", "Panorama", "Sport", "Web", "Wirtschaft", "Wissenschaft")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -134,7 +133,7 @@ def _read_csv(path: Path) -> tuple[list[Item], dict]:
     rows: dict[str, tuple[str, str]] = {}
     duplicates = 0
     # strict: a quote that is never closed (a file cut mid-record) is an error, not a shorter last article
-    reader = csv.reader(io.StringIO(text), delimiter=";", quotechar="'", strict=True)
+    reader = csv_reader(text, delimiter=";", quotechar="'", strict=True)
     while True:
         number = reader.line_num + 1  # the line the next record starts on
         try:
