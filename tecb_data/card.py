@@ -3,6 +3,7 @@ and checking the metadata the Hub validates with huggingface_hub's own card clas
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 import jinja2
@@ -23,11 +24,41 @@ HUB_LICENSES = frozenset(
 HUB_TASK_CATEGORIES = frozenset({"text-classification", "sentence-similarity", "feature-extraction", "text-retrieval"})
 
 
+def yaml_scalar(value) -> str:
+    """``value`` as one YAML scalar, written by the YAML dumper (double-quoted, every line break and
+    control character escaped): text a user supplied can never end the scalar and add a key."""
+    dumped = yaml.safe_dump(value, default_style='"', allow_unicode=True, width=float("inf"))
+    return dumped.removesuffix("\n").removesuffix("\n...")
+
+
+def code_span(value) -> str:
+    """``value`` as a Markdown code span: delimited by one backtick more than its longest run of
+    backticks (CommonMark), so a backtick in a column name cannot end the span early."""
+    text = str(value)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def fence_for(*texts) -> str:
+    """A code fence longer than any run of backticks in ``texts`` (three at least): a fence inside a
+    citation file cannot close the card's BibTeX block (CommonMark: a block closes only on a fence
+    at least as long as its opening one)."""
+    longest = max((len(run) for text in texts for item in _as_list(text) for run in re.findall(r"`{3,}", str(item))),
+                  default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _environment() -> jinja2.Environment:
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("tecb_data.cards").joinpath(name).read_text(encoding="utf-8")
     )
-    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    environment = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    environment.filters["yaml"] = yaml_scalar
+    environment.filters["code"] = code_span
+    environment.globals["fence_for"] = fence_for
+    return environment
 
 
 # The first line a reader sees of a card built from the embedded demo sample (right below the
