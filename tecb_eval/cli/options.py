@@ -12,7 +12,9 @@ from tecb_data.errors import UserError
 
 DEFAULT_CACHE = Path(".tecb-cache")
 SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.grid.scheduling.DASK_CONNECT_TIMEOUT, without importing it here
-_OPTION = re.compile(r",(layer|max_length|batch_size|name|device|prompt_name|backend|dtype)=([^,]*)")
+_OPTION_NAMES = ("layer", "max_length", "batch_size", "name", "device", "prompt_name", "backend", "dtype")
+_OPTION = re.compile(rf",({'|'.join(_OPTION_NAMES)})=([^,]*)")
+_UNKNOWN_OPTION = re.compile(r",([A-Za-z_][\w-]*)=")
 # A prompt is text that may hold commas: it takes the rest of the model argument, so it comes last.
 _PROMPT = re.compile(r",prompt=(.*)\Z", re.S)
 
@@ -38,6 +40,11 @@ def parse_model(text: str, defaults: dict | None = None):
                 options[key] = value
     if not spec:
         raise UserError(f"--model {text!r}: no model named before the options")
+    unknown = _UNKNOWN_OPTION.search(spec)
+    if unknown and not Path(spec).expanduser().exists():
+        # Left in the spec it would be read as part of a folder or Hub id; name it instead.
+        raise UserError(f"--model {text!r}: no option {unknown.group(1)!r}; the options are "
+                        f"{', '.join(_OPTION_NAMES)}, prompt (last)")
     for key in ("layer", "max_length", "batch_size"):
         if key in options:
             try:

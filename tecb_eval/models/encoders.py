@@ -160,31 +160,63 @@ class SentenceTransformerEncoder:
                     raise UserError(f"model {model_id}: backend=onnx runs on the CPU here (ONNX Runtime's CPU "
                                     f"provider); leave device={device} out")
                 route, device = "onnx(torch.onnx)", "cpu"
-        self.model = SentenceTransformer(str(folder), device=device,
-                                         backend="torch" if route == "onnx(torch.onnx)" else self.backend)
-        if route == "onnx(torch.onnx)":
-            backends.to_onnx_runtime(self.model, quantize=dtype == "int8")
+        self._model = SentenceTransformer(str(folder), device=device,
+                                          backend="torch" if route == "onnx(torch.onnx)" else self.backend)
+        # The ONNX export is made when the model first runs, not here: a grid whose texts are all in
+        # the cache (the identity below says which vectors they are) never needs it. Shared by the
+        # per-task copies (for_task), so the one model is exported once.
+        self._export = {"pending": route == "onnx(torch.onnx)", "quantize": dtype == "int8"}
         self.route = route
         self.dtype = None if dtype in (None, "float32") else dtype
         if self.dtype not in (None, "int8"):
             import torch
 
-            self.model.to(getattr(torch, self.dtype))
+            self._model.to(getattr(torch, self.dtype))
         if max_length is not None:
-            self.model.max_seq_length = max_length
+            self._model.max_seq_length = max_length
         self.batch_size = batch_size
-        pooling = "+".join(type(m).__name__ for m in list(self.model)[1:]) or "none"
-        self.base_identity = f"st:{model_id}|pooling={pooling}|layer=last|max_length={self.model.max_seq_length}"
+        pooling = "+".join(type(m).__name__ for m in list(self._model)[1:]) or "none"
+        self.base_identity = f"st:{model_id}|pooling={pooling}|layer=last|max_length={self._model.max_seq_length}"
         self.model_id = model_id
+        self.truncated = {"texts": 0, "tokens": 0}  # shared by the per-task copies, as the model is
         if prompt_name is not None:
-            prompt = prompt_rules.named_prompt(dict(getattr(self.model, "prompts", None) or {}), prompt_name, model_id)
+            prompt = prompt_rules.named_prompt(dict(getattr(self._model, "prompts", None) or {}), prompt_name, model_id)
         self._take_prompts(prompt)
+
+    @property
+    def model(self):
+        """The sentence-transformers model, exported to ONNX Runtime first where the backend asks for it."""
+        if self._export["pending"]:
+            from tecb_eval.models import backends
+
+            backends.to_onnx_runtime(self._model, quantize=self._export["quantize"])
+            self._export["pending"] = False
+        return self._model
+
+    def _prompt_tokens(self, prompt: str | None) -> int:
+        """How many of the model's ``max_seq_length`` tokens ``prompt`` takes (with the special tokens
+        around every input); 0 without a prompt or a tokenizer to count with."""
+        tokenizer = getattr(self._model, "tokenizer", None)
+        if not prompt or tokenizer is None or not callable(tokenizer):
+            return 0
+        try:
+            return len(tokenizer(prompt, add_special_tokens=True)["input_ids"])
+        except Exception:  # a tokenizer that cannot count (a static model's): nothing to check
+            return 0
+
+    def _check_room(self, prompt: str | None) -> None:
+        """A prompt that fills the model's whole input leaves every text cut away: refused."""
+        limit = self._model.max_seq_length
+        taken = self._prompt_tokens(prompt)
+        if limit and taken >= limit:
+            raise UserError(f"model {self.model_id}: the prompt takes {taken} tokens of the model's max_length of "
+                            f"{limit}, which leaves no room for the text; shorten the prompt or raise max_length")
 
     def _take_prompts(self, prompt: str | None) -> None:
         """The model's configured prompts; ``prompt`` fixes one (None: per task, where it has any)."""
-        configured = dict(getattr(self.model, "prompts", None) or {})
+        configured = dict(getattr(self._model, "prompts", None) or {})
         self.prompts = configured
-        self.default_prompt_name = getattr(self.model, "default_prompt_name", None)
+        self.default_prompt_name = getattr(self._model, "default_prompt_name", None)
         self.fixed_prompt = prompt is not None
         # Unbound, the model runs as sentence-transformers runs it: its default prompt, if any.
         self.prompt = prompt if self.fixed_prompt else (
@@ -192,6 +224,7 @@ class SentenceTransformerEncoder:
         # sentence-transformers gives every model empty "query"/"document" prompts: those choose nothing.
         self.per_task = not self.fixed_prompt and any(configured.values())
         self.task = None
+        self._check_room(self.prompt)
         self.identity = self._identity()
 
     def _identity(self) -> str:
@@ -211,14 +244,31 @@ class SentenceTransformerEncoder:
         bound = copy.copy(self)
         bound.task = task_metadata.name
         bound.prompt = prompt_rules.mteb_prompt(self.prompts, self.default_prompt_name, task_metadata)
+        bound._check_room(bound.prompt)
         bound.identity = bound._identity()
         return bound
+
+    def _count_truncation(self, texts: list[str]) -> None:
+        """Count the texts the model's max_length cuts (the prompt included) and the tokens cut away:
+        what the grid reports, since a cut text is clustered on less than it says."""
+        tokenizer = getattr(self._model, "tokenizer", None)
+        limit = self._model.max_seq_length
+        if tokenizer is None or not callable(tokenizer) or not limit or not texts:
+            return
+        prompt = getattr(self, "prompt", None) or ""
+        try:
+            lengths = [len(ids) for ids in tokenizer([prompt + t for t in texts], add_special_tokens=True)["input_ids"]]
+        except Exception:  # a tokenizer that cannot count (a static model's): nothing is reported
+            return
+        self.truncated["texts"] += sum(1 for n in lengths if n > limit)
+        self.truncated["tokens"] += sum(n - limit for n in lengths if n > limit)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         options = {}
         if hasattr(self, "prompt"):
             # The prompt is resolved already: "" keeps sentence-transformers from adding its default.
             options["prompt"] = self.prompt or ""
+        self._count_truncation(texts)
         vectors = self.model.encode(
             list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False, **options
         )

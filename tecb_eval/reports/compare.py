@@ -23,8 +23,10 @@ every split and seed.
   resampled means, so it needs at least 2 / (1 - confidence) resamples (40 at 95 %) for each tail
   to hold one; fewer are refused (one resample would give an "interval" of one value).
 
-Randomness: one generator per comparison, from ``numpy.random.SeedSequence`` of the seed and the
-names compared, so a comparison gives the same interval whatever else is compared with it.
+Randomness: one generator per interval, from ``numpy.random.SeedSequence`` of the seed and the
+splits resampled (never the names of what is compared): a comparison gives the same interval
+whatever else is compared with it, and identical scores give identical intervals whatever the
+model or method is called.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ class Comparison:
 
 
 def _generator(seed: int, *names: str) -> np.random.Generator:
+    """The generator of one interval: ``names`` say what is resampled (the splits), never who."""
     digest = hashlib.blake2b("\x1f".join(names).encode("utf-8"), digest_size=8).digest()
     return np.random.default_rng(np.random.SeedSequence([int(seed), int.from_bytes(digest, "big")]))
 
@@ -158,7 +161,7 @@ def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a:
     per_split = both.assign(d=both.a - both.b).groupby(level="split", sort=True).mean()
     d = per_split.d.to_numpy(dtype=float)
     spread = float(d.std(ddof=1)) if len(d) > 1 else math.nan
-    rng = _generator(seed, dataset, model_a, model_b)
+    rng = _generator(seed, "paired", *map(str, per_split.index))
     if not independent or len(d) < 2:
         low = high = p_value = math.nan
     elif np.ptp(d) == 0:
@@ -261,11 +264,14 @@ def mean_interval(scores: pd.Series, *, confidence: float = DEFAULT_CONFIDENCE, 
                   seed: int = DEFAULT_SEED, name: str = "") -> tuple[float, float, float]:
     """(mean, low, high) of one model's scores indexed by (split, seed): the mean over splits of
     each split's mean over seeds, with the same bootstrap over splits as :func:`paired_difference`."""
-    per_split = scores.groupby(level="split", sort=True).mean().to_numpy(dtype=float)
+    means = scores.groupby(level="split", sort=True).mean()
+    per_split = means.to_numpy(dtype=float)
     if np.ptp(per_split) == 0:
         return float(per_split[0]), float(per_split[0]), float(per_split[0])
+    # ``name`` is for the caller's messages only: the draws depend on the splits, not on who scored.
     interval = stats.bootstrap((per_split,), np.mean, confidence_level=confidence, n_resamples=resamples,
-                               method="percentile", rng=_generator(seed, "interval", name)).confidence_interval
+                               method="percentile",
+                               rng=_generator(seed, "interval", *map(str, means.index))).confidence_interval
     return float(per_split.mean()), float(interval.low), float(interval.high)
 
 
