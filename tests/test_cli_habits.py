@@ -32,7 +32,10 @@ def _examples(epilog: str | None, tool: str) -> list[list[str]]:
     for line in text.splitlines():
         line = line.strip()
         if line.startswith(tool + " "):
-            lines.append(shlex.split(line, comments=True)[1:])
+            words = shlex.split(line, comments=True)[1:]
+            # A shell line (`... --out site/ && xdg-open site/index.html`): our command is its first part.
+            cut = [i for i, word in enumerate(words) if word in ("&&", "||", "|", ";")]
+            lines.append(words[:cut[0]] if cut else words)
     return lines
 
 
