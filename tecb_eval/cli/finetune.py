@@ -13,15 +13,20 @@ from pathlib import Path
 _SETTINGS = (
     ("lambda_", "--lambda", float, "COB's blackbox step lambda (default 90, the paper's 20 Newsgroups value); above 0"),
     ("reg", "--reg", float, "COB's regulariser weight r (default 1.0, the paper's 20 Newsgroups value)"),
-    ("epochs", "--epochs", int, "passes over each fold's training instances (default 2)"),
+    ("epochs", "--epochs", int, "passes over each fold's training instances (default 1, the authors')"),
     ("max_steps", "--max-steps", int, "stop each unit after this many optimizer steps (one instance a step)"),
     ("instance_size", "--instance-size", int, "texts per clustering instance (default 50, the paper's)"),
-    ("eval_every", "--eval-every", int, "optimizer steps between evaluations (default 10); also before and after"),
+    ("eval_every", "--eval-every", int,
+     "optimizer steps between evaluations (default 100, the authors'); also before and after"),
     ("learning_rate", "--learning-rate", float, "AdamW learning rate (default 2e-5)"),
     ("weight_decay", "--weight-decay", float, "default 0.01"),
     ("warmup_ratio", "--warmup-ratio", float, "share of steps warming up linearly, then linear decay (default 0.1)"),
     ("max_grad_norm", "--max-grad-norm", float, "gradient clipping (default 1)"),
-    ("triples_per_instance", "--triples-per-instance", int, "triplet: triples drawn inside each instance (default 50)"),
+    ("adam_eps", "--adam-eps", float, "AdamW's eps (default 1e-6, the authors' transformers.AdamW; torch's own is 1e-8)"),
+    ("triple_fraction", "--triple-fraction", int,
+     "triplet: use 1/N of each instance's valid triples (default 25, the paper's)"),
+    ("triples_per_instance", "--triples-per-instance", int,
+     "triplet: draw this many random triples per instance instead (the earlier default was 50)"),
     ("max_length", "--max-length", int, "tokens per text (default: the model's own)"),
     ("eval_batch_size", "--eval-batch-size", int, "texts per encoding batch when scoring (default 32, the grid's)"),
     ("kmeans_seed", "--kmeans-seed", int, "k-means seed of the V-measure tracked during training (default 42)"),
@@ -35,6 +40,8 @@ def _cmd_finetune(args) -> int:
     from tecb_eval.finetuning.settings import METHODS
 
     overrides = {name: getattr(args, name) for name, _, _, _ in _SETTINGS}
+    if args.regulariser_without_self_pairs:
+        overrides["self_pairs"] = False
     try:
         result = finetune(args.model, dataset_folders(args.data), method=tuple(args.method or METHODS), protocol=args.protocol,
                           seeds=args.seeds or DEFAULT_SEEDS, score_seeds=args.score_seeds or SCORE_SEEDS,
@@ -82,6 +89,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True,
                    help="output folder (written as OUT.partial, then renamed; a rerun resumes an interrupted one)")
     p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA when present)")
+    p.add_argument("--regulariser-without-self-pairs", action="store_true",
+                   help="COB's regulariser leaves each text's pair with itself out of the same-cluster mean (the "
+                        "earlier default; the authors count it)")
     p.add_argument("--no-save-best", action="store_true", help="score the last model instead of keeping the best")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an output folder an earlier `tecb-eval finetune` wrote (never any other folder)")

@@ -80,20 +80,27 @@ def pairwise_distances(embeddings):
     return ((diff * diff).sum(-1) + 1e-12).sqrt()
 
 
-def regulariser(distances, gold):
-    """Mean distance of the gold same-cluster pairs minus that of the different-cluster pairs
-    (self pairs left out: a text's distance to itself says nothing)."""
+def regulariser(distances, gold, *, self_pairs: bool = True):
+    """Mean distance of the gold same-cluster pairs minus that of the different-cluster pairs.
+
+    ``self_pairs`` (the authors' ``BBClusterLossModel``: their gold matrix has 1 on the diagonal)
+    counts each text's pair with itself among the same-cluster pairs, at distance 0: the mean is
+    over n more pairs, which weakens the pull on the same-cluster pairs by the factor
+    (same pairs) / (same pairs + n). ``self_pairs=False`` (this package's earlier regulariser)
+    leaves them out. The diagonal's distance is taken as exactly 0 either way (``pairwise_distances``
+    keeps a tiny offset there for the gradient)."""
     import torch
 
     off = 1.0 - torch.eye(len(gold), dtype=distances.dtype, device=distances.device)
     same = gold * off
+    counted = gold if self_pairs else same
     different = 1.0 - gold
-    return (distances * same).sum() / same.sum().clamp(min=1.0) - (distances * different).sum() / different.sum().clamp(min=1.0)
+    return (distances * same).sum() / counted.sum().clamp(min=1.0) - (distances * different).sum() / different.sum().clamp(min=1.0)
 
 
-def cob_loss(embeddings, labels, *, lambda_: float, reg: float, blackbox: bool = True):
-    """COB's loss of one clustering instance: sum |A - T| + reg * regulariser; ``blackbox=False``
-    gives the regulariser alone (the ablation). Returns (loss, error count of the forward HAC)."""
+def cob_loss(embeddings, labels, *, lambda_: float, reg: float, blackbox: bool = True, self_pairs: bool = True):
+    """COB's loss of one clustering instance: sum |A - T| + reg * regulariser (``self_pairs``: see
+    :func:`regulariser`); ``blackbox=False`` gives the regulariser alone (the ablation). Returns (loss, error count of the forward HAC)."""
     import torch
 
     k = len(set(labels))
@@ -102,7 +109,7 @@ def cob_loss(embeddings, labels, *, lambda_: float, reg: float, blackbox: bool =
                         f"({len(labels)} texts): draw larger instances or use a dataset with more labels")
     distances = pairwise_distances(embeddings)
     gold = torch.from_numpy(gold_adjacency(labels)).to(distances.dtype).to(distances.device)
-    loss = reg * regulariser(distances, gold) if reg else distances.sum() * 0.0
+    loss = reg * regulariser(distances, gold, self_pairs=self_pairs) if reg else distances.sum() * 0.0
     errors = float("nan")
     if blackbox:
         adjacency = hac_blackbox(distances, k, lambda_)

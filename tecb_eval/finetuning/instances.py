@@ -4,7 +4,9 @@ An instance is a set of texts with gold labels (the paper's: chunks of about 50 
 epoch shuffles the fold's training pool with a generator derived from the seed, the epoch and the
 fold (``tecb_data.seeding``), and cuts it into chunks of ``size`` texts; a chunk with a single
 label cannot be clustered into k >= 2 clusters and is left out (counted). Triplet training draws
-its triples inside each instance, from the same seed.
+its triples inside each instance, from the same seed: by default 1/25 of the instance's valid triples
+(:func:`fraction_of_triples`, the COB paper's baseline), or a fixed number drawn at random
+(:func:`triples`, this package's earlier default).
 """
 
 from __future__ import annotations
@@ -69,3 +71,28 @@ def triples(instance: Instance, count: int, rng: np.random.Generator) -> list[tu
         negatives = [j for j in range(len(labels)) if labels[j] != labels[a]]
         out.append((a, positives[int(rng.integers(len(positives)))], negatives[int(rng.integers(len(negatives)))]))
     return out
+
+
+def valid_triples(instance: Instance) -> np.ndarray:
+    """Every valid triple of ``instance`` once, as rows (anchor, positive, negative): each set of
+    three texts with exactly two labels among them, the two of one label as anchor and positive
+    (the earlier as anchor), the third as negative -- what the COB authors' ``get_frac_triples``
+    enumerates (their loops meant to visit each set once). Ordered by anchor, positive, negative."""
+    labels = np.unique(np.asarray(instance.labels), return_inverse=True)[1]
+    n = len(labels)
+    rows = []
+    for a in range(n):
+        for p in range(a + 1, n):
+            if labels[p] == labels[a]:
+                negatives = np.flatnonzero(labels != labels[a])
+                rows.append(np.column_stack([np.full(len(negatives), a), np.full(len(negatives), p), negatives]))
+    return np.concatenate(rows).astype(np.int64) if rows else np.zeros((0, 3), dtype=np.int64)
+
+
+def fraction_of_triples(instance: Instance, fraction: int, rng: np.random.Generator) -> list[tuple[int, int, int]]:
+    """``len(valid) // fraction`` of the instance's valid triples, drawn without replacement (the
+    authors' ``random.sample(triples, len(triples) // num_triples_frac)``); none when the instance
+    has fewer than ``fraction`` valid triples, as theirs."""
+    valid = valid_triples(instance)
+    chosen = rng.choice(len(valid), size=len(valid) // fraction, replace=False) if len(valid) >= fraction else []
+    return [tuple(int(x) for x in valid[i]) for i in chosen]

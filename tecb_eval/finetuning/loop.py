@@ -66,7 +66,7 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
 
     try:
         with deterministic(seed, device):
-            optimizer = adamw(model, learning_rate=s.learning_rate, weight_decay=s.weight_decay)
+            optimizer = adamw(model, learning_rate=s.learning_rate, weight_decay=s.weight_decay, eps=s.adam_eps)
             scheduler = get_linear_schedule_with_warmup(optimizer, round(s.warmup_ratio * total), max(total, 1))
             objective = Objective(model, method, s, device)
             rng = seeding.rng(seed, "finetune", "triples", method, fold.name)

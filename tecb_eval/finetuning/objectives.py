@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tecb_eval.finetuning.blackbox import cob_loss
-from tecb_eval.finetuning.instances import Instance, triples
+from tecb_eval.finetuning.instances import Instance, fraction_of_triples, triples
 
 
 def embed(model, texts, device: str):
@@ -35,9 +35,12 @@ class Objective:
         if self.method in ("cob", "cob-r0", "reg-only"):
             vectors = embed(self.model, instance.texts, self.device)
             return cob_loss(vectors, instance.labels, lambda_=self.s.lambda_, reg=self.s.reg,
-                            blackbox=self.method != "reg-only")
+                            blackbox=self.method != "reg-only", self_pairs=self.s.self_pairs)
         if self.method == "triplet":
-            drawn = triples(instance, self.s.triples_per_instance, rng)
+            if self.s.triples_per_instance is not None:
+                drawn = triples(instance, self.s.triples_per_instance, rng)
+            else:
+                drawn = fraction_of_triples(instance, self.s.triple_fraction, rng)
             if not drawn:
                 return None, float("nan")
             # Each distinct text is embedded once; the triples index into those vectors.

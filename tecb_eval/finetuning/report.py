@@ -110,7 +110,10 @@ def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol:
         f"{f['train_texts']} training texts, {f['train_labels']} labels)" for f in folds) + ".")
     lines.append(f"Methods: cob = the paper's loss (lambda {settings['lambda']:g}, r {settings['reg']:g}); cob-r0 = "
                  "without the regulariser; reg-only = the regulariser alone; triplet = sentence-transformers' "
-                 "TripletLoss on triples drawn inside each instance; contrastive = BatchAllTripletLoss over each "
+                 + (f"TripletLoss on {settings['triples_per_instance']} random triples per instance; "
+                    if settings.get("triples_per_instance") else
+                    f"TripletLoss on 1/{settings.get('triple_fraction', 25)} of each instance's valid triples; ")
+                 + "contrastive = BatchAllTripletLoss over each "
                  "instance's labels. Each fold's checkpoint is chosen by ARI on its validation genre, never on a "
                  "scored split.")
     return "\n".join(lines) + "\n"
