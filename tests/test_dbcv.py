@@ -32,6 +32,18 @@ def test_dbcv_is_hdbscans_validity_index_on_the_same_points_and_labels():
     assert -1 <= ours["dbcv"] <= 1
 
 
+@pytest.mark.parametrize("centers, gap", [(3, False), (40, False), (40, True)])
+def test_our_pass_over_cluster_pairs_gives_hdbscans_value_bit_for_bit(centers, gap):
+    # Many clusters (where hdbscan's pair loop is slow), and cluster ids with holes (a DBSTREAM
+    # micro-cluster that lost its points): hdbscan skips an id no point has.
+    X, _ = make_blobs(1500, centers=centers, n_features=2, random_state=3, cluster_std=0.5, center_box=(-40, 40))
+    labels = hdbscan.HDBSCAN().fit_predict(X)
+    if gap:
+        labels = np.where(labels >= 0, 2 * labels + 1, -1)
+    assert len(set(labels) - {-1}) >= min(centers, 3)
+    assert validity.validity_index(X, labels) == hdbscan_validity_index(X, labels)
+
+
 def test_above_max_points_a_seeded_stratified_subsample_is_refereed_on_its_own_points():
     X, labels = _blobs(900)
     ours = validity.dbcv(X, labels, 7, "coarse-01", "hdbscan", max_points=300)

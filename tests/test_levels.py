@@ -103,7 +103,7 @@ def test_legacy_levels_are_kmeans_with_the_levels_k_on_the_texts_that_carry_it(d
     from tecb_eval.models.encoders import get_encoder
 
     encoder = get_encoder("tfidf-lsa", seed=42).fit_corpus(sorted({t for s in bench.splits for t in s.texts}))
-    vectors = EmbeddingStore(tmp_path, encoder.identity)
+    vectors = EmbeddingStore(tmp_path, encoder.identity).embeddings()
     kmeans = frame[frame.algorithm == "minibatch_kmeans"].set_index("split")
     checked = 0
     for split in bench.splits:
@@ -158,3 +158,20 @@ def test_density_table_counts_null_and_not_measured_dbcv_apart_and_never_as_zero
     (row,) = scores.density_table(frame).to_dict("records")
     assert row["dbcv"] == pytest.approx(0.4)
     assert (row["dbcv_computed"], row["dbcv_null"], row["dbcv_not_measured"]) == (1, 1, 1)
+
+
+def test_table_levels_and_density_print_from_a_store(demo_datasets, tmp_path, capsys):
+    from tecb_eval.cli import main as eval_main
+
+    store = tmp_path / "r.jsonl"
+    run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"],
+             configurations=["minibatch_kmeans:none", "hdbscan:pca"], limit_splits=2, results=store,
+             progress=False, log=lambda m: None)
+    assert eval_main(["table", str(store), "--levels"]) == 0
+    shown = capsys.readouterr().out
+    assert "BlurbsClusteringS2S Level 0" in shown and "BlurbsClusteringS2S Level 1" in shown
+    assert "tfidf-lsa / hdbscan / pca" in shown
+    assert eval_main(["table", str(store), "--density", "--format", "csv"]) == 0
+    (header, row) = capsys.readouterr().out.strip().splitlines()
+    assert header.split(",")[-4:] == ["dbcv", "dbcv_computed", "dbcv_null", "dbcv_not_measured"]
+    assert row.split(",")[-3:] != ["0", "0", "0"] and row.endswith(",0")  # every row measured: none "not measured"

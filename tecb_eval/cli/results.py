@@ -54,8 +54,9 @@ def _cmd_table(args) -> int:
         if args.density:
             if args.levels:
                 print()
-            print(report.format_table(scores.density_table(chosen), args.format, scale=1.0,
-                                      note=scores.density_note()), end="")
+            density = scores.density_table(chosen)
+            print(report.format_table(density if args.format == "csv" else scores.density_shown(density), args.format,
+                                      scale=1.0, note=scores.density_note()), end="")
         if left_out:
             print(left_out, file=sys.stderr)
         return 0

@@ -72,6 +72,16 @@ def density_table(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def density_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The density table for Markdown / LaTeX: the three counts as one text column
+    ("computed / null / not measured"), not as figures with decimals."""
+    counts = [f"{int(a)} / {int(b)} / {int(c)}" for a, b, c in
+              zip(table.dbcv_computed, table.dbcv_null, table.dbcv_not_measured)]
+    shown = table.drop(columns=["dbcv_computed", "dbcv_null", "dbcv_not_measured"])
+    shown["dbcv rows: computed / null / not measured"] = counts
+    return shown
+
+
 def density_note() -> str:
     return ("HDBSCAN and DBSTREAM: V-measure x100 and noise % (means over splits and seeds), DBCV (-1..1, hdbscan's "
             "validity_index on the clustered space; mean over the rows where it was computed), and how many rows "
