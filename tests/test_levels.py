@@ -175,3 +175,18 @@ def test_table_levels_and_density_print_from_a_store(demo_datasets, tmp_path, ca
     (header, row) = capsys.readouterr().out.strip().splitlines()
     assert header.split(",")[-4:] == ["dbcv", "dbcv_computed", "dbcv_null", "dbcv_not_measured"]
     assert row.split(",")[-3:] != ["0", "0", "0"] and row.endswith(",0")  # every row measured: none "not measured"
+
+
+def test_levels_and_dbcv_are_the_same_bits_in_worker_processes(demo_datasets, tmp_path):
+    folder = demo_datasets / "blurbs-clustering-s2s"
+    configs = ["minibatch_kmeans:pca", "hdbscan:pca", "dbstream:pca"]
+    frames = [run_grid([folder], ["tfidf-lsa"], configurations=configs, limit_splits=3, jobs=jobs,
+                       cache_dir=tmp_path / f"cache-{jobs}", progress=False, log=lambda m: None)
+              for jobs in (1, 2)]
+    order = ["algorithm", "split"]
+    serial, parallel = (f.sort_values(order).reset_index(drop=True) for f in frames)
+    assert serial.levels.tolist() == parallel.levels.tolist()
+    assert all(isinstance(v, list) and v for v in serial.levels)
+    both = serial.algorithm != "minibatch_kmeans"
+    assert serial[both].dbcv_note.tolist() == parallel[both].dbcv_note.tolist()
+    assert serial[both].dbcv.astype(float).equals(parallel[both].dbcv.astype(float))
