@@ -330,7 +330,8 @@ def test_cli_finetune_prints_the_table(capsys, tiny_bert, blurbs_folder, tmp_pat
     assert main(["finetune", "--model", str(tiny_bert), "--data", str(blurbs_folder), "--method", "cob", "--folds", "1",
                  "--max-steps", "1", "--instance-size", "20", "--score-seeds", "42", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "| cob |" in printed and "cob - none" in printed and f"wrote {out}/" in printed
+    # "| cob |", or "| cob (step 0: untrained) |" where no evaluation after the one step beat step 0.
+    assert "| cob " in printed and "cob - none" in printed and f"wrote {out}/" in printed
     assert (out / "cob" / "fold-01" / "seed-42" / "best" / "modules.json").is_file()
 
 

@@ -177,3 +177,24 @@ def test_demo_into_a_log_file_is_plain_and_names_only_what_it_wrote(demo_dataset
         assert (out / name.rstrip("/")).exists(), (name, closing)
     assert "mteb/" not in named or (out / "mteb").is_dir()
     assert "synthetic" in result.stdout.lower() and "synthetic" in log.lower()
+
+
+@pytest.mark.slow
+def test_finetune_into_a_log_file_is_plain_and_its_summary_says_synthetic(demo_datasets, tmp_path):
+    """finetune wrote tqdm's \\r frames into a log file; on the demo sample its summary said nothing
+    of synthetic data."""
+    from tecb_data import layout
+
+    data = demo_datasets / "blurbs-clustering-s2s"
+    texts = [t for split_texts, _ in layout.read_split_rows(data) for t in split_texts]
+    model = save_tiny_bert(tmp_path / "bert", text_vocabulary(texts), layers=1)
+    out = tmp_path / "out"
+    result, log, _ = run_logged(tmp_path, "tecb_eval.cli", "finetune", "--model", str(model), "--data", str(data),
+                                "--method", "cob", "--folds", "1", "--max-steps", "2", "--eval-every", "1",
+                                "--instance-size", "20", "--score-seeds", "42", "--out", str(out))
+    assert result.returncode == 0, log
+    assert problems(log) == [], log
+    assert "cob fold" in log or "cob " in log, log  # the training step's own lines
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert summary.splitlines()[0].startswith("Synthetic demo data"), summary
+    assert result.stdout.startswith("Synthetic demo data"), result.stdout

@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tecb_data.heartbeat import Heartbeat
+from tecb_data.progress import Progress
 
 from tecb_data import seeding
 from tecb_eval.finetuning.instances import epoch_instances
@@ -72,7 +73,9 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
             rng = seeding.rng(seed, "finetune", "triples", method, fold.name)
             evaluate(0, 0.0)
             step = 0
-            bar = tqdm(total=total, disable=not progress, unit=" step", desc=f"{method} {fold.name} seed {seed}")
+            # Plain lines in a log (tqdm wrote its \r frames there), one at least every 30 s of training.
+            bar = Progress(total=total, enabled=progress, unit="steps", desc=f"{method} {fold.name} seed {seed}")
+            beat = Heartbeat(bar).__enter__()
             for epoch, (instances, _) in enumerate(epochs):
                 if step >= total:
                     break
@@ -105,9 +108,12 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
                         break
                 training += time.perf_counter() - started
                 outcome.epoch_seconds.append(training)
+            beat.stop()
             bar.close()
             outcome.steps = step
     finally:
+        if "beat" in locals():  # an error mid-training: the heartbeat's thread ends with the unit
+            beat.stop()
         evaluations.close()
         losses.close()
     return outcome

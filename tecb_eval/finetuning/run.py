@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, remove_own, replace_with, written_by
 from tecb_eval.finetuning import protocols, report
@@ -160,7 +161,8 @@ def finetune(model, data, method=METHODS, protocol: str = "leave-one-genre-out",
     held = claim(work, COMMAND)
     try:
         result = _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work, device=device, progress=progress,
-                      described=described, protocol=protocol, resamples=resamples, resumed=resumed, key=key)
+                      described=described, protocol=protocol, resamples=resamples, resumed=resumed, key=key,
+                      demo=any(is_demo_manifest(getattr(b, "manifest", None)) for b in benchmarks))
     except BaseException:
         os.close(held)
         raise
@@ -223,7 +225,7 @@ def _unit(model, method, fold, info, s, seed, score_seeds, unit_dir: Path, *, de
 
 
 def _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work: Path, *, device, progress, described,
-         protocol, resamples, resumed, key) -> dict:
+         protocol, resamples, resumed, key, demo: bool = False) -> dict:
     rows = _baseline(model, chosen, fold_info, score_seeds, seeds, work, s)
     best, timings, evaluations = {}, {}, []
     for method in methods:
@@ -246,13 +248,19 @@ def _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work: Path, *
     report.write_csv(compared, report.COMPARISON_FIELDS, work / "comparisons.csv")
     from tecb_eval.models.encoders import display_name
 
+    from tecb_eval.reports.tables import DEMO_NOTE, DEMO_TITLE
+
     shown = display_name(model)
+    # A method whose every unit kept step 0 scored the untrained model: the summary says so.
+    untrained = [m for m in methods if all(b.get("step") == 0 for (method, _, _), b in best.items() if method == m)]
     (work / "summary.md").write_text(report.markdown(summary, compared, model=shown, protocol=protocol,
                                                      folds=fold_info, settings=as_dict(s), seeds=seeds,
-                                                     score_seeds=score_seeds), encoding="utf-8")
+                                                     score_seeds=score_seeds, untrained=untrained,
+                                                     demo_note=DEMO_NOTE if demo else None), encoding="utf-8")
     curves = pd.concat(evaluations, ignore_index=True)
     curves.to_csv(work / "evaluations.csv", index=False, lineterminator="\n")
-    report.plot(curves, f"fine-tuning {shown} ({protocol}, {len(chosen)} fold(s))", work / "figure.png")
+    title = f"fine-tuning {shown} ({protocol}, {len(chosen)} fold(s))" + (f"\n{DEMO_TITLE}" if demo else "")
+    report.plot(curves, title, work / "figure.png", kmeans_seed=s.kmeans_seed)
     _write_json(work / "run.json", {**key, "versions": library_versions(), "resumed": resumed,
                                     "units": {"/".join(map(str, k)): {"best": v, "epoch_seconds": timings[k]}
                                               for k, v in best.items()}})
