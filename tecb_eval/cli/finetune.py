@@ -48,8 +48,11 @@ def _cmd_finetune(args) -> int:
                           folds=args.folds, output_dir=args.out, overwrite=args.overwrite, progress=not args.quiet,
                           device=args.device, save_best=not args.no_save_best, **overrides)
     except KeyboardInterrupt:
-        print(f"interrupted; finished units are in {args.out}.partial/ and the same command resumes there",
-              file=sys.stderr)
+        work = Path(f"{args.out}.partial")
+        # Named only while it is there: an interrupt before the work folder was made left nothing.
+        state = (f"finished units are in {work}/ and the same command resumes there" if work.is_dir() else
+                 f"nothing was written (no {work}/ yet); run the same command again")
+        print(f"tecb-eval: interrupted; {state}", file=sys.stderr)
         return 130
     print((result.output_dir / "summary.md").read_text(encoding="utf-8"))
     print(f"wrote {result.output_dir}/: summary.md, summary.csv, comparisons.csv, scores.csv, evaluations.csv, "

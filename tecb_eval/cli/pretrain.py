@@ -51,7 +51,11 @@ def _cmd_pretrain(args) -> int:
             **overrides,
         )
     except KeyboardInterrupt:
-        print(f"interrupted; what was written is in {args.out}.partial/ (a rerun starts afresh)", file=sys.stderr)
+        work = Path(f"{args.out}.partial")
+        # Named only while it is there: an interrupt before the work folder was made left nothing.
+        state = (f"what was written is in {work}/ (a rerun starts afresh)" if work.is_dir() else
+                 f"nothing was written (no {work}/ yet)")
+        print(f"tecb-eval: interrupted; {state}", file=sys.stderr)
         return 130
     print((result.output_dir / "summary.md").read_text(encoding="utf-8"))
     for name, run in result.runs.items():

@@ -14,7 +14,8 @@ from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 
 from tecb_data import seeding
-from tecb_eval.finetuning.instances import epoch_instances
+from tecb_data.errors import UserError
+from tecb_eval.finetuning.instances import epoch_instances, valid_triples
 from tecb_eval.finetuning.objectives import Objective
 from tecb_eval.finetuning.scoring import tracking_scores
 from tecb_eval.training.checkpoints import save_checkpoint
@@ -35,9 +36,38 @@ class UnitOutcome:
     best: dict = field(default_factory=dict)  # step, epoch, validation_ari, scored_v_measure, path
 
 
-def plan(fold, s, seed: int) -> list[list]:
-    """Each epoch's instances, drawn up front: the schedule needs the number of steps."""
-    return [epoch_instances(fold.train, s.instance_size, seed, epoch, fold.name) for epoch in range(s.epochs)]
+def plan(fold, s, seed: int, method: str | None = None) -> list[list]:
+    """Each epoch's instances, drawn up front: the schedule needs the number of steps. An instance
+    that gives ``method`` nothing to train on (triplet: no triple to draw) is left out here and
+    counted with the dropped ones, so that every step of the schedule is a step that trains."""
+    epochs = []
+    for epoch in range(s.epochs):
+        instances, dropped = epoch_instances(fold.train, s.instance_size, seed, epoch, fold.name)
+        kept = [i for i in instances if trains(i, method, s)]
+        epochs.append((kept, dropped + len(instances) - len(kept)))
+    return epochs
+
+
+def check_trainable(fold, s, seed: int, method: str) -> list:
+    """The unit's plan, or one line (before any work, when the command calls it first) when no
+    instance gives the method anything to train on."""
+    epochs = plan(fold, s, seed, method)
+    if not any(instances for instances, _ in epochs):
+        detail = (f"{s.triples_per_instance} random triples need a label that comes twice" if s.triples_per_instance
+                  else f"1/{s.triple_fraction} of the valid triples needs {s.triple_fraction} or more")
+        raise UserError(f"{method}, fold {fold.name}: no instance of {s.instance_size} texts gives a triple to train on "
+                        f"({detail}); raise --instance-size (the paper's is 50)")
+    return epochs
+
+
+def trains(instance, method: str | None, s) -> bool:
+    """Whether ``instance`` gives ``method`` a loss: triplet needs a triple (a label that comes
+    twice; with the authors' fraction, at least ``triple_fraction`` valid triples, as they drew)."""
+    if method != "triplet":
+        return True
+    if s.triples_per_instance is not None:
+        return len(set(instance.labels)) < len(instance.labels)
+    return len(valid_triples(instance)) >= s.triple_fraction
 
 
 def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device: str, progress: bool,
@@ -45,7 +75,7 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
     import torch
     from transformers import get_linear_schedule_with_warmup
 
-    epochs = plan(fold, s, seed)
+    epochs = check_trainable(fold, s, seed, method)
     per_epoch = [len(instances) for instances, _ in epochs]
     total = sum(per_epoch) if s.max_steps is None else min(sum(per_epoch), s.max_steps)
     outcome = UnitOutcome(dropped_instances=sum(d for _, d in epochs))

@@ -70,8 +70,9 @@ def _samples_path(bench) -> Path:
 
 
 def genre_of_books(bench) -> dict[str, str]:
-    """id -> top-level genre, from the genre paths of the dataset's samples table; one line naming
-    the file and row when the dataset has none (it is not a Blurbs build)."""
+    """id -> genre path (``top > child``), from the dataset's samples table; one line naming the file
+    and row when the dataset has none (it is not a Blurbs build). The top-level genre is not cut out
+    of the path at " > ": a genre's own name may hold that text (see :func:`_in_genre`)."""
     path = _samples_path(bench)
     if not path.is_file():
         raise UserError(f"{bench.name}: no {SAMPLES} in {path.parents[1]}; leave-one-genre-out needs a Blurbs dataset "
@@ -84,8 +85,14 @@ def genre_of_books(bench) -> dict[str, str]:
             if not paths or not str(paths[0]).strip():
                 raise UserError(f"{path}, line {number} (id {row.get('id')}): no genre path; leave-one-genre-out needs "
                                 "a dataset whose samples carry genre paths (Blurbs), or use --protocol transfer")
-            genres[str(row["id"])] = str(paths[0]).split(" > ")[0].strip()
+            genres[str(row["id"])] = str(paths[0]).strip()
     return genres
+
+
+def _in_genre(path: str | None, genre: str) -> bool:
+    """Whether a genre path belongs to ``genre`` (the name of a within-genre split): it is the genre,
+    or starts with it and the separator. Matching the whole name keeps "Kinder > Jugend" one genre."""
+    return path is not None and (path == genre or path.startswith(genre + " > "))
 
 
 def _books(bench) -> tuple[dict[str, tuple[str, str, str]], dict[str, object]]:
@@ -99,9 +106,10 @@ def _books(bench) -> tuple[dict[str, tuple[str, str, str]], dict[str, object]]:
     books: dict[str, tuple[str, str, str]] = {}
     for genre, split in within.items():
         for book, text, label in zip(ids_of[split.name], split.texts, split.labels):
-            if genre_of.get(book) != genre:
+            if not _in_genre(genre_of.get(book), genre):
                 raise UserError(f"{_samples_path(bench)}: book {book} is in split {split.name} but its genre path "
-                                f"starts with {genre_of.get(book)!r}; rebuild the dataset")
+                                f"is {genre_of.get(book)!r}, which does not start with {genre!r}; the samples table "
+                                "and the splits disagree: rebuild the dataset with tecb-data")
             books[book] = (text, label, genre)
     return books, within
 

@@ -100,6 +100,12 @@ def write_csv(rows: list[dict], fields, path: Path) -> None:
             writer.writerow([repr(row[f]) if isinstance(row[f], float) else row[f] for f in fields])
 
 
+def _held_out(fold: dict) -> str:
+    """What a fold holds out, in words; a transfer fold holds out no genre (it scores other datasets)."""
+    genre = fold.get("held_out_genre")
+    return f"held out {genre}, " if genre else "trained on every genre but the validation one, "
+
+
 def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol: str, folds: list[dict],
              settings: dict, seeds, score_seeds, confidence: float = compare.DEFAULT_CONFIDENCE,
              untrained=(), demo_note: str | None = None) -> str:
@@ -143,7 +149,7 @@ def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol:
                          f"{_cell(c['difference'])} | {interval} | {p} | {c['splits']} | {holds} |")
         lines.append("")
     lines.append("Folds: " + "; ".join(
-        f"{f['id']} = {f['fold']} (held out {f['held_out_genre']}, validation {f['validation_genre']}, "
+        f"{f['id']} = {f['fold']} ({_held_out(f)}validation {f['validation_genre']}, "
         f"{f['train_texts']} training texts, {f['train_labels']} labels)" for f in folds) + ".")
     run = dict.fromkeys(r["method"] for r in summary if r["method"] != BASELINE)
     lines.append(_methods_text(run, settings) + " Each fold's checkpoint is chosen by ARI on its validation genre, "

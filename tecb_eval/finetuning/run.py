@@ -25,10 +25,11 @@ import pandas as pd
 
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
-from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, remove_own, replace_with, written_by
+from tecb_data.outputs import (check_replaceable, claim, mark, mark_files, refuse_overlap, remove_own, replace_with,
+                               written_by)
 from tecb_eval.finetuning import protocols, report
 from tecb_eval.finetuning.instances import check_pool
-from tecb_eval.finetuning.loop import train_unit
+from tecb_eval.finetuning.loop import check_trainable, train_unit
 from tecb_eval.finetuning.scoring import score_splits
 from tecb_eval.finetuning.settings import BASELINE, METHODS, as_dict, for_method, settings_for
 from tecb_eval.grid.seeds import check_seeds
@@ -36,6 +37,7 @@ from tecb_eval.reports.compare import DEFAULT_RESAMPLES
 from tecb_eval.training.checkpoints import library_versions
 from tecb_eval.training.data import load_benchmarks
 from tecb_eval.training.device import resolve_device
+from tecb_eval.training.errors import write_failure
 from tecb_eval.training.model import describe_model, load_sentence_model
 from tecb_eval.training.tracking import LiveSentenceTransformerEncoder
 
@@ -93,7 +95,8 @@ def _write_json(path: Path, data) -> None:
 def _prepare(output_dir: Path, overwrite: bool, key: dict) -> tuple[Path, bool]:
     """The work folder and whether it resumes: an interrupted run's ``OUT.partial`` with the same key
     (model, data, protocol, settings) is kept; any other of ours is removed."""
-    check_replaceable(output_dir, COMMAND, overwrite=overwrite)
+    # --overwrite removes only what an earlier run listed in its marker as written by it.
+    check_replaceable(output_dir, COMMAND, overwrite=overwrite, listed=True)
     work = output_dir.with_name(output_dir.name + ".partial")
     if work.is_dir() and written_by(work) == COMMAND:
         try:
@@ -148,6 +151,9 @@ def finetune(model, data, method=METHODS, protocol: str = "leave-one-genre-out",
         protocols.check_no_leak(fold)
     for fold in chosen:
         check_pool(fold.train, fold.name, s.instance_size)
+        for method_name in methods:  # a method with nothing to train on is one line before any work
+            for seed in seeds:
+                check_trainable(fold, for_method(s, method_name), seed, method_name)
     described = describe_model(model)
     refuse_overlap(output_dir, [Path(b.location) for b in benchmarks if Path(b.location).is_dir()]
                    + [Path(described["folder"])])
@@ -163,11 +169,15 @@ def finetune(model, data, method=METHODS, protocol: str = "leave-one-genre-out",
         result = _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work, device=device, progress=progress,
                       described=described, protocol=protocol, resamples=resamples, resumed=resumed, key=key,
                       demo=any(is_demo_manifest(getattr(b, "manifest", None)) for b in benchmarks))
-    except BaseException:
+    except BaseException as exc:
         os.close(held)
+        failure = write_failure(f"--out {output_dir}", exc) if isinstance(exc, Exception) else None
+        if failure is not None:
+            raise failure from None  # a log or score file on a full disk: one line, the finished units kept
         raise
     os.close(held)
     (work / "key.json").unlink()
+    mark_files(work, COMMAND)  # what a later --overwrite may remove, and nothing else
     replace_with(work, output_dir, COMMAND)
     return FinetuneResult(output_dir, protocol, methods, fold_info, result["scores"], result["summary"],
                           result["comparisons"], {k: {**v, "path": output_dir / v["path"] if v.get("path") else None}

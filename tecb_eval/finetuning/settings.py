@@ -25,6 +25,7 @@ import numbers
 from dataclasses import asdict, dataclass, fields, replace
 
 from tecb_data.errors import UserError
+from tecb_eval.grid.seeds import check_seed
 
 # cob: the paper's loss; cob-r0: without the regulariser; reg-only: the regulariser alone;
 # triplet: sentence-transformers' TripletLoss on triples drawn inside each instance (their
@@ -98,6 +99,8 @@ def validate(s: FinetuneSettings) -> None:
     number("adam_eps", 0, 1, low_open=True)
     if not isinstance(s.self_pairs, bool):
         raise UserError(f"self_pairs must be True or False, got {s.self_pairs!r} (--regulariser-without-self-pairs)")
+    # A seed is what numpy, scikit-learn and torch take (the grid's rule), named by its option here.
+    check_seed(s.kmeans_seed, f"kmeans_seed ({_option('kmeans_seed')})")
     if s.instance_size < 4:
         raise UserError(f"instance_size must be at least 4 (two labels with two texts each), got {s.instance_size} "
                         "(--instance-size)")

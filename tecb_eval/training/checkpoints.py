@@ -25,22 +25,36 @@ def replace_folder(source: Path, target: Path) -> None:
 def save_checkpoint(save: Callable[[Path], None], target: Path, record_name: str, record: dict) -> None:
     """``save(folder)`` writes the model into a fresh ``<target>.partial``; ``record`` is written
     beside it as ``record_name`` (JSON), and the folder then replaces ``target``."""
+    from tecb_eval.training.errors import write_failure
+
     temporary = target.with_name(target.name + ".partial")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    temporary.mkdir(parents=True)
+    try:
+        if temporary.exists():
+            shutil.rmtree(temporary)
+        temporary.mkdir(parents=True)
+        _save_quietly(save, temporary)
+        (temporary / record_name).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        replace_folder(temporary, target)
+    except Exception as exc:
+        # A checkpoint is whole or absent: the part written goes, and a full disk is one line.
+        shutil.rmtree(temporary, ignore_errors=True)
+        failure = write_failure(f"checkpoint {target}", exc)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+def _save_quietly(save: Callable[[Path], None], folder: Path) -> None:
     from transformers.utils import logging as hf_logging
 
     # The "Writing model shards" bar would break into the training bar; it comes back afterwards.
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
-        save(temporary)
+        save(folder)
     finally:
         if bars:
             hf_logging.enable_progress_bar()
-    (temporary / record_name).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    replace_folder(temporary, target)
 
 
 def library_versions() -> dict:
