@@ -429,3 +429,106 @@ def test_ctrl_c_while_exit_handlers_run_exits_130_without_a_traceback(data):
                           env=ENV, timeout=120)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert "the library's handler finished" in done.stderr and "tecb-data: interrupted; " in done.stderr
+
+
+# -- fine-tuning ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def blurbs_folder(tmp_path_factory):
+    out = tmp_path_factory.mktemp("round3-blurbs")
+    return build("blurbs", demo_input("blurbs"), out, views=("s2s",))[0][0]
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory, blurbs_folder):
+    import tecb_data
+    from conftest import save_tiny_bert, text_vocabulary
+
+    texts = sorted({t for split in tecb_data.load(blurbs_folder).splits for t in split.texts})
+    return save_tiny_bert(tmp_path_factory.mktemp("round3-bert"), text_vocabulary(texts),
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def finetune_args(model, data, out, *extra) -> list[str]:
+    return ["finetune", "--model", str(model), "--data", str(data), "--method", "cob", "--folds", "1",
+            "--max-steps", "1", "--instance-size", "20", "--score-seeds", "42", "--out", str(out), "--quiet", *extra]
+
+
+def test_a_kmeans_seed_out_of_range_is_one_line(tiny_bert, blurbs_folder, tmp_path, capsys):
+    for bad in ("-1", str(2**32)):
+        error = eval_error(capsys, finetune_args(tiny_bert, blurbs_folder, tmp_path / "out", "--kmeans-seed", bad))
+        assert "--kmeans-seed" in error and bad in error
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
+
+
+def test_finetune_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(finetune_args(tiny_bert, blurbs_folder, out)) == 0
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    error = eval_error(capsys, finetune_args(tiny_bert, blurbs_folder, out, "--overwrite"))
+    assert "notes.txt" in error and (out / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    (out / "notes.txt").unlink()
+    assert main(finetune_args(tiny_bert, blurbs_folder, out, "--overwrite")) == 0
+    assert (out / "summary.md").is_file()
+
+
+def test_finetuning_onto_a_full_disk_is_one_line(tiny_bert, blurbs_folder, small_fs, capsys):
+    fs = small_fs("1m")
+    _fill(fs, leave=96 * 1024)  # room for the work folder and logs, not for a checkpoint
+    capsys.readouterr()
+    code = main(finetune_args(tiny_bert, blurbs_folder, fs / "out"))
+    errors = [line for line in capsys.readouterr().err.splitlines() if "Loading weights" not in line and line.strip()]
+    assert code == 2 and len(errors) == 1 and "disk is full" in errors[0], errors
+
+
+def test_steps_without_triples_are_not_trained_steps(tiny_bert, blurbs_folder, tmp_path):
+    import warnings
+
+    from tecb_data.errors import UserError
+    from tecb_eval.finetuning import finetune
+
+    common = dict(method="triplet", folds=1, seeds=(42,), score_seeds=(42,), progress=False, resamples=99,
+                  eval_every=2, learning_rate=1e-3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Five texts of some fifteen labels: an instance where no label comes twice has no triple.
+        done = finetune(str(tiny_bert), blurbs_folder, output_dir=tmp_path / "some", instance_size=5,
+                        triples_per_instance=4, **common)
+    assert not [w for w in caught if "lr_scheduler" in str(w.message)]
+    unit = tmp_path / "some" / "triplet" / "fold-01" / "seed-42"
+    losses = __import__("pandas").read_csv(unit / "losses.csv")
+    assert len(losses) > 0 and losses.loss.notna().all()
+    assert json.loads((unit / "unit.json").read_text())["dropped_instances"] > 0 and done.best
+    # With no instance that gives a triple, nothing is trained: one line, not steps of nan.
+    with pytest.raises(UserError, match="triple"):
+        finetune(str(tiny_bert), blurbs_folder, output_dir=tmp_path / "none", instance_size=4, max_steps=4, **common)
+
+
+def test_a_transfer_fold_does_not_say_held_out_none(tiny_bert, blurbs_folder, tmp_path):
+    from tecb_eval.finetuning import finetune
+
+    tenkgnad = build("tenkgnad", demo_input("tenkgnad"), tmp_path / "tk", views=("s2s",))[0][0]
+    done = finetune(str(tiny_bert), [blurbs_folder, tenkgnad], method="cob", protocol="transfer", seeds=(42,),
+                    score_seeds=(42,), output_dir=tmp_path / "out", progress=False, resamples=99, max_steps=1,
+                    instance_size=20)
+    summary = (done.output_dir / "summary.md").read_text(encoding="utf-8")
+    assert "None" not in summary and "held out" not in summary.split("Folds: ")[1].split("\n")[0]
+
+
+def test_a_genre_whose_name_holds_the_path_separator_is_one_genre(tmp_path):
+    import tecb_data
+    from tecb_eval.finetuning import protocols
+
+    rows = []
+    for genre in ("Kinder > Jugend", "Krimi", "Sachbuch"):
+        for child in range(3):
+            for i in range(12):
+                rows.append({"text": f"{genre} Buch {child} Nummer {i} " + " ".join(WORDS["Kultur"].split()[: child + 1]),
+                             "parent": genre, "label": f"{genre[:4]}-{child}"})
+    path = tmp_path / "books.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    done = run_cli("build", "--source", "table", "--input", str(path), "--name", "books", "--text", "text",
+                   "--label", "label", "--label-parent", "parent", "--out", str(tmp_path / "out"), "--quiet")
+    assert done.returncode == 0, done.stderr
+    folds = protocols.leave_one_genre_out(tecb_data.load(tmp_path / "out" / "books-s2s"))
+    assert sorted(f.held_out for f in folds) == ["Kinder > Jugend", "Krimi", "Sachbuch"]
