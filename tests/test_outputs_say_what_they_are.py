@@ -104,3 +104,21 @@ def test_an_older_demo_folder_whose_card_says_nothing_is_not_pushed(demo_dataset
         check_synthetic(folder, manifest, allow=True, dry_run=False)
     with pytest.raises(UserError, match="--allow-synthetic"):
         check_synthetic(folder, manifest, allow=False, dry_run=False)
+
+
+def test_pretraining_on_demo_data_says_synthetic_in_its_summary(demo_datasets, tmp_path):
+    import tecb_data
+    from conftest import save_tiny_bert, text_vocabulary
+    from tecb_eval.cli import main
+    from tecb_eval.reports.tables import DEMO_NOTE
+
+    data = demo_datasets / FOLDER
+    texts = sorted({t for split in tecb_data.load(data).splits for t in split.texts})
+    model = save_tiny_bert(tmp_path / "bert", text_vocabulary(texts), layers=1)
+    out = tmp_path / "out"
+    assert main(["pretrain", "--model", str(model), "--data", str(data), "--method", "tsdae", "--seeds", "7",
+                 "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--out", str(out), "--quiet"]) == 0
+    summaries = sorted(out.rglob("summary.md"))
+    assert summaries
+    for path in summaries:
+        assert path.read_text(encoding="utf-8").startswith(DEMO_NOTE), path

@@ -8,6 +8,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 from tecb_eval.pretraining.settings import PretrainSettings
 from tecb_eval.training.data import epoch_order
@@ -90,6 +91,9 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
         bar = Progress(total=min(len(groups), schedule.total_steps - step), enabled=progress, unit="steps",
                        desc=f"{label + ' ' if label else ''}seed {seed}: {settings.method.upper()} "
                         f"epoch {epoch + 1}/{settings.epochs}")
+        # A line at least every 30 s while one step (or an evaluation) holds the loop; the beat ends
+        # with the bar (Progress.close, on every way out of the epoch).
+        Heartbeat(bar).__enter__()
         training = 0.0
         started = time.perf_counter()
         for step_in_epoch, group in enumerate(groups, start=1):

@@ -298,11 +298,12 @@ def _run(source: ModelSource, s: PretrainSettings, seeds: tuple[int, ...], bench
                        evaluation)
     summary = summarize([run_rows], profile=profile.name)
     write_summary_csv(summary, work / SUMMARY_CSV)
+    demo = _synthetic(benchmarks)
     markdown = summary_markdown(summary, model=shown, epochs_done={name: epochs_done}, profile=profile,
                                 evaluations=[evaluation])
-    (work / SUMMARY_MD).write_text(markdown, encoding="utf-8")
+    (work / SUMMARY_MD).write_text(_demo_first(markdown, demo), encoding="utf-8")
     plot_curves(rows, work / FIGURE, title=f"{s.method.upper()} pre-training of {shown} on {name} "
-                                           f"(profile {profile.name})")
+                                           f"(profile {profile.name})" + _demo_title(demo))
     schedule_info = {"steps_per_epoch": schedule.steps_per_epoch, "total_steps": schedule.total_steps,
                      "warmup_steps": schedule.warmup_steps}
     run = {
@@ -320,7 +321,27 @@ def _run(source: ModelSource, s: PretrainSettings, seeds: tuple[int, ...], bench
     }
     (work / TIMINGS_JSON).write_text(json.dumps(timings, indent=2) + "\n", encoding="utf-8")
     return {"rows": rows, "run_rows": run_rows, "summary": summary, "best": tracker.best, "schedule": schedule_info,
-            "timings": timings, "texts": len(texts), "datasets": run["datasets"], "evaluation": evaluation}
+            "timings": timings, "texts": len(texts), "datasets": run["datasets"], "evaluation": evaluation,
+            "demo": demo}
+
+
+def _synthetic(benchmarks) -> bool:
+    """Whether any dataset was built from the embedded demo sample: its outputs then say so."""
+    from tecb_data.demo import is_demo_manifest
+
+    return any(is_demo_manifest(getattr(b, "manifest", None)) for b in benchmarks)
+
+
+def _demo_first(markdown: str, demo: bool) -> str:
+    from tecb_eval.reports.tables import DEMO_NOTE
+
+    return f"{DEMO_NOTE}\n\n{markdown}" if demo else markdown
+
+
+def _demo_title(demo: bool) -> str:
+    from tecb_eval.reports.tables import DEMO_TITLE
+
+    return f"\n{DEMO_TITLE}" if demo else ""
 
 
 def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: dict, profile: Profile) -> list[dict]:
@@ -330,11 +351,12 @@ def _write_overview(work: Path, done: dict[str, dict], *, shown: str, common: di
     markdown = summary_markdown(summary, model=shown, profile=profile,
                                 evaluations=[d["evaluation"] for d in done.values()],
                                 epochs_done={name: d["run_rows"].epochs_done for name, d in done.items()})
-    (work / SUMMARY_MD).write_text(markdown, encoding="utf-8")
+    demo = any(d.get("demo") for d in done.values())
+    (work / SUMMARY_MD).write_text(_demo_first(markdown, demo), encoding="utf-8")
     rows = [row for d in done.values() for row in d["rows"]]
     plot_curves(rows, work / FIGURE, average=False,
                 title=f"{common['method'].upper()} pre-training of {shown}, one model per dataset "
-                      f"(profile {profile.name})")
+                      f"(profile {profile.name})" + _demo_title(demo))
     # The runs' evaluations.csv share a header; joined as they are, so the bytes stay reproducible.
     with open(work / EVALUATIONS_CSV, "w", encoding="utf-8", newline="") as out:
         for i, name in enumerate(done):
