@@ -6,7 +6,18 @@ Heavy libraries (torch, sentence-transformers) load only when training starts.
 The function is also ``tecb_eval.finetune``.
 """
 
-from tecb_eval.finetuning.run import FinetuneResult, finetune
-from tecb_eval.finetuning.settings import METHODS, FinetuneSettings, settings_for
+import importlib
+
+# Loaded on first use: the command line reads PROTOCOLS from ``protocols`` to print its help, and
+# importing ``run`` with it (scikit-learn, the evaluation) took seconds before any page appeared.
+_LAZY = {"FinetuneResult": "tecb_eval.finetuning.run", "finetune": "tecb_eval.finetuning.run",
+         "METHODS": "tecb_eval.finetuning.settings", "FinetuneSettings": "tecb_eval.finetuning.settings",
+         "settings_for": "tecb_eval.finetuning.settings"}
 
 __all__ = ["FinetuneResult", "FinetuneSettings", "METHODS", "finetune", "settings_for"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

