@@ -182,3 +182,58 @@ def test_layers_encoding_one_slow_forward_pass(clock, log, tmp_path):
     with log:
         assert encode_layers_once(SlowLayers(), [f"text {i}" for i in range(5)], [0, 1], tmp_path, progress=True) == 5
     assert_beats(log, at_least=SLOW_S, words="encoding 2 layers at once")
+
+
+def test_grid_loading_a_model_that_exports_slowly(clock, log, demo_datasets, tmp_path, monkeypatch):
+    """Loading a model is where backend=onnx exports it (70 s for MiniLM on this machine): one
+    blocked call, before any encoding."""
+    from tecb_eval.grid import run as grid_run
+
+    real_open = grid_run.Grid._open_model
+
+    def slow_open(self, spec):
+        clock.block()  # torch's ONNX export of a large model
+        return real_open(self, spec)
+
+    monkeypatch.setattr(grid_run.Grid, "_open_model", slow_open)
+    with log:
+        grid_run.run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"],
+                          configurations=["minibatch_kmeans:none"], limit_splits=1, cache_dir=tmp_path / "cache",
+                          jobs=1, progress=True)
+    assert_beats(log, at_least=SLOW_S, words="loading tfidf-lsa")
+    assert log.getvalue().count("grid cells: 0/1 cells (0 %); loading tfidf-lsa") >= SLOW_S // MAX_GAP
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")  # the fake trains nothing
+def test_finetune_training_steps_that_take_long(clock, log, tmp_path, monkeypatch):
+    """One unit of fine-tuning whose steps each take minutes (a large model on the CPU): the loop's
+    own lines keep coming. The model, objective and scores are fakes; the loop is the real one."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from tecb_eval.finetuning import loop
+    from tecb_eval.finetuning.settings import settings_for
+
+    epochs = [([object(), object(), object()], 0)]
+    monkeypatch.setattr(loop, "plan", lambda *args, **kwargs: epochs)
+    monkeypatch.setattr(loop, "check_trainable", lambda *args, **kwargs: epochs, raising=False)
+    monkeypatch.setattr(loop, "tracking_scores", lambda *args: {"validation_ari": 0.1, "scored_v_measure": 0.2})
+    monkeypatch.setattr(loop, "LiveSentenceTransformerEncoder", lambda *args, **kwargs: None)
+    weight = torch.nn.Parameter(torch.zeros(1))
+    monkeypatch.setattr(loop, "adamw", lambda model, **kwargs: torch.optim.SGD([weight], lr=0.1))
+
+    class SlowObjective:
+        def __init__(self, *args):
+            pass
+
+        def loss(self, instance, rng):
+            clock.block()
+            return None, 0
+
+    monkeypatch.setattr(loop, "Objective", SlowObjective)
+    model = SimpleNamespace(train=lambda: None)
+    with log:
+        loop.train_unit(model, "cob", SimpleNamespace(name="fold-x"), settings_for(save_best=False, eval_every=100), 42,
+                        tmp_path, device="cpu", progress=True, info={})
+    assert_beats(log, at_least=3 * SLOW_S, words="cob fold-x seed 42: 2/3 steps")
