@@ -237,3 +237,60 @@ def test_finetune_training_steps_that_take_long(clock, log, tmp_path, monkeypatc
         loop.train_unit(model, "cob", SimpleNamespace(name="fold-x"), settings_for(save_best=False, eval_every=100), 42,
                         tmp_path, device="cpu", progress=True, info={})
     assert_beats(log, at_least=3 * SLOW_S, words="cob fold-x seed 42: 2/3 steps")
+
+
+def test_rehydration_with_a_slow_reddit(clock, log, tmp_path, monkeypatch):
+    """Each /api/info answer takes minutes (a throttled account): the rehydration's lines keep coming.
+    Reddit is a fake; the rehydration, its cache and its progress are the real ones."""
+    from types import SimpleNamespace
+
+    from tecb_data.sources import reddit, reddit_api
+    from tecb_data.sources.reddit_cache import RehydrationCache
+    from tecb_data.sources.reddit_ids import IdList
+
+    monkeypatch.setattr(reddit_api, "connect", lambda site, session=None: SimpleNamespace(
+        config=SimpleNamespace(timeout=16)))
+    monkeypatch.setattr(reddit_api, "with_retries", lambda call, what, **kwargs: call())
+
+    def slow_batch(_reddit, batch):
+        clock.block()
+        return []  # every id removed: what Reddit says of them does not matter here
+
+    monkeypatch.setattr(reddit_api, "fetch_batch", slow_batch)
+    ids = IdList(ids=tuple(f"abc{i:03d}" for i in range(250)), subreddits={}, universe=None, input=None)
+    with log:
+        reddit.rehydrate(ids, RehydrationCache(tmp_path / "cache"), progress=True)
+    assert_beats(log, at_least=3 * SLOW_S, words="rehydrating Reddit submissions: 100/250 ids")
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")  # the fake trains nothing
+def test_pretraining_steps_and_an_evaluation_that_take_long(clock, log):
+    """Continued pre-training whose steps, and whose evaluation, each take minutes: the loop is the
+    real one; the objective (no loss), the evaluation and the tracker are fakes."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from tecb_eval.pretraining.loop import Schedule, train_seed
+    from tecb_eval.pretraining.settings import settings_for
+
+    class SlowObjective:
+        module = torch.nn.Linear(1, 1)
+
+        def make_batch(self, texts):
+            return {}
+
+        def loss(self, batch):
+            clock.block()  # a forward and backward pass of a large model on a small machine
+            return None
+
+    s = settings_for("wwm", max_steps=3, batch_size=1, grad_accumulation=1, eval_every=100, epochs=1)
+    texts = ["ein Text", "noch ein Text", "der dritte Text"]
+    tracker = SimpleNamespace(loss=lambda *args: None, best={})
+    with log:
+        outcome = train_seed(SlowObjective(), texts, s, 42, Schedule.of(len(texts), s), lambda step, epoch: clock.block(),
+                             tracker, device="cpu", autocast=None, progress=True, label="blurbs")
+    assert outcome.steps == 3
+    # Three slow steps and a slow evaluation; the last beat falls within one interval of the end.
+    assert_beats(log, at_least=4 * SLOW_S - MAX_GAP, words="blurbs seed 42: WWM epoch 1/1: 2/3 steps")
+    assert "evaluating step 3" in log.getvalue()
