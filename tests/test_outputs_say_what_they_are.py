@@ -31,7 +31,8 @@ def test_demo_card_says_synthetic_in_its_first_line_and_manifest_says_it_too(dem
 
 
 def test_data_that_are_not_the_demo_sample_carry_no_mark(tmp_path):
-    """The same records with one byte changed are the user's data, not the demo sample's."""
+    """A copy of the demo files (other bytes, the same records) is still synthetic; one title
+    changed makes them the user's data."""
     from tecb_data.build import build
     from tecb_data.demo import demo_input
 
@@ -39,6 +40,10 @@ def test_data_that_are_not_the_demo_sample_carry_no_mark(tmp_path):
     shutil.copytree(demo_input("blurbs"), source)
     with open(source / "blurbs_test.txt", "a", encoding="utf-8") as handle:
         handle.write("\n")
+    (_, copied), *_ = build("blurbs", source, tmp_path / "copy", views=("s2s",))
+    assert copied["synthetic"] is True
+    train = source / "blurbs_train.txt"
+    train.write_text(train.read_text(encoding="utf-8").replace("<title>", "<title>Neu: ", 1), encoding="utf-8")
     (folder, manifest), *_ = build("blurbs", source, tmp_path / "out", views=("s2s",))
     assert "synthetic" not in manifest
     card = (folder / layout.CARD).read_text(encoding="utf-8")
