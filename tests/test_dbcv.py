@@ -86,3 +86,17 @@ def test_hdbscan_and_dbstream_rows_carry_dbcv_and_k_based_rows_do_not(demo_datas
             assert -1 <= value <= 1 and row["dbcv_points"] == row["n_samples"]
     kmeans = frame[frame.algorithm == "minibatch_kmeans"]
     assert kmeans.dbcv.isna().all() and kmeans.dbcv_note.isna().all()
+
+
+@pytest.mark.parametrize("edit, problem", [
+    ({"dbcv": 1.5}, "dbcv 1.5 is not a number from -1 to 1"),
+    ({"dbcv": "0.3"}, "is not a number from -1 to 1"),
+    ({"levels": [{"level": 0, "v_measure": "x", "ami": 0.1}]}, "is not a list of per-level scores"),
+])
+def test_an_edited_dbcv_or_level_is_a_row_unlike_the_grids(edit, problem):
+    from tecb_eval.grid.store import row_problem
+
+    row = {"mteb_name": "D", "v_measure": 0.5, "seed": 42, "dbcv": None, "dbcv_note": "one cluster",
+           "levels": [{"level": 0, "v_measure": 0.2, "ami": 0.1}]}
+    assert row_problem(row) is None
+    assert problem in row_problem({**row, **edit})

@@ -118,6 +118,24 @@ def row_problem(row: dict) -> str | None:
     for name in COUNT_FIELDS:
         if name in row and (not whole(row[name]) or row[name] < 0):
             return f"{name} {shown(row[name])} is not a count"
+    return _extra_problem(row, shown)
+
+
+def _is_score(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _extra_problem(row: dict, shown) -> str | None:
+    """What is wrong with a row's per-level scores or DBCV (tecb_eval.grid.extra), or None. Absent
+    is fine (not measured), and so is a null DBCV with its reason."""
+    if row.get("dbcv") is not None and not (_is_score(row["dbcv"]) and -1 <= row["dbcv"] <= 1):
+        return f"dbcv {shown(row['dbcv'])} is not a number from -1 to 1"
+    levels = row.get("levels")
+    if levels is not None:
+        if not isinstance(levels, list) or not all(
+                isinstance(lv, dict) and isinstance(lv.get("level"), int) and not isinstance(lv.get("level"), bool)
+                and _is_score(lv.get("v_measure")) and _is_score(lv.get("ami")) for lv in levels):
+            return f"levels {shown(levels)} is not a list of per-level scores"
     return None
 
 
