@@ -190,3 +190,35 @@ def test_levels_and_dbcv_are_the_same_bits_in_worker_processes(demo_datasets, tm
     both = serial.algorithm != "minibatch_kmeans"
     assert serial[both].dbcv_note.tolist() == parallel[both].dbcv_note.tolist()
     assert serial[both].dbcv.astype(float).equals(parallel[both].dbcv.astype(float))
+
+
+def test_run_metrics_fills_in_what_old_rows_lack_and_only_that(demo_datasets, tmp_path):
+    folder = demo_datasets / "blurbs-clustering-s2s"
+    store = tmp_path / "r.jsonl"
+    configs = ["minibatch_kmeans:none", "hdbscan:pca"]
+
+    def run(**options):
+        said = []
+        frame = run_grid([folder], ["tfidf-lsa"], configurations=configs, limit_splits=2, results=store,
+                         cache_dir=tmp_path / "cache", progress=False, log=said.append, **options)
+        return frame, "\n".join(said)
+
+    fresh, _ = run()
+    # The store as a run before per-level scores and DBCV wrote it.
+    extra = ("levels", "levels_s", "dbcv", "dbcv_note", "dbcv_points", "dbcv_s")
+    rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
+    store.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in extra}, ensure_ascii=False,
+                                        sort_keys=True) + "\n" for r in rows), encoding="utf-8")
+    kept, said = run()
+    assert "levels" not in kept.columns and "nothing computed" in said  # old rows: not measured, kept
+    filled, said = run(metrics=["level", "dbcv"])
+    assert "4 cells computed" in said
+    assert all(isinstance(v, list) and v for v in filled.levels)
+    assert filled[filled.algorithm == "hdbscan"].dbcv_note.notna().sum() + filled.dbcv.notna().sum() >= 2
+    key = ["algorithm", "split"]
+    a, b = fresh.sort_values(key).reset_index(drop=True), filled.sort_values(key).reset_index(drop=True)
+    assert a.v_measure.equals(b.v_measure) and a.levels.tolist() == b.levels.tolist()
+    _, said = run(metrics=["level", "dbcv"])
+    assert "nothing computed" in said  # what is there is not computed again
+    with pytest.raises(tecb_data.UserError, match="--metrics silhouette: unknown"):
+        run(metrics=["silhouette"])

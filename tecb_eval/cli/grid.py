@@ -40,7 +40,7 @@ def _run_grid(args, models, datasets, configurations=None):
         seeds=args.seeds, cache_dir=args.cache_dir,
         results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
         jobs=args.jobs, scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout,
-        memory_limit=args.memory_limit,
+        memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
     )
 
 
@@ -156,6 +156,10 @@ def register(commands) -> None:
                           "(default legacy)")
     run.add_argument("--results", type=Path, required=True, help="results store (JSONL); a rerun resumes it")
     run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy; 0 = all)")
+    run.add_argument("--metrics", metavar="level,dbcv",
+                     help="also fill in these scores on rows the results store already holds without them (rows "
+                          "written before them): per-level scores (level) and DBCV (dbcv); those cells are run "
+                          "again from the caches, the rest are kept")
     run.add_argument("--format", choices=["md", "csv", "latex"], default="md",
                      help="format of the tables printed (default md)")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "

@@ -28,6 +28,28 @@ DENSITY_ALGORITHMS = ("hdbscan", "dbstream")
 EXTRA_FIELDS = ("levels", "levels_s", "dbcv", "dbcv_note", "dbcv_points", "dbcv_s")
 
 
+# What `tecb-eval run --metrics` may ask to fill in on rows of an existing store.
+BACKFILL_METRICS = ("level", "dbcv")
+
+
+def check_metrics(metrics) -> tuple[str, ...]:
+    from tecb_data.errors import UserError
+
+    metrics = tuple(m.strip() for m in (metrics or ()) if m.strip())
+    unknown = sorted(set(metrics) - set(BACKFILL_METRICS))
+    if unknown:
+        raise UserError(f"--metrics {','.join(unknown)}: unknown; choose from {','.join(BACKFILL_METRICS)}")
+    return metrics
+
+
+def missing(row: dict, unit, algorithm: str, metrics) -> bool:
+    """Whether a stored row lacks a score of ``metrics`` that its cell has today: per-level scores
+    where the unit has levels (a row written before them), DBCV on a density clustering's row."""
+    if "level" in metrics and getattr(unit, "levels", ()) and not isinstance(row.get("levels"), list):
+        return True
+    return "dbcv" in metrics and algorithm in DENSITY_ALGORITHMS and "dbcv" not in row and "dbcv_note" not in row
+
+
 def _same_rows(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     if a is None or b is None:
         return a is None and b is None

@@ -37,6 +37,7 @@ from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.work import UnitResult, WorkUnit
+from tecb_eval.grid import extra
 from tecb_eval.grid.extra import EXTRA_FIELDS
 from tecb_eval.grid.store import ResultsStore, cell_key, check_results, rows_frame, seed_set_name
 
@@ -110,7 +111,7 @@ class Grid:
                  seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None,
                  profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
-                 scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT):
+                 scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = ()):
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.benchmarks = []
         for bench in map(load_dataset, datasets):
@@ -133,6 +134,7 @@ class Grid:
         self.profile = get_profile(profile)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.store = store
+        self.metrics = extra.check_metrics(metrics)
         self.progress = progress
         self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
                                      timeout=scheduler_timeout)
@@ -226,7 +228,9 @@ class Grid:
                 for unit in self.units[(bench.fingerprint, seed)]:
                     for algorithm, reduction in self.configurations:
                         row = self.store.get(self._key(spec.name, encoder.identity, bench, unit, reduction, algorithm, seed))
-                        if row is None:
+                        # --metrics: a stored row without a score it asks for is run again (no
+                        # assignments are stored), from the caches; its new row replaces the old.
+                        if row is None or (self.metrics and extra.missing(row, unit, algorithm, self.metrics)):
                             pending.append((unit, reduction, algorithm))
                         else:
                             self._spent(bench.name)["stored"] += 1
@@ -484,6 +488,7 @@ def run_grid(
     memory_limit: int | str | None = None,
     scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT,
     progress: bool = True,
+    metrics: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
@@ -508,6 +513,10 @@ def run_grid(
     ``memory_limit`` (bytes, ``"8GB"`` or a share of RAM like ``0.5``): the budget for units
     running side by side; on a cluster, per worker. Default: 70 % of RAM (of each worker's limit
     on a cluster). Scores are the same bit for bit whatever ``jobs`` or ``scheduler``.
+
+    ``metrics`` (``("level", "dbcv")``, ``--metrics``): cells whose stored row lacks per-level scores
+    or DBCV that the cell has today (a row written before them) are run again from the caches and
+    their rows replaced; without it such rows are kept as they are ("not measured").
     """
     say = log or (lambda message: print(message, file=sys.stderr))
     if protocol not in protocols.PROTOCOLS:
@@ -517,6 +526,7 @@ def run_grid(
                         "seed, so give one of them")
     seeds = check_seeds(seeds) if seeds is not None else (check_seed(DEFAULT_SEED if seed is None else seed),)
     jobs = scheduling.check_jobs(jobs, scheduler)
+    metrics = extra.check_metrics(metrics)
     memory = scheduling.parse_memory(memory_limit)
     if limit_splits is not None and (isinstance(limit_splits, bool) or not isinstance(limit_splits, (int, np.integer))
                                      or limit_splits < 0):
@@ -567,7 +577,7 @@ def run_grid(
         with ResultsStore(results, lock=True) as store:  # another run on this store waits for the lock
             grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
                         cache_dir=cache_dir, store=store, limit_splits=limit_splits,
-                        profile=profile, progress=progress, log=say)
+                        profile=profile, progress=progress, log=say, metrics=metrics)
             frame = grid.run(executor)
     for name, seconds in grid.encode_seconds.items():
         say(f"{name}: encoded {grid.encoded_texts[name]:,} new unique texts in {seconds:.1f} s")
