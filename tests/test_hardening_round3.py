@@ -91,10 +91,18 @@ def built_labels(out: Path) -> set[str]:
 def test_a_dangling_link_as_results_ends_within_ten_seconds_in_one_line(data, tmp_path):
     link = tmp_path / "results.jsonl"
     link.symlink_to(tmp_path / "gone" / "results.jsonl")
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "tecb_eval.cli", *run_args(data, link, tmp_path / "cache")],
-                          capture_output=True, text=True, env=ENV, timeout=60)
-    assert time.monotonic() - started < 10
+    def timed(results) -> tuple[subprocess.CompletedProcess, float]:
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "tecb_eval.cli", *run_args(data, results, tmp_path / "cache")],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+        return done, time.monotonic() - started
+
+    # The same command failing at once on another --results: what starting Python and importing
+    # costs on this machine now (a loaded 2-core box takes seconds); the link must add under 10 s.
+    baseline, startup = timed("/dev/null")
+    assert baseline.returncode == 2
+    done, seconds = timed(link)
+    assert seconds < startup + 10, (seconds, startup)
     error = one_error_line(done, "tecb-eval")
     assert str(link) in error and "does not exist" in error
     # The library's store opener (no command-line check before it) ends the same way, never spinning.
