@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from contextlib import closing
 import json
 import sys
 from pathlib import Path
@@ -177,8 +178,9 @@ def build(
     layout.check_out(Path(out))
     check_out_beside_inputs(out, [spec.name for spec in datasets_of(source) if not views or spec.view in views],
                             [input_path])
-    # Plain lines off a terminal (tqdm's frames would be one endless line in a log), one at least every 30 s.
-    with Progress(desc=f"reading {source} records", unit="records", enabled=progress) as bar, Heartbeat(bar):
+    # Plain lines off a terminal (tqdm's frames would be one endless line in a log), one at least every 30 s;
+    # not entered as a context (its first line at once): a wrong input stays one line of error.
+    with closing(Progress(desc=f"reading {source} records", unit="records", enabled=progress)) as bar, Heartbeat(bar):
         result = READERS[source](Path(input_path), progress=bar)
     wanted = views or result.views
     missing = [v for v in wanted if v not in result.views]
@@ -282,7 +284,7 @@ def build_table(
     if report is not None:
         check_output_file(report, option="--report", inputs=[input_path, citation],
                           outputs=[Path(out) / f"{name}-{view}" for view in wanted], ours=_is_report)
-    with Progress(desc="reading table rows", unit="rows", enabled=progress) as bar, Heartbeat(bar):
+    with closing(Progress(desc="reading table rows", unit="rows", enabled=progress)) as bar, Heartbeat(bar):
         result, examples = table.read_table(Path(input_path), source, progress=bar)
     shared = recipe.make_splits(result.items, seed) if paired else None
     made = {view: shared if paired else recipe.make_splits(result.items, seed, view=view) for view in wanted}
