@@ -327,14 +327,14 @@ def check_out_beside_inputs(out: Path, names, inputs) -> None:
     """Before any work: the dataset folders OUT/NAME that a build replaces whole must not be, hold or
     lie inside one of its inputs, and OUT must not lie inside a dataset folder (whose manifest lists
     its files)."""
-    from tecb_data.outputs import refuse_overlap
+    from tecb_data.outputs import is_dataset_folder, refuse_overlap
 
     present = [item for item in inputs if item is not None and Path(item).exists()]
     for name in names:
         refuse_overlap(Path(out) / name, present, option="--out")
     resolved = Path(out).expanduser().resolve()
     for folder in [resolved, *resolved.parents]:
-        if (folder / layout.MANIFEST).is_file():
+        if is_dataset_folder(folder):
             raise UserError(f"--out {out}: lies inside the dataset folder {folder}, whose files its manifest lists; "
                             "choose an output folder outside it")
 

@@ -47,11 +47,21 @@ def refuse_overlap(output: str | Path, inputs: Iterable[str | Path], *, option: 
                             "choose an output folder outside the inputs")
 
 
+def is_dataset_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a published dataset: its manifest.json is a tecb manifest (a JSON object
+    with the files it lists and their fingerprint), not any file of that name (a web project's)."""
+    try:
+        manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(manifest, dict) and "files" in manifest and "fingerprint" in manifest
+
+
 def _inside_dataset(target: Path) -> Path | None:
-    """The dataset folder (it has manifest.json) that ``target`` lies in, if any: a file written
-    there breaks what the manifest says the folder holds."""
-    for folder in target.parents:
-        if (folder / "manifest.json").is_file():
+    """The dataset folder that ``target`` is or lies in, if any: a file written there breaks what
+    the manifest says the folder holds."""
+    for folder in [target, *target.parents]:
+        if is_dataset_folder(folder):
             return folder
     return None
 
