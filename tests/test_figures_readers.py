@@ -93,3 +93,13 @@ def test_layer_sweep_on_demo_data_says_synthetic_in_its_summary_and_figure_title
     summary = (tmp_path / "out" / layers.SUMMARY_MD).read_text(encoding="utf-8")
     assert summary.startswith(DEMO_NOTE)
     assert titles and titles[0].endswith(DEMO_TITLE)
+
+
+def test_table2_promises_no_whiskers_over_one_split():
+    pd_rows = [dict(model=m, mteb_name=d, dataset=d.lower(), algorithm="minibatch_kmeans", reduction="none",
+                    split="s0", seed=42, v_measure=v, protocol="legacy", profile="current", dataset_splits=10,
+                    dataset_fingerprint=d, model_identity=m)
+               for d in ("BlurbsClusteringS2S",) for m, v in (("a", 0.3), ("b", 0.2))]
+    fig = figures.table2_figure(pd.DataFrame(pd_rows))
+    title = fig._suptitle.get_text()
+    assert "no interval over one split" in title and "bootstrap interval" not in title

@@ -511,7 +511,10 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
     axes[0, 0].set_yticklabels(models, fontsize=8)
     axes[0, 0].set_ylim(len(models) - 0.5, -0.5)  # the first model on top
     axes[0, 0].set_xlim(*value_limit(highest))
-    if independent:
+    one_split = int(kmeans.groupby(["mteb_name", "model"]).split.nunique().max()) < 2
+    if independent and one_split:  # an interval over one split is none: no whiskers promised
+        what = "Dot: the one split's score (no interval over one split)"
+    elif independent:
         what = f"Dot: mean over splits; whiskers: its {100 * confidence:g} % bootstrap interval"
     else:
         what = "Dot: mean over the draws; whiskers: ± SD over them (not independent: no ranking)"
