@@ -78,4 +78,4 @@ class Heartbeat:
                 return
             if self.clock() - self.last >= self.interval:
                 # The bar's own line, as it would write it now (count, status, ETA).
-                self.bar._line()
+                self.bar.beat()

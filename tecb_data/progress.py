@@ -10,6 +10,7 @@ Used by tecb_data and (below every room) tecb_eval.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 # Off a terminal: at most one line per this many seconds (besides the first and the last).
@@ -36,6 +37,8 @@ class Progress:
         # ``clock`` (seconds, monotonic) is injectable so that tests drive the heartbeat and the ETA
         # with a fake clock instead of sleeping and hoping the scheduler is kind.
         self.clock = clock
+        # The heartbeat thread (tecb_data.heartbeat) writes lines too: one line at a time.
+        self._lock = threading.RLock()
         self.total, self.desc, self.unit = total, desc, unit.strip()
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
@@ -136,7 +139,18 @@ class Progress:
         if force or self._last_line is None or now - self._last_line >= self.interval:
             self._line()
 
+    def beat(self) -> None:
+        """Write the current line now (off a terminal; a no-op on one or once closed). Safe to
+        call from another thread: the heartbeat's way of saying that a blocked step still runs."""
+        with self._lock:
+            if self.enabled and not self.terminal:
+                self._line()
+
     def _line(self, final: bool = False) -> None:
+        with self._lock:
+            self._write_line(final)
+
+    def _write_line(self, final: bool) -> None:
         self._last_line, self._last_n = self.clock(), self.n
         count = f"{self.n:,}/{self.total:,}" if self.total else f"{self.n:,}"
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
