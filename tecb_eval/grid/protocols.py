@@ -80,10 +80,14 @@ def fast_units(bench, seed: int, samples=None) -> list[Unit]:
         sample = samples.get(bench, seed)
     # k as MTEB's bootstrapped k-means asks for it: the number of labels in the embedded set.
     k = len(set(sample.labels))
-    from tecb_eval.mteb.levels import fast_levels
+    # Per draw, MTEB's draws for each level of the genre paths (None: the dataset has none),
+    # kept beside the sample when there is a cache folder.
+    if samples is None:
+        from tecb_eval.mteb.levels import fast_levels
 
-    # Per draw, MTEB's draws for each level of the genre paths (None: the dataset has none).
-    levels = fast_levels(bench, seed, sample.texts)
+        levels = fast_levels(bench, seed, sample.texts)
+    else:
+        levels = samples.levels(bench, seed, sample.texts)
     return [
         Unit(f"bootstrap-{b:02d}", "pooled", sample.texts, rows, tuple(sample.labels[i] for i in rows), k,
              levels[b] if levels else ())

@@ -9,6 +9,12 @@ without importing MTEB. The key holds the dataset's fingerprint, the seed and th
 ``mteb`` and ``datasets`` (read from their installed metadata, not by importing them): another
 version of either draws again. A file that cannot be read is removed and drawn again, as the
 other caches do.
+
+A dataset built with genre paths (``label_paths``) also gets MTEB's per-level draws
+(:func:`tecb_eval.mteb.levels.fast_levels`), which run MTEB's transform again. They are kept beside
+the flat sample under the same key (``<key>.levels.npz``) as the rows of the flat sample that each
+level's draws cluster; each level's labels and k follow from the texts' genre paths
+(:func:`tecb_eval.mteb.levels.first_paths`), so they are rebuilt without MTEB.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import numpy as np
 
 from tecb_eval.files import atomic_save, short_hash
 from tecb_eval.grid.cache import _UNREADABLE, CACHE_OPTION, discard_damaged
+from tecb_eval.mteb.levels import first_paths
 from tecb_eval.mteb.sampling import FastSample
 
 # Raised when what this module stores changes meaning; old files are then simply not found.
@@ -69,12 +76,46 @@ def same_sample(a: FastSample, b: FastSample) -> bool:
             and all(np.array_equal(x, y) for x, y in zip(a.bootstraps, b.bootstraps)))
 
 
+def levels_to_rows(levels: tuple[tuple, ...]) -> np.ndarray:
+    """MTEB's per-level draws as one array [level, draw, document] of rows of the flat sample."""
+    depth = len(levels[0]) if levels else 0
+    if any(len(draw) != depth or [lv.level for lv in draw] != list(range(depth)) for draw in levels):
+        raise RuntimeError("the per-level draws do not cover the same levels in every draw")
+    if depth == 0:
+        return np.zeros((0, len(levels), 0), dtype=np.int64)
+    return np.array([[lv.rows for lv in (draw[level] for draw in levels)] for level in range(depth)], dtype=np.int64)
+
+
+def levels_from_rows(bench, base_texts, rows: np.ndarray) -> tuple[tuple, ...]:
+    """The :class:`~tecb_eval.clustering.levels.Level` draws that ``rows`` (from :func:`levels_to_rows`)
+    stand for: a row's label at a level is its text's genre path at that level, and k is the number
+    of labels at that level among the flat sample's texts that carry it (what MTEB asks k-means for)."""
+    from tecb_eval.clustering.levels import Level
+
+    paths_of = first_paths(bench)
+    paths = [paths_of[t] for t in base_texts]
+    ks = [len({p[level] for p in paths if len(p) > level}) for level in range(rows.shape[0])]
+    return tuple(
+        tuple(Level(level, rows[level, b].astype(np.int64), tuple(paths[i][level] for i in rows[level, b]), ks[level])
+              for level in range(rows.shape[0]))
+        for b in range(rows.shape[1]))
+
+
+def same_levels(a: tuple[tuple, ...], b: tuple[tuple, ...]) -> bool:
+    """The same levels, rows, labels and k in every draw, in the same order."""
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(p.level == q.level and p.k == q.k and p.labels == q.labels
+                                 and np.array_equal(p.rows, q.rows) for p, q in zip(x, y))
+        for x, y in zip(a, b))
+
+
 class SampleCache:
     """The fast protocol's samples under ``root/samples`` (``root=None``: drawn in every run)."""
 
     def __init__(self, root: Path | None):
         self.folder = None if root is None else Path(root) / "samples"
         self.drawn = 0  # how many samples this process had MTEB draw (tests and benches read it)
+        self.levels_drawn = 0  # how many per-level draws likewise
 
     def get(self, bench, seed: int) -> FastSample:
         stored = self.lookup(bench, seed)
@@ -93,8 +134,50 @@ class SampleCache:
             self._save(sample_key(bench, seed), chosen, bootstraps)
         return sample
 
-    def _path(self, key: str) -> Path | None:
-        return None if self.folder is None else self.folder / f"{key}.npz"
+    def _path(self, key: str, suffix: str = "") -> Path | None:
+        return None if self.folder is None else self.folder / f"{key}{suffix}.npz"
+
+    def levels(self, bench, seed: int, base_texts) -> tuple[tuple, ...] | None:
+        """MTEB's per-level draws over the flat sample ``base_texts`` (as
+        :func:`~tecb_eval.mteb.levels.fast_levels` gives them), read back when stored; None for a
+        dataset without genre paths (then nothing is drawn nor imported)."""
+        if first_paths(bench) is None:
+            return None
+        stored = self.lookup_levels(bench, seed, base_texts)
+        if stored is not None:
+            return stored
+        from tecb_eval.mteb.levels import fast_levels
+
+        levels = fast_levels(bench, seed, base_texts)
+        self.levels_drawn += 1
+        if self.folder is not None:
+            rows = levels_to_rows(levels)
+            # What is read back is what MTEB drew, or nothing is stored.
+            if not same_levels(levels_from_rows(bench, base_texts, rows), levels):
+                raise RuntimeError(f"{bench.location}: the per-level draws do not survive their row numbers")
+            atomic_save(self._path(sample_key(bench, seed), ".levels"),
+                        lambda fh: np.savez_compressed(fh, rows=rows.astype(np.int32)), ".npz", option=CACHE_OPTION)
+        return levels
+
+    def lookup_levels(self, bench, seed: int, base_texts) -> tuple[tuple, ...] | None:
+        path = self._path(sample_key(bench, seed), ".levels")
+        if path is None or not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                rows = data["rows"]
+        except _UNREADABLE as exc:
+            discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+            return None
+        paths_of = first_paths(bench)
+        depths = [len(paths_of.get(t, ())) for t in base_texts]
+        # Every row must be a text of the flat sample that carries the level it is drawn at.
+        if (rows.ndim != 3 or not np.issubdtype(rows.dtype, np.integer) or rows.shape[0] > max(depths, default=0)
+                or (rows.size and (rows.min() < 0 or rows.max() >= len(base_texts)))
+                or any(depths[i] <= level for level in range(rows.shape[0]) for i in np.unique(rows[level]))):
+            discard_damaged(path, f"levels {rows.shape} {rows.dtype}")
+            return None
+        return levels_from_rows(bench, base_texts, rows)
 
     def lookup(self, bench, seed: int) -> FastSample | None:
         path = self._path(sample_key(bench, seed))
