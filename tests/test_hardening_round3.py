@@ -88,6 +88,7 @@ def built_labels(out: Path) -> set[str]:
 
 # -- hang: a --results that names a link to nothing ---------------------------------------------
 
+@pytest.mark.slow
 def test_a_dangling_link_as_results_ends_within_ten_seconds_in_one_line(data, tmp_path):
     link = tmp_path / "results.jsonl"
     link.symlink_to(tmp_path / "gone" / "results.jsonl")
@@ -123,6 +124,7 @@ def test_results_that_cannot_hold_a_store_is_refused_before_the_first_encode(dat
 
 # -- data loss: an output onto an input, into a dataset -------------------------------------------
 
+@pytest.mark.slow
 def test_report_onto_the_input_or_the_new_manifest_is_refused_before_work(tmp_path):
     source = write_tsv(tmp_path / "in.tsv", table_rows())
     before = source.read_bytes()
@@ -145,6 +147,7 @@ def test_report_onto_the_input_or_the_new_manifest_is_refused_before_work(tmp_pa
     assert table_build(source, tmp_path / "out", "--report", str(report), "--seed", "3").returncode == 0
 
 
+@pytest.mark.slow
 def test_build_out_holding_its_input_or_inside_a_dataset_is_refused(tmp_path):
     source = write_tsv(tmp_path / "in.tsv", table_rows())
     assert table_build(source, tmp_path / "out").returncode == 0
@@ -159,6 +162,7 @@ def test_build_out_holding_its_input_or_inside_a_dataset_is_refused(tmp_path):
 
 # -- silent-wrong: TSV quotes, label spellings ---------------------------------------------------
 
+@pytest.mark.slow
 def test_a_stray_quote_in_a_tsv_joins_no_rows(tmp_path):
     # Long texts: the quotes lie past the part of the file a dialect sniffer reads.
     rows = [(f"{text} " + "Wort " * 80, label) for text, label in table_rows()]
@@ -171,6 +175,7 @@ def test_a_stray_quote_in_a_tsv_joins_no_rows(tmp_path):
     assert len(texts) == 200 and any(t.startswith('"Zitat ohne Ende') for t in texts)
 
 
+@pytest.mark.slow
 def test_a_csv_record_over_several_lines_is_said_with_its_line(tmp_path):
     rows = table_rows(40)
     lines = ["text,label"] + [f"{t},{l}" for t, l in rows]
@@ -183,6 +188,7 @@ def test_a_csv_record_over_several_lines_is_said_with_its_line(tmp_path):
     assert done.returncode == 0 and "line 12" in said and "span several lines" in said, said
 
 
+@pytest.mark.slow
 def test_numeric_labels_spelled_1_1dot0_and_quoted_are_one_label(tmp_path):
     rows = []
     for i, (text, label) in enumerate(table_rows(60)):
@@ -196,6 +202,7 @@ def test_numeric_labels_spelled_1_1dot0_and_quoted_are_one_label(tmp_path):
 
 # -- unclear messages of the table source ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_line_separator_inside_a_json_string_is_valid_json_lines(tmp_path):
     rows = [{"text": t, "label": l} for t, l in table_rows(40)]
     rows[3]["text"] = "Zeile mit\u2028Trenner und\u2029Absatz"
@@ -206,6 +213,7 @@ def test_a_line_separator_inside_a_json_string_is_valid_json_lines(tmp_path):
     assert len(built_texts(tmp_path / "out")) == 40
 
 
+@pytest.mark.slow
 def test_a_csv_field_longer_than_the_csv_modules_default_limit_is_read(tmp_path):
     rows = table_rows(40)
     rows[7] = ("Langer Text " + "x" * 200_000, rows[7][1])
@@ -216,6 +224,7 @@ def test_a_csv_field_longer_than_the_csv_modules_default_limit_is_read(tmp_path)
     assert max(len(t) for t in built_texts(tmp_path / "out")) > 200_000
 
 
+@pytest.mark.slow
 def test_a_datasetdict_error_names_input_split(tmp_path):
     import datasets
 
@@ -226,6 +235,7 @@ def test_a_datasetdict_error_names_input_split(tmp_path):
     assert "--input-split" in error and "--split " not in error
 
 
+@pytest.mark.slow
 def test_a_truncated_parquet_file_is_called_truncated(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -252,6 +262,7 @@ def front_matter(card: Path) -> dict:
     return yaml.safe_load(text.split("---\n", 2)[1])
 
 
+@pytest.mark.slow
 def test_user_text_cannot_add_a_key_to_the_cards_front_matter(tmp_path):
     source = write_tsv(tmp_path / "in.tsv", table_rows())
     assert table_build(source, tmp_path / "plain").returncode == 0
@@ -265,6 +276,7 @@ def test_user_text_cannot_add_a_key_to_the_cards_front_matter(tmp_path):
     assert set(meta) == keys and meta["pretty_name"] == hostile + " S2S"
 
 
+@pytest.mark.slow
 def test_a_code_fence_in_the_citation_stays_inside_the_bibtex_block(tmp_path):
     from markdown_it import MarkdownIt
 
@@ -290,6 +302,7 @@ def test_an_unknown_model_option_is_named(data, tmp_path, capsys):
     assert "'foo'" in error
 
 
+@pytest.mark.slow
 def test_debug_keeps_the_exit_code_of_a_user_error(data, tmp_path):
     argv = run_args(data, "/dev/null", tmp_path / "cache")
     done = subprocess.run([sys.executable, "-m", "tecb_eval.cli", "--debug", *argv], capture_output=True, text=True,
@@ -368,6 +381,7 @@ def test_a_prompt_that_leaves_no_room_is_refused_and_cut_text_is_counted(tiny_st
     assert len(notes) == 1 and "tokens not encoded" in notes[0], said
 
 
+@pytest.mark.slow
 def test_onnx_does_not_export_again_when_every_text_is_cached(tiny_st, data, tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
@@ -469,6 +483,7 @@ def test_a_kmeans_seed_out_of_range_is_one_line(tiny_bert, blurbs_folder, tmp_pa
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
 
 
+@pytest.mark.slow
 def test_finetune_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_folder, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(finetune_args(tiny_bert, blurbs_folder, out)) == 0
@@ -477,6 +492,20 @@ def test_finetune_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_fo
     assert "notes.txt" in error and (out / "notes.txt").read_text(encoding="utf-8") == "mine\n"
     (out / "notes.txt").unlink()
     assert main(finetune_args(tiny_bert, blurbs_folder, out, "--overwrite")) == 0
+    assert (out / "summary.md").is_file()
+
+
+def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["pretrain", "--model", str(tiny_bert), "--data", str(blurbs_folder), "--method", "tsdae", "--seeds", "7",
+            "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    error = eval_error(capsys, args + ["--overwrite"])
+    assert "notes.txt" in error and (out / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert not (tmp_path / "out.partial").exists()  # refused before any work
+    (out / "notes.txt").unlink()
+    assert main(args + ["--overwrite"]) == 0
     assert (out / "summary.md").is_file()
 
 
@@ -489,6 +518,7 @@ def test_finetuning_onto_a_full_disk_is_one_line(tiny_bert, blurbs_folder, small
     assert code == 2 and len(errors) == 1 and "disk is full" in errors[0], errors
 
 
+@pytest.mark.slow
 def test_steps_without_triples_are_not_trained_steps(tiny_bert, blurbs_folder, tmp_path):
     import warnings
 
@@ -512,6 +542,7 @@ def test_steps_without_triples_are_not_trained_steps(tiny_bert, blurbs_folder, t
         finetune(str(tiny_bert), blurbs_folder, output_dir=tmp_path / "none", instance_size=4, max_steps=4, **common)
 
 
+@pytest.mark.slow
 def test_a_transfer_fold_does_not_say_held_out_none(tiny_bert, blurbs_folder, tmp_path):
     from tecb_eval.finetuning import finetune
 
@@ -523,6 +554,7 @@ def test_a_transfer_fold_does_not_say_held_out_none(tiny_bert, blurbs_folder, tm
     assert "None" not in summary and "held out" not in summary.split("Folds: ")[1].split("\n")[0]
 
 
+@pytest.mark.slow
 def test_a_genre_whose_name_holds_the_path_separator_is_one_genre(tmp_path):
     import tecb_data
     from tecb_eval.finetuning import protocols

@@ -142,6 +142,7 @@ pretrain(model, benchmark, output_dir=out, **settings)
 """
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers(tiny_bert, small, tmp_path):
     settings = dict(method="wwm", epochs=1, seeds=(2,), progress=False, max_steps=4, **{**WWM_FAST, "eval_every": 2})
     first = pretrain(tiny_bert, small, output_dir=tmp_path / "a", **settings)
@@ -359,12 +360,17 @@ def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert, blurbs, t
     (tmp_path / "run.partial" / "notes.txt").unlink()  # an empty folder is in nobody's way
     assert not out.exists()
 
-    # An earlier pretrain output (its marker) is what --overwrite replaces, as a whole.
+    # An earlier pretrain output is what --overwrite replaces: its marker names the command and lists
+    # every file that run wrote (what a later --overwrite may remove; a file it does not list makes
+    # --overwrite refuse, tests/test_hardening_round3.py).
     assert main(base + ["--out", str(out)]) == 0
-    assert json.loads((out / MARKER).read_text()) == {"written_by": "tecb-eval pretrain"}
-    (out / "left-from-before.txt").write_text("x")
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != MARKER)
+    assert json.loads((out / MARKER).read_text()) == {"written_by": "tecb-eval pretrain", "files": written}
+    assert any(f.startswith(f"{S2S}/seed-7/best/") for f in written)
+    listed = out / written[0]
+    listed.write_text("changed since")
     assert main(base + ["--out", str(out)]) == 0
-    assert not (out / "left-from-before.txt").exists() and (out / S2S / "seed-7" / "best").is_dir()
+    assert listed.read_text() != "changed since" and (out / S2S / "seed-7" / "best").is_dir()
     capsys.readouterr()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]  # no .partial or replaced folder left
     assert _files(data.parent) == datasets_before and _files(tiny_bert) == model_before
@@ -404,6 +410,7 @@ def _holds_flock(pid: int, path: Path) -> bool:
                for fields in (line.split() for line in locks.read_text().splitlines()))
 
 
+@pytest.mark.slow
 def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(tiny_bert, blurbs, tmp_path, capsys):
     import os
     import signal

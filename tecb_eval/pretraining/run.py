@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tecb_data.errors import UserError
-from tecb_data.outputs import check_replaceable, claim, mark, refuse_overlap, remove_own, replace_with
+from tecb_data.outputs import check_replaceable, claim, mark, mark_files, refuse_overlap, remove_own, replace_with
 from tecb_eval.models.devices import check_device
 from tecb_eval.clustering.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, train_seed
@@ -136,9 +136,10 @@ def _inputs(benchmarks, source: ModelSource) -> list[Path]:
 
 def _prepare_output(output_dir: Path, overwrite: bool) -> Path:
     """The work folder ``OUT.partial``, after checking that OUT may be written: an existing OUT is
-    replaced only with ``overwrite`` and only if an earlier pretrain wrote it (its marker); a
+    replaced only with ``overwrite``, only if an earlier pretrain wrote it (its marker) and only if it
+    holds nothing but the files that marker lists (a user's notes put there are never deleted); a
     ``.partial`` folder is removed only if it is an interrupted pretrain's (tecb_data.outputs)."""
-    check_replaceable(output_dir, COMMAND, overwrite=overwrite)
+    check_replaceable(output_dir, COMMAND, overwrite=overwrite, listed=True)
     work = output_dir.with_name(output_dir.name + ".partial")
     remove_own(work, COMMAND, what="work folder")  # left by an interrupted run
     try:
@@ -259,10 +260,17 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
             os.close(held)
             shutil.rmtree(work, ignore_errors=True)
             raise
+        # What a later --overwrite may remove, and nothing else. Listing replaces the marker file,
+        # so the folder is claimed again through the new one before the old hold is let go.
+        try:
+            mark_files(work, COMMAND)
+            listed = claim(work, COMMAND)
+        finally:
+            os.close(held)
         try:
             replace_with(work, output_dir, COMMAND)
         finally:
-            os.close(held)
+            os.close(listed)
     finally:
         if truncation is not None:
             truncation.cleanup()
