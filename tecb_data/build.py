@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from tecb_data.heartbeat import Heartbeat
-from tecb_data.progress import Progress
+from tecb_data.progress import LINE_INTERVAL, Progress
 
 from tecb_data import layout
 from tecb_data.card import render_card
@@ -180,7 +180,8 @@ def build(
                             [input_path])
     # Plain lines off a terminal (tqdm's frames would be one endless line in a log), one at least every 30 s;
     # not entered as a context (its first line at once): a wrong input stays one line of error.
-    with closing(Progress(desc=f"reading {source} records", unit="records", enabled=progress)) as bar, Heartbeat(bar):
+    with closing(Progress(desc=f"reading {source} records", unit="records", enabled=progress, delay=LINE_INTERVAL)) as bar, \
+            Heartbeat(bar):
         result = READERS[source](Path(input_path), progress=bar)
     wanted = views or result.views
     missing = [v for v in wanted if v not in result.views]

@@ -33,10 +33,14 @@ class Progress:
     ``status(text)`` says what happens while the count stands still (encoding, loading)."""
 
     def __init__(self, total: int | None = None, desc: str = "", unit: str = "items", *, enabled: bool = True,
-                 stream=None, interval: float = LINE_INTERVAL, initial: int = 0, clock=time.monotonic):
+                 stream=None, interval: float = LINE_INTERVAL, initial: int = 0, clock=time.monotonic,
+                 delay: float = 0.0):
         # ``clock`` (seconds, monotonic) is injectable so that tests drive the heartbeat and the ETA
         # with a fake clock instead of sleeping and hoping the scheduler is kind.
         self.clock = clock
+        # As tqdm's `delay`: nothing is shown until the step has run this long, so a step that ends
+        # (or fails) quickly leaves no line; a failure then stays one line of error.
+        self.delay = delay
         # The heartbeat thread (tecb_data.heartbeat) writes lines too: one line at a time.
         self._lock = threading.RLock()
         self.total, self.desc, self.unit = total, desc, unit.strip()
@@ -47,7 +51,7 @@ class Progress:
         self.timed = 0
         self.busy = 0.0  # seconds spent on timed items (status changes pause it)
         self._status = ""
-        self._since = clock()  # start of the current timed stretch
+        self._since = self._started = clock()  # start of the current timed stretch; of the step
         self._paused = False
         self._last_line = None
         self._last_n = None
@@ -58,7 +62,7 @@ class Progress:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, initial=initial, desc=desc, unit=f" {self.unit}", file=self.stream,
-                             leave=False, dynamic_ncols=True,
+                             leave=False, dynamic_ncols=True, delay=delay,
                              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}]{postfix}"
                              if total else "{desc}: {n_fmt} [{elapsed}]{postfix}")
 
@@ -144,13 +148,17 @@ class Progress:
         call from another thread: the heartbeat's way of saying that a blocked step still runs."""
         with self._lock:
             if self.enabled and not self.terminal:
-                self._line()
+                # A beat comes after a whole interval of silence (on the heartbeat's clock): the step
+                # has run longer than any `delay` by then.
+                self._write_line(False, delayed=False)
 
     def _line(self, final: bool = False) -> None:
         with self._lock:
             self._write_line(final)
 
-    def _write_line(self, final: bool) -> None:
+    def _write_line(self, final: bool, *, delayed: bool = True) -> None:
+        if delayed and not final and self.clock() - self._started < self.delay:
+            return
         self._last_line, self._last_n = self.clock(), self.n
         count = f"{self.n:,}/{self.total:,}" if self.total else f"{self.n:,}"
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""

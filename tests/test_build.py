@@ -89,6 +89,7 @@ def _shuffled_copy(source: Path, target: Path, seed: int) -> Path:
 
 
 @pytest.mark.parametrize("members", [[], ["--paired"]], ids=["per-view", "paired"])
+@pytest.mark.slow
 def test_builds_are_byte_identical_across_hash_seeds_and_input_order(tmp_path, members):
     source = demo_input("blurbs")
     shuffled = _shuffled_copy(source, tmp_path / "shuffled", seed=7)
@@ -338,6 +339,7 @@ def test_card_states_recipe_seed_version_statistics_licence_and_citation(demo_da
         (["stats", "/no/such/dataset"], "/no/such/dataset: no such dataset folder"),
     ],
 )
+@pytest.mark.slow
 def test_user_errors_are_one_line_and_exit_2(tmp_path, args, message):
     args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
     result = run_cli(*args)

@@ -98,6 +98,7 @@ def tiny(tmp_path_factory):
     return folder, model
 
 
+@pytest.mark.slow
 def test_the_triplet_objective_uses_the_fraction_by_default_and_the_count_when_asked(tiny, monkeypatch):
     from tecb_eval.finetuning import objectives
     from tecb_eval.training.model import load_sentence_model
@@ -115,6 +116,7 @@ def test_the_triplet_objective_uses_the_fraction_by_default_and_the_count_when_a
 
 # --- AdamW's eps --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_adamw_gets_the_settings_eps(tiny, tmp_path, monkeypatch):
     from tecb_eval.finetuning import finetune, loop
 

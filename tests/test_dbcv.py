@@ -33,6 +33,7 @@ def test_dbcv_is_hdbscans_validity_index_on_the_same_points_and_labels():
 
 
 @pytest.mark.parametrize("centers, gap", [(3, False), (40, False), (40, True)])
+@pytest.mark.slow
 def test_our_pass_over_cluster_pairs_gives_hdbscans_value_bit_for_bit(centers, gap):
     # Many clusters (where hdbscan's pair loop is slow), and cluster ids with holes (a DBSTREAM
     # micro-cluster that lost its points): hdbscan skips an id no point has.
@@ -72,6 +73,7 @@ def test_undefined_dbcv_is_null_with_a_reason_never_zero(labels, reason):
     assert found["dbcv"] is None and reason in found["dbcv_note"]
 
 
+@pytest.mark.slow
 def test_hdbscan_and_dbstream_rows_carry_dbcv_and_k_based_rows_do_not(demo_datasets):
     frame = run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"],
                      configurations=["hdbscan:pca", "dbstream:pca", "minibatch_kmeans:pca"], limit_splits=2,

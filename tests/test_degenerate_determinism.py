@@ -90,6 +90,7 @@ def in_process(degenerate):
     return unit_bits(degenerate)
 
 
+@pytest.mark.slow
 def test_the_same_unit_twice_in_one_process_gives_the_same_bits(degenerate, in_process):
     split = tecb_data.load(degenerate).splits[1]
     X = HashingEncoder().encode(split.texts)
@@ -97,6 +98,7 @@ def test_the_same_unit_twice_in_one_process_gives_the_same_bits(degenerate, in_p
     assert unit_bits(degenerate) == in_process
 
 
+@pytest.mark.slow
 def test_another_process_with_another_hash_seed_gives_the_same_bits(degenerate, in_process):
     # This process's hash seed is random unless PYTHONHASHSEED fixes it; the child's differs either way.
     ours = os.environ.get("PYTHONHASHSEED", "random")
@@ -110,6 +112,7 @@ def test_another_process_with_another_hash_seed_gives_the_same_bits(degenerate, 
 
 
 @pytest.mark.filterwarnings("ignore:n_jobs value:UserWarning")  # the referee, seeded as we seed it
+@pytest.mark.slow
 def test_ordinary_inputs_keep_umaps_own_bits():
     """Where ARPACK needs no restart, the seeded spectral start is UMAP's own, bit for bit: one
     connected graph, and blobs far apart (one component each, the multi-component layout)."""

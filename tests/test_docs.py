@@ -153,6 +153,7 @@ def test_make_demo_runs_only_steps_that_named_tests_run():
         assert not missing, f"{node_id} no longer runs `{matched[0]}` (it lacks {sorted(missing)})"
 
 
+@pytest.mark.slow
 def test_readme_library_example_runs(tmp_path):
     """Every Python block of the README, run as printed against the demo Blurbs datasets in out/."""
     blocks = fenced_blocks(README.read_text(), ("python",))
@@ -235,6 +236,7 @@ def test_images_in_the_docs_are_small_and_each_is_shown_with_its_provenance():
         assert all(re.search(r"bench/bench_\w+\.py", s) for s in sections), f"{image.name}: no bench command beside it"
 
 
+@pytest.mark.slow
 def test_the_site_builds_strict_and_renders_the_api(tmp_path):
     make = subprocess.run(["make", "-n", "-o", f"{Path(sys.prefix)}/.docs-installed", "docs", f"VENV={sys.prefix}"],
                           cwd=REPO, capture_output=True, text=True, timeout=60)

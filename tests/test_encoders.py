@@ -36,6 +36,7 @@ def _manual_mean(folder, texts, layer):
     return np.stack(out)
 
 
+@pytest.mark.slow
 def test_tiny_bert_gets_attention_masked_mean_pooling_of_any_layer(tiny_bert):
     last = get_encoder(str(tiny_bert))
     assert isinstance(last, MeanPoolingEncoder)

@@ -33,6 +33,7 @@ def grid_run(tmp_path_factory):
     return root, args
 
 
+@pytest.mark.slow
 def test_run_prints_tables_and_writes_every_export(grid_run, capsys):
     root, args = grid_run
     assert main(args) == 0
@@ -60,6 +61,7 @@ def test_run_prints_tables_and_writes_every_export(grid_run, capsys):
     assert len(read_results(root / "results.jsonl")) == len(frame)
 
 
+@pytest.mark.slow
 def test_table_command_formats(grid_run, capsys):
     root, args = grid_run
     main(args)
@@ -105,6 +107,7 @@ def test_reference_table_is_read_with_its_spreadsheet_artifacts_repaired():
     assert list(t3.index) == PAPER_CONFIGURATIONS and "RedditClusteringP2P" in t3.columns
 
 
+@pytest.mark.slow
 def test_side_by_side_plot_for_a_model_the_authors_ran(grid_run, tmp_path):
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")
@@ -133,6 +136,7 @@ def _finished_grid_with_reference(grid_run, capsys):
     return root, read_results(root / "results.jsonl")
 
 
+@pytest.mark.slow
 def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path, capsys):
     from tecb_eval.reports.export import export_all
 
@@ -167,6 +171,7 @@ def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path,
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path, capsys):
     root, frame = _finished_grid_with_reference(grid_run, capsys)
     frame.loc[frame.model == "tfidf-again", "model"] = "deepset/gbert-base"  # pretend: a model the paper printed
@@ -176,6 +181,7 @@ def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path, caps
     assert "tfidf-lsa / ours" in rows and "tfidf-lsa / paper" not in rows
 
 
+@pytest.mark.slow
 def test_table3_plot_labels_the_paper_bars_and_the_demo(grid_run, tmp_path, monkeypatch, capsys):
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")

@@ -66,6 +66,7 @@ def _title(fig) -> str:
 
 
 # -- Table 2 -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_table2_dots_are_the_table_on_one_shared_axis(store):
     _, frame = store
     fig = figures.table2_figure(frame)
@@ -296,6 +297,7 @@ def test_pretraining_curves_plot_the_mean_over_seeds_without_exaggeration(seeds)
 
 
 # -- the tables' small untruths (issue 22, point 6) ------------------------------------------------
+@pytest.mark.slow
 def test_an_sd_of_one_split_prints_as_a_dash_not_zero(store):
     _, frame = store
     one = frame[frame.split == sorted(frame.split.unique())[0]]

@@ -215,6 +215,7 @@ def finished(tiny_bert, blurbs_folder, tmp_path_factory):
     return _run(tiny_bert, blurbs_folder, tmp_path_factory.mktemp("runs") / "a")
 
 
+@pytest.mark.slow
 def test_finetune_writes_scores_summary_figure_and_checkpoints(finished):
     out = finished.output_dir
     for name in ("summary.md", "summary.csv", "comparisons.csv", "scores.csv", "evaluations.csv", "figure.png",
@@ -242,6 +243,7 @@ def test_finetune_writes_scores_summary_figure_and_checkpoints(finished):
     assert len(evaluations) == 1 + 2 * 2 * 3  # methods x folds x (before, step 1, step 2)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_is_an_ordinary_model_folder_for_the_grid(finished, blurbs_folder, tmp_path):
     from tecb_eval.cli import main
 
@@ -258,6 +260,7 @@ def test_a_checkpoint_is_an_ordinary_model_folder_for_the_grid(finished, blurbs_
         assert grid[(row.split, row.seed)] == pytest.approx(row.v_measure, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_a_model_with_prompts_is_scored_with_its_task_s_prompt_as_the_grid_scores_it(tiny_bert, blurbs_folder, tmp_path):
     # A sentence-transformers model with a prompt for MTEB's clustering tasks: fine-tuning's scores
     # (and its tracking) encode each split with the prompt the grid gives its task, so the grid
@@ -288,6 +291,7 @@ def test_a_model_with_prompts_is_scored_with_its_task_s_prompt_as_the_grid_score
             assert grid[""] != pytest.approx(ours.v_measure, abs=1e-12)  # without the prompt: another score
 
 
+@pytest.mark.slow
 def test_same_seed_same_checkpoint_and_scores(finished, tiny_bert, blurbs_folder, tmp_path):
     again = _run(tiny_bert, blurbs_folder, tmp_path / "b")
     assert (again.output_dir / "scores.csv").read_bytes() == (finished.output_dir / "scores.csv").read_bytes()
@@ -296,6 +300,7 @@ def test_same_seed_same_checkpoint_and_scores(finished, tiny_bert, blurbs_folder
         assert (again.best[key]["path"] / "model.safetensors").read_bytes() == (best["path"] / "model.safetensors").read_bytes()
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_its_finished_units(tiny_bert, blurbs_folder, tmp_path, finished, monkeypatch):
     from tecb_eval.finetuning import run as run_module
 

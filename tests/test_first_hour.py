@@ -68,6 +68,7 @@ def grid_args(data: str, tmp_path: Path, *extra: str) -> list[str]:
 
 # --- 1. a typo in a local path is a missing folder, not a Hub problem ------------------------------
 
+@pytest.mark.slow
 def test_a_mistyped_folder_is_said_to_be_missing_and_the_hub_is_never_asked(demo_datasets, hub, tmp_path):
     typo = f"{demo_datasets}/blurbs-clustering-s2"  # one letter short
     result = tecb_eval(*grid_args(typo, tmp_path), env=hub_env(tmp_path, hub.url))
@@ -102,6 +103,7 @@ def test_the_library_s_load_takes_a_mistyped_folder_for_a_folder_too(demo_datase
         tecb_data.load(tmp_path / "notes.txt")
 
 
+@pytest.mark.slow
 def test_a_name_that_is_neither_a_folder_nor_a_repo_names_both(hub, tmp_path):
     online = one_error(tecb_eval(*grid_args("nobody-has/this-dataset", tmp_path), env=hub_env(tmp_path, hub.url)))
     assert "no dataset folder of that name here" in online and "no such dataset repository" in online, online
@@ -125,6 +127,7 @@ def test_a_10kgnad_csv_build_says_that_s2s_was_not_built(tmp_path):
 
 # --- 2. everything is found before the first text is encoded ---------------------------------------
 
+@pytest.mark.slow
 def test_a_model_missing_from_the_offline_cache_stops_the_run_before_any_encoding(demo_datasets, tmp_path):
     env = {**OFFLINE, "HF_HOME": str(tmp_path / "empty-hf-home")}
     data = str(demo_datasets / "blurbs-clustering-s2s")
@@ -140,6 +143,7 @@ def test_a_model_missing_from_the_offline_cache_stops_the_run_before_any_encodin
 
 # --- 4, 5. a log file: plain lines, what it does, what the run spent -------------------------------
 
+@pytest.mark.slow
 def test_the_grid_writes_plain_lines_into_a_log_and_says_what_it_spent(demo_datasets, tmp_path):
     args = grid_args(str(demo_datasets / "blurbs-clustering-s2s"), tmp_path, "--limit-splits", "3")
     first = tecb_eval(*args, stderr_file=tmp_path / "first.log")
@@ -221,6 +225,7 @@ def test_on_a_terminal_progress_is_a_bar():
     assert "\r" in stream.getvalue() and "cells" in stream.getvalue()
 
 
+@pytest.mark.slow
 def test_library_chatter_is_kept_out_unless_verbose(tmp_path):
     # What pre-training does first: an MLM head on a checkpoint saved without one. transformers
     # answers with its LOAD REPORT table (ANSI codes included) and its own progress bars.
@@ -246,6 +251,7 @@ def tiny_bert(folder: Path, texts: list[str]) -> Path:
     return save_tiny_bert(folder, text_vocabulary(texts, words=False), hidden_size=16)
 
 
+@pytest.mark.slow
 def test_pretraining_into_a_log_has_plain_lines_and_no_library_chatter(demo_datasets, tmp_path):
     import tecb_data
 
@@ -325,6 +331,7 @@ def test_more_jobs_or_memory_than_the_machine_has_is_a_warning():
 
 # --- 8. offline -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_reddit_with_an_unresolvable_host_says_so_at_once(tmp_path):
     import redditserver as rs
 
@@ -359,6 +366,7 @@ class _Flaky(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_an_id_list_retry_says_what_failed_in_words(tmp_path):
     _Flaky.answers = [503, 503, 503]
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
@@ -402,3 +410,18 @@ def test_the_tests_keep_their_own_datasets_cache():
     cache = Path(datasets.config.HF_DATASETS_CACHE).resolve()
     assert cache == Path(os.environ["HF_DATASETS_CACHE"]).resolve()
     assert not cache.is_relative_to(Path.home() / ".cache")
+
+
+def test_a_delayed_progress_says_nothing_for_a_short_step_and_reports_a_long_one():
+    clock = FakeClock()
+    quick, slow = io.StringIO(), io.StringIO()
+    with Progress(desc="reading", unit="records", stream=quick, delay=30, clock=clock) as bar:
+        clock.now += 2
+        bar.update(27)
+    assert quick.getvalue() == ""  # a step that ends (or fails) within the delay leaves no line
+    with Progress(desc="reading", unit="records", stream=slow, delay=30, interval=30, clock=clock) as bar:
+        for _ in range(100):
+            clock.now += 1
+            bar.update(1)
+    lines = slow.getvalue().splitlines()
+    assert lines[0].startswith("reading: 30 records") and lines[-1] == "reading: 100 records", lines

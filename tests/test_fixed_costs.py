@@ -67,6 +67,7 @@ def test_the_stored_sample_is_the_one_mteb_draws(blurbs, tmp_path, monkeypatch, 
     assert np.load(path)["chosen"].dtype == np.int32
 
 
+@pytest.mark.slow
 def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs, tmp_path, capsys):
     pytest.importorskip("mteb")
     from tecb_eval.mteb.levels import fast_levels

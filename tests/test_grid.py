@@ -42,6 +42,7 @@ def _texts(folders, limit=None):
     return {t for f in folders for s in tecb_data.load(f).splits[:limit] for t in s.texts}
 
 
+@pytest.mark.slow
 def test_each_unique_text_is_encoded_once_across_the_grid_and_runs(demo, tmp_path):
     folders = [demo / "blurbs-clustering-s2s", demo / "tenkgnad-clustering-s2s"]
     counting = Counting(get_encoder("minilm-l6"), "counting-minilm")
@@ -57,6 +58,7 @@ def test_each_unique_text_is_encoded_once_across_the_grid_and_runs(demo, tmp_pat
     assert again.calls == []
 
 
+@pytest.mark.slow
 def test_legacy_v_measures_equal_direct_scikit_learn(demo, tmp_path):
     folder = demo / "blurbs-clustering-p2p"
     frame = run_grid([folder], ["tfidf-lsa"], configurations=["minibatch_kmeans:none", "agglomerative:none",
@@ -80,6 +82,7 @@ def test_legacy_v_measures_equal_direct_scikit_learn(demo, tmp_path):
     assert set(frame.seed) == {7} and (frame.cluster_s > 0).all()
 
 
+@pytest.mark.slow
 def test_minilm_grid_matches_scikit_learn_on_its_embeddings(demo, tmp_path):
     folder = demo / "tenkgnad-clustering-s2s"
     frame = run_grid([folder], ["minilm-l6"], configurations=["minibatch_kmeans:none"], cache_dir=tmp_path,
@@ -116,6 +119,7 @@ run_grid([{str(folder)!r}], ["tfidf-lsa"], configurations={FAST_CONFIGS!r}, cach
     return subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True)
 
 
+@pytest.mark.slow
 def test_killed_grid_resumes_without_redoing_cells_and_gives_the_same_table(demo, tmp_path):
     folder = demo / "blurbs-clustering-s2s"
     results = tmp_path / "killed.jsonl"
@@ -187,6 +191,7 @@ def test_umap_reductions_are_computed_once_and_shared(demo, tmp_path):
     assert second.run()[METRICS].equals(frame[METRICS]) and second.reductions.computed == 0
 
 
+@pytest.mark.slow
 def test_fast_protocol_rows_are_mteb_v2_bootstraps_and_rows_name_their_profile(demo, tmp_path):
     # The scores themselves are refereed by MTEB in test_mteb_referee.py; here: the grid's shape.
     folder = demo / "tenkgnad-clustering-s2s"

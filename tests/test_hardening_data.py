@@ -73,6 +73,7 @@ def settled_state(out: Path, known: dict) -> int:
     return 1 if state == known[1] else 2
 
 
+@pytest.mark.slow
 def test_sigint_at_any_moment_of_a_rebuild_leaves_all_old_or_all_new_views(rebuild_setup, tmp_path):
     source, known = rebuild_setup
     out = tmp_path / "out"
@@ -184,6 +185,7 @@ def start_held(source: Path, out: Path, seed: int, held: Path, release: Path) ->
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_a_signal_during_the_publication_step_waits_for_it_to_end(rebuild_setup, tmp_path, signum):
     source, known = rebuild_setup
     out = tmp_path / "out"
@@ -204,6 +206,7 @@ def test_a_signal_during_the_publication_step_waits_for_it_to_end(rebuild_setup,
         assert process.returncode == -signal.SIGTERM
 
 
+@pytest.mark.slow
 def test_a_build_killed_during_publication_is_rolled_back_by_the_next_command(rebuild_setup, tmp_path):
     source, known = rebuild_setup
     out = tmp_path / "out"
@@ -319,6 +322,7 @@ def timed(command: list[str], env: dict, **kwargs) -> tuple[subprocess.Completed
     return result, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_push_dry_run_against_a_hub_that_never_answers_ends_in_one_line(demo_datasets, tmp_path, stalled):
     env = hub_env(tmp_path, stalled.url, TECB_NETWORK_TIMEOUT="1")
     result, seconds = timed([sys.executable, "-m", "tecb_data.cli", "push", str(demo_datasets / "blurbs-clustering-s2s"),
@@ -332,6 +336,7 @@ def test_push_dry_run_against_a_hub_that_never_answers_ends_in_one_line(demo_dat
     assert seconds < 120, seconds
 
 
+@pytest.mark.slow
 def test_loading_a_repo_id_from_a_hub_that_never_answers_ends_in_one_line(tmp_path, stalled):
     """tecb-eval run --data ORG/NAME goes through tecb_data.load."""
     env = hub_env(tmp_path, stalled.url, TECB_NETWORK_TIMEOUT="1", HF_HUB_ETAG_TIMEOUT="1", HF_HUB_DOWNLOAD_TIMEOUT="1")
@@ -345,6 +350,7 @@ def test_loading_a_repo_id_from_a_hub_that_never_answers_ends_in_one_line(tmp_pa
     assert seconds < 120, seconds  # bounded (generous for a loaded machine), not a hang
 
 
+@pytest.mark.slow
 def test_an_id_list_url_that_never_answers_ends_in_one_line(tmp_path, stalled):
     env = {**os.environ, "TECB_NETWORK_TIMEOUT": "1"}
     url = f"{stalled.url}/ids.txt?token=secret-in-query"
@@ -356,6 +362,7 @@ def test_an_id_list_url_that_never_answers_ends_in_one_line(tmp_path, stalled):
     assert stalled.connections == 3 and seconds < 120, (stalled.connections, seconds)
 
 
+@pytest.mark.slow
 def test_reddit_that_never_answers_ends_in_one_line_naming_praws_timeout(tmp_path, stalled):
     import redditserver as rs
 
@@ -454,6 +461,7 @@ def unwritable_folder(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["file", "unwritable"])
+@pytest.mark.slow
 def test_build_out_and_cache_that_cannot_be_written_are_one_line(tmp_path, kind):
     if kind == "file":
         bad = tmp_path / "a-file"
@@ -472,6 +480,7 @@ def test_build_out_and_cache_that_cannot_be_written_are_one_line(tmp_path, kind)
 # --- datasets.load_dataset(folder) never serves another build's rows ----------------------------
 
 
+@pytest.mark.slow
 def test_datasets_load_dataset_of_a_rebuilt_folder_reads_the_new_build(tmp_path):
     """datasets caches a local folder by its card metadata and file names; the card names a digest of
     the data, so a rebuild under the same name and path (another seed) is a new cache entry."""
@@ -496,6 +505,7 @@ def test_datasets_load_dataset_of_a_rebuilt_folder_reads_the_new_build(tmp_path)
     assert loaded["1"] != loaded["2"]
 
 
+@pytest.mark.slow
 def test_a_commit_the_hub_answers_too_late_says_it_may_have_been_applied(demo_datasets, tmp_path):
     """The Hub applies the commit after the client gave up: the line says so, and a re-run makes no
     second commit."""

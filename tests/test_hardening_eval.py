@@ -126,6 +126,7 @@ sys.exit(main(sys.argv[3:]))
 """
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_store_waits_then_skips_what_the_first_finished(data, tmp_path):
     results, cache = tmp_path / "results.jsonl", tmp_path / "cache"
     # UMAP makes each split take a while, so the first run is still working when it is paused.
@@ -283,6 +284,7 @@ def _as_user_who_cannot_write(root: Path, *args: str) -> subprocess.CompletedPro
                           env={**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", "MPLCONFIGDIR": str(home)})
 
 
+@pytest.mark.slow
 def test_read_only_outputs_are_one_line(world_readable):
     root = world_readable
     locked = root / "locked"

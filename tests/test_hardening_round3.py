@@ -248,6 +248,7 @@ def test_a_truncated_parquet_file_is_called_truncated(tmp_path):
     assert "truncated" in error and "looks like a Parquet file" not in error and "name it .parquet" not in error
 
 
+@pytest.mark.slow
 def test_a_language_mteb_does_not_know_is_refused_at_build_time(tmp_path):
     source = write_tsv(tmp_path / "in.tsv", table_rows())
     error = one_error_line(table_build(source, tmp_path / "out", "--language", "zz"))

@@ -69,6 +69,7 @@ def _grid_layer(model, datasets, layer, cache_dir, **kwargs):
                     protocol="legacy", seed=42, cache_dir=cache_dir, progress=False, **kwargs)
 
 
+@pytest.mark.slow
 def test_each_layer_scores_what_the_grid_scores_and_is_cached_for_it(tiny_bert, datasets, tmp_path):
     sweep_cache, grid_cache = tmp_path / "sweep-cache", tmp_path / "grid-cache"
     table = tecb_eval.layer_sweep(str(tiny_bert), datasets, cache_dir=sweep_cache, output_dir=tmp_path / "out",
@@ -108,6 +109,7 @@ def test_each_layer_scores_what_the_grid_scores_and_is_cached_for_it(tiny_bert, 
         assert again.sort_values(["dataset", "split"]).v_measure.tolist() == ours.v_measure.tolist()
 
 
+@pytest.mark.slow
 def test_layer_zero_is_the_embedding_layer_and_the_last_is_last_hidden_state(tiny_bert, datasets):
     encoder = get_encoder(str(tiny_bert), layer=-1)
     texts = unique_texts(datasets)[:20]
@@ -125,6 +127,7 @@ def test_layer_zero_is_the_embedding_layer_and_the_last_is_last_hidden_state(tin
     assert encoder.at_layer(N_LAYERS).identity == get_encoder(str(tiny_bert)).identity
 
 
+@pytest.mark.slow
 def test_the_sweep_encodes_each_unique_text_once(tiny_bert, datasets, tmp_path):
     texts = unique_texts(datasets)
     assert sum(len(s.texts) for b in datasets for s in b.splits) > len(texts)  # splits share texts
@@ -152,6 +155,7 @@ def test_the_sweep_encodes_each_unique_text_once(tiny_bert, datasets, tmp_path):
     assert fresh.v_measure.tolist() == expected.v_measure.tolist()
 
 
+@pytest.mark.slow
 def test_outputs_and_cli(tiny_bert, datasets, tmp_path, capsys):
     from tecb_eval.cli import main
 
@@ -234,6 +238,7 @@ FAST = dict(seeds=(42,), progress=False, max_steps=2, eval_every=1, batch_size=1
 
 
 @pytest.mark.parametrize("method", ["wwm", "tsdae"])
+@pytest.mark.slow
 def test_pretraining_a_truncated_model(tiny_bert, datasets, tmp_path, method):
     from tecb_eval.clustering.evaluation import evaluate_kmeans
 

@@ -59,6 +59,7 @@ def test_the_dataset_carries_each_texts_genre_path_and_says_so(dev):
     assert {len(p) for s in bench.splits for p in s.label_paths} == {1, 2}
 
 
+@pytest.mark.slow
 def test_fast_per_level_scores_equal_mtebs_own_hierarchical_evaluation(dev, tmp_path):
     from mteb.timing import TimingStack
 
@@ -95,6 +96,7 @@ def test_fast_per_level_scores_equal_mtebs_own_hierarchical_evaluation(dev, tmp_
     assert levels[0] != levels[1] and len(set(np.round(levels[1], 12))) > 1
 
 
+@pytest.mark.slow
 def test_legacy_levels_are_kmeans_with_the_levels_k_on_the_texts_that_carry_it(dev, tmp_path):
     frame = run_grid([dev], ["tfidf-lsa"], configurations=["minibatch_kmeans:none", "hdbscan:pca"],
                      limit_splits=0, cache_dir=tmp_path, progress=False, log=lambda m: None)
@@ -177,6 +179,7 @@ def test_table_levels_and_density_print_from_a_store(demo_datasets, tmp_path, ca
     assert row.split(",")[-3:] != ["0", "0", "0"] and row.endswith(",0")  # every row measured: none "not measured"
 
 
+@pytest.mark.slow
 def test_levels_and_dbcv_are_the_same_bits_in_worker_processes(demo_datasets, tmp_path):
     folder = demo_datasets / "blurbs-clustering-s2s"
     configs = ["minibatch_kmeans:pca", "hdbscan:pca", "dbstream:pca"]

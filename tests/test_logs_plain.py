@@ -78,6 +78,7 @@ def test_grid_workers_leave_no_semaphore_to_the_resource_tracker(tmp_path):
     assert result.stdout.strip() == "[]", result.stdout
 
 
+@pytest.mark.slow
 def test_run_into_a_log_file_is_plain(demo_datasets, tmp_path):
     """Two worker processes running the paper's configurations, UMAP's among them (what left
     semaphores behind); the grid's lines."""
@@ -96,6 +97,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_an_mteb_model_without_weights_and_network_is_one_line_within_30_s(demo_datasets, tmp_path):
     """Not HF_HUB_OFFLINE, just no network: huggingface_hub retried each file with backoff (15
     "Retrying in ..." lines over 95 s); now one look at the Hub and one line."""

@@ -92,6 +92,7 @@ def test_mteb_model_runs_as_mteb_runs_it_and_exports_mtebs_metadata(hub_cache, d
     assert max(abs(ours[name] - score) for name, score in zip(order, scores)) < 0.02
 
 
+@pytest.mark.slow
 def test_mteb_model_options_and_unknown_names_are_one_line(hub_cache, demo_datasets, tmp_path):
     folder = demo_datasets / "blurbs-clustering-s2s"
     for model, message in [("mteb:sentence-transformers/all-MiniLM-L6", "does not know this model; did you mean"),

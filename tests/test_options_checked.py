@@ -264,6 +264,7 @@ def _dask_cli(module: str, *args: str) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("lost", ["scheduler", "worker"])
+@pytest.mark.slow
 def test_a_cluster_lost_mid_run_is_one_line_and_keeps_the_finished_cells(data, tmp_path, capsys, lost):
     """A scheduler, and a worker without a nanny (nothing restarts it), each in its own process;
     one of them is killed once the first cells are stored."""

@@ -78,6 +78,7 @@ def _mteb_files(out: Path) -> list[str]:
 
 # -- case 5: an export folder holds exactly one export ------------------------------------------
 
+@pytest.mark.slow
 def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
@@ -103,6 +104,7 @@ def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
 
 # -- case 9: a command writes only into a folder it wrote ---------------------------------------
 
+@pytest.mark.slow
 def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, stores, tmp_path, capsys):
     store = str(stores["both"])
     from tecb_data.layout import verify
@@ -227,6 +229,7 @@ def _child(script: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_an_export_leaves_the_earlier_one_as_it_was(stores, tmp_path):
     out = tmp_path / "report"
     assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
@@ -266,6 +269,7 @@ def test_ctrl_c_during_an_export_leaves_the_earlier_one_as_it_was(stores, tmp_pa
     assert _snapshot(out) == before and not work.exists()
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_that_a_library_swallows_still_stops_the_export(stores, tmp_path):
     out = tmp_path / "report"
     assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
@@ -483,6 +487,7 @@ def _modes(*folders: Path) -> Counter:
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o027])
+@pytest.mark.slow
 def test_outputs_and_caches_follow_the_umask(data, stores, tiny_bert, tmp_path, capsys, umask):
     previous = os.umask(umask)
     try:

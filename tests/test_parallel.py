@@ -60,10 +60,12 @@ def demo(tmp_path_factory):
 def grid_data(demo, tmp_path_factory):
     """What the serial and parallel grids run on: Blurbs with four copies of every demo book (its
     second split, 677 texts, is where UMAP's start broke down on hashing vectors) and 10kGNAD."""
-    replica = tmp_path_factory.mktemp("blurbs-x4")
+    root = tmp_path_factory.mktemp("blurbs-x4")
+    replica = root / "input"  # beside the output, not holding it: a build refuses to write into its input
+    replica.mkdir()
     for part in sorted(Path(demo_input("blurbs")).iterdir()):
         (replica / part.name).write_text(replicate_books(part.read_text(encoding="utf-8"), 4), encoding="utf-8")
-    return [build("blurbs", replica, replica / "data", views=("s2s",))[0][0], demo[1]]
+    return [build("blurbs", replica, root / "data", views=("s2s",))[0][0], demo[1]]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -169,6 +171,7 @@ def test_a_worker_killed_mid_grid_is_survived(grid_data, serial, cluster, tmp_pa
         client.wait_for_workers(2, timeout=60)
 
 
+@pytest.mark.slow
 def test_unreachable_or_silent_scheduler_is_one_line_and_writes_nothing(demo, tmp_path):
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
@@ -291,6 +294,7 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.slow
 def test_ctrl_c_stops_the_grid_and_its_workers(demo, tmp_path, jobs):
     import psutil
 

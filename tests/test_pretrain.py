@@ -56,6 +56,7 @@ def _losses(folder: Path) -> list[float]:
 WWM_FAST = dict(batch_size=16, grad_accumulation=1, learning_rate=5e-3, eval_every=6, warmup_ratio=0.1)
 
 
+@pytest.mark.slow
 def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tmp_path):
     from tecb_eval.models.encoders import get_encoder
 
@@ -236,6 +237,7 @@ def _read(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_one_model_per_dataset_by_default(tiny_bert, blurbs, tmp_path):
     a, b = _two_datasets(blurbs)
     result = pretrain(tiny_bert, [b, a], output_dir=tmp_path / "each", **TWO_FAST)
@@ -297,6 +299,7 @@ def test_pool_trains_one_model_on_the_union(tiny_bert, blurbs, tmp_path):
     assert json.loads((out / "run.json").read_text())["pool"] is True
 
 
+@pytest.mark.slow
 def test_cli_folder_of_datasets_one_run_each_or_pooled(tiny_bert, tmp_path, capsys):
     from tecb_eval.cli import main
 

@@ -54,6 +54,7 @@ def _modules(folder) -> list[str]:
 
 
 @pytest.mark.parametrize("method, learning_rate", [("wwm", 5e-3), ("tsdae", 3e-3)])
+@pytest.mark.slow
 def test_a_sentence_transformers_model_is_scored_and_kept_as_the_grid_scores_it(tiny_st, small, tmp_path, method,
                                                                                learning_rate):
     assert isinstance(get_encoder(str(tiny_st)), SentenceTransformerEncoder)
@@ -82,6 +83,7 @@ def test_a_sentence_transformers_model_is_scored_and_kept_as_the_grid_scores_it(
     assert evaluation["pooling"] == "model" and "Normalize" in evaluation["encoding"]
 
 
+@pytest.mark.slow
 def test_a_model_with_prompts_is_scored_with_the_prompt_the_grid_gives_its_task(tiny_st, small, tmp_path):
     # The tiny model with a prompt for MTEB's clustering tasks in its configuration: the grid encodes
     # each dataset with its task's prompt, and so must pre-training's evaluation, before and after.
@@ -106,6 +108,7 @@ def test_a_model_with_prompts_is_scored_with_the_prompt_the_grid_gives_its_task(
     assert evaluation["encoding"].endswith("each dataset with the prompt MTEB gives its task")
 
 
+@pytest.mark.slow
 def test_a_plain_checkpoint_is_mean_pooled_as_the_grid_does_in_fp32(tiny_bert, small, tmp_path):
     before = grid_score(tiny_bert, [small])
     # (The random tiny BERT seldom improves on mean pooling, so its best checkpoint may be step 0's:
@@ -123,6 +126,7 @@ def test_a_plain_checkpoint_is_mean_pooled_as_the_grid_does_in_fp32(tiny_bert, s
     assert bf16.baseline == {S2S: before}
 
 
+@pytest.mark.slow
 def test_the_paper_profile_says_how_far_its_logits_pooling_moves_the_scores(tiny_st, small, tmp_path):
     out = tmp_path / "paper"
     result = pretrain(tiny_st, [small], method="wwm", profile="paper", output_dir=out,
@@ -143,6 +147,7 @@ def test_the_paper_profile_says_how_far_its_logits_pooling_moves_the_scores(tiny
     assert f"{100 * kept:.2f} for the kept best checkpoints" in summary
 
 
+@pytest.mark.slow
 def test_minilm_baseline_is_the_grids_minilm(blurbs, tmp_path):
     """The case of the report: the built-in minilm-l6 (a sentence-transformers model with Normalize)."""
     result = pretrain("minilm-l6", [blurbs], method="wwm", seeds=(42,), progress=False, max_steps=1, eval_every=1,
@@ -189,6 +194,7 @@ def overflowing_loss(tmp_path_factory, tiny_bert):
     return _overflowing_bert(tiny_bert, tmp_path_factory.mktemp("overflowing-loss"), 1e39)
 
 
+@pytest.mark.slow
 def test_a_diverging_run_stops_in_one_line_and_keeps_its_best_checkpoint(overflowing_gradient, tiny_bert, blurbs,
                                                                         tmp_path, capsys):
     from tecb_eval.cli import main
@@ -227,6 +233,7 @@ def test_a_diverging_run_stops_in_one_line_and_keeps_its_best_checkpoint(overflo
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_a_loss_that_overflows_is_a_user_error_of_the_library(overflowing_loss, small, tmp_path):
     with pytest.raises(TrainingDiverged, match=r"training diverged at step \d+ of 12 \(seed 42, "
                                                r"blurbs-clustering-s2s\): the loss is inf;") as caught:

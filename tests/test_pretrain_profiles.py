@@ -168,6 +168,7 @@ def test_logits_pooling_gives_vocabulary_sized_vectors_unlike_hidden_pooling(tin
     assert logits.dtype == np.float32 and np.isfinite(logits).all()
 
 
+@pytest.mark.slow
 def test_paper_wwm_run_masks_classically_and_evaluates_on_logits(tiny_bert, small, tmp_path):
     common = dict(method="wwm", seeds=(2,), progress=False, max_steps=2, eval_every=1, batch_size=16,
                   grad_accumulation=1, learning_rate=5e-3)

@@ -229,6 +229,7 @@ def tiny_bert_st(tmp_path_factory, demo):
     return root / "st"
 
 
+@pytest.mark.slow
 def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st, demo, tmp_path):
     import onnx
 
@@ -249,6 +250,7 @@ def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st
     assert set(frame.dtype) == {"int8"} and frame.model.iloc[0].endswith("-onnx-int8")
 
 
+@pytest.mark.slow
 def test_onnx_backend_runs_the_transformer_on_onnx_runtime(tiny_bert_st, demo, tmp_path):
     texts = ["Der kleine Prinz", "Ein Kochbuch für Studenten", "Geschichte des Römischen Reiches und mehr"]
     metadata = _metadata("BlurbsClusteringS2S", "v2")
@@ -265,6 +267,7 @@ def test_onnx_backend_runs_the_transformer_on_onnx_runtime(tiny_bert_st, demo, t
     assert set(frame.backend) == {"onnx"} and frame.model.iloc[0].endswith("-onnx")
 
 
+@pytest.mark.slow
 def test_mteb_model_weights_missing_offline_is_one_line(demo, tmp_path):
     """A model MTEB's registry knows whose weights are not in the (empty) Hugging Face cache, with
     the Hub switched off the way huggingface_hub is switched off: one line, nothing loaded."""
@@ -314,6 +317,7 @@ def test_cli_model_options_take_prompts_with_commas_and_defaults_where_taken():
         encoding_defaults(argparse.Namespace(model=["tfidf-lsa"], prompt="x", device=None, dtype=None))
 
 
+@pytest.mark.slow
 def test_an_int8_export_leaves_the_working_directory_as_it_was(tiny_bert_st, tmp_path, monkeypatch):
     """ONNX Runtime's quantization tooling saves `sym_shape_infer_temp.onnx` and uuid-named `.data`
     files to a relative path (its symbolic shape inference, when incomplete): run from an empty

@@ -80,6 +80,7 @@ def rows(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / layout.SAMPLES_FILE).read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_rehydration_drops_what_is_gone_retries_and_leaks_nothing(home, reddit):
     state = reddit.state
     # 429 (praw waits out the rate-limit reset), 500 and a dropped connection (prawcore retries),
@@ -150,6 +151,7 @@ def test_rehydration_drops_what_is_gone_retries_and_leaks_nothing(home, reddit):
         assert layout.verify(home / "from-ids" / name)["fingerprint"] == manifest["fingerprint"]
 
 
+@pytest.mark.slow
 def test_deleting_k_submissions_removes_exactly_their_rows(home, reddit):
     state = reddit.state
     out, cache = home / "out", home / "cache"
@@ -181,6 +183,7 @@ def test_deleting_k_submissions_removes_exactly_their_rows(home, reddit):
     assert manifest["report"]["kept"] == 393 - len(newly_gone)
 
 
+@pytest.mark.slow
 def test_refused_credentials_and_unknown_sites_end_in_one_line(home, reddit):
     ids = id_list(home)
     common = ["build", "--source", "reddit", "--ids", str(ids), "--out", str(home / "out"), "--quiet"]
@@ -223,6 +226,7 @@ def test_persistent_failures_are_bounded_and_the_next_run_resumes(home, reddit):
     assert run["ids_from_cache"] == 100 and state.counts["info"] == 4 == run["batches"]
 
 
+@pytest.mark.slow
 def test_stalled_answer_times_out_and_is_retried(home, reddit):
     reddit.state.faults[:] = ["stall"]
     # Far apart, so that only the stalled answer can time out, however loaded the machine: a timeout
@@ -243,6 +247,7 @@ def test_id_list_by_url(home, reddit):
     assert manifest["inputs"][0]["name"] == "ids.txt" and manifest["report"]["kept"] == 393
 
 
+@pytest.mark.slow
 def test_collect_lists_deduplicates_and_selects_the_language(home, reddit):
     state = reddit.state
     german_a = [b36(90_000_000 + i) for i in range(150)]  # more than one page of 100

@@ -84,6 +84,7 @@ def reddit(tmp_path_factory):
 
 # -- case 2: our own German tasks ----------------------------------------------------------------
 @pytest.mark.parametrize("version", ["legacy", "v2"])
+@pytest.mark.slow
 def test_both_reddit_views_are_our_own_german_tasks_not_mtebs_english_ones(reddit, version):
     from mteb.abstasks.clustering import AbsTaskClustering
     from mteb.abstasks.clustering_legacy import AbsTaskClusteringLegacy
@@ -134,6 +135,7 @@ def test_fast_protocol_on_reddit_p2p_embeds_every_text_as_our_v2_task_and_mteb_a
     assert len(set(np.round(ours, 12))) > 1 and min(ours) > 0
 
 
+@pytest.mark.slow
 def test_export_writes_reddit_under_our_german_task_names(reddit, tmp_path, capsys):
     results = tmp_path / "results.jsonl"
     for protocol in ("legacy", "fast"):
@@ -190,6 +192,7 @@ def _one_line_error(capsys, code, *needles):
         assert needle in captured.err, captured.err
 
 
+@pytest.mark.slow
 def test_fast_protocol_compare_gives_difference_and_spread_but_no_p_or_verdict(store, capsys):
     rows = pd.read_json(store, lines=True)
     fast = rows[(rows.protocol == "fast")].pivot_table(index="split", columns="model", values="v_measure")
@@ -247,6 +250,7 @@ def test_the_fewest_resamples_that_give_an_interval_give_one(store, capsys):
     assert row["low"] < row["high"]
 
 
+@pytest.mark.slow
 def test_a_model_only_in_another_version_is_named_with_that_version(demo_datasets, tmp_path, capsys):
     data = demo_datasets / "tenkgnad-clustering-s2s"
     results, cache = tmp_path / "results.jsonl", tmp_path / "cache"

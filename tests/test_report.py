@@ -21,6 +21,7 @@ def _pages(folder):
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.html"))}
 
 
+@pytest.mark.slow
 def test_the_folder_is_owned_and_replaced_whole(store, tmp_path, capsys):
     from tecb_data.outputs import MARKER
     from tecb_eval.cli import main
@@ -125,6 +126,7 @@ def test_several_stores_count_each_cell_once(store, tmp_path):
                      for b in boards(select(one, like_with_like=False)[0], set())]
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_the_earlier_report_as_it_was(store, tmp_path):
     """Ctrl-C while the new site is drawn: the earlier one stays whole and the line says so. The
     report is held at its Table 3 plot until the Ctrl-C comes (an event, not a race)."""

@@ -105,6 +105,7 @@ def _leaderboard(page, kind: str = "leaderboard") -> dict[tuple[str, str], str]:
     return shown
 
 
+@pytest.mark.slow
 def test_leaderboard_shows_the_tables_figures(site, page, capsys):
     _open(page, site["site"] / "index.html")
     printed = _table_figures(capsys, site["store"])

@@ -139,6 +139,7 @@ def test_one_seed_has_no_sd_over_seeds_column():
     assert "±" not in report.format_table(t2, "md") and "seed 42" in report.tables(frame)["table2"][1]
 
 
+@pytest.mark.slow
 def test_same_seeds_give_byte_identical_tables_whatever_the_row_order(tmp_path):
     frame = _three_models()
     shuffled = frame.sample(frac=1, random_state=5).reset_index(drop=True)
@@ -220,6 +221,7 @@ def _cell(text: str, model: str) -> str:
     return row.split("|")[2].split()[0]
 
 
+@pytest.mark.slow
 def test_two_builds_in_one_store_run_table_export_and_mteb_agree(two_builds, tmp_path, capsys):
     results = tmp_path / "results.jsonl"
     assert main(_run(two_builds, two_builds / "build-42", results)) == 0
@@ -275,6 +277,7 @@ def test_two_one_seed_runs_in_one_store_and_compare(two_builds, tmp_path, capsys
     assert err.count("\n") == 1 and "'nope'" in err
 
 
+@pytest.mark.slow
 def test_a_seed_set_in_one_run_gives_sd_over_seeds_everywhere(two_builds, tmp_path, capsys):
     from tecb_eval.grid.run import run_grid
 

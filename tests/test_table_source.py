@@ -320,6 +320,7 @@ def _bad_inputs(tmp: Path) -> list[tuple[Path, str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_naming_file_row_and_column_and_writes_nothing(tmp_path):
     for path, label, message in _bad_inputs(tmp_path):
         out = tmp_path / f"out-{path.name}"

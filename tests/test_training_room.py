@@ -164,6 +164,7 @@ GOLDEN: dict = {'finetuning': {'cob': {'checkpoint': {'1_Pooling/config.json': '
 
 
 @pytest.mark.parametrize("method", ["wwm", "tsdae"])
+@pytest.mark.slow
 def test_pretraining_gives_the_recorded_bytes(one_thread, tiny_bert, blurbs_folder, tmp_path, method):
     got = _fingerprint(pretraining_record(tiny_bert, blurbs_folder, tmp_path / "out", method))
     assert got == GOLDEN.get(f"pretraining-{method}"), got

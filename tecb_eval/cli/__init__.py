@@ -10,6 +10,7 @@ every other room of ``tecb_eval``, and none imports it.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tecb_data.commandline import quiet_libraries, root_parser
 from tecb_data.errors import run_command
@@ -37,11 +38,15 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the installed command; in-process callers (tests) keep their own settings
         quiet_libraries(argv)
-    return run_command("tecb-eval", parser(), argv, interrupted=_interrupted)
+    # In-process callers (tests, notebooks) run several commands in one process: an interrupt names
+    # only the stores this one opened. The store module (pandas) is not imported just to count.
+    store = sys.modules.get("tecb_eval.grid.store")
+    since = store.opened_so_far() if store is not None else 0
+    return run_command("tecb-eval", parser(), argv, interrupted=lambda: _interrupted(since))
 
 
-def _interrupted() -> str:
+def _interrupted(since: int) -> str:
     from tecb_eval.grid.store import interrupted_state  # pandas: imported only when it is needed
 
-    return interrupted_state()
+    return interrupted_state(since)
 

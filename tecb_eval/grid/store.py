@@ -324,10 +324,16 @@ def stores_kept(paths=None) -> list[Path]:
     return [p for p in dict.fromkeys(candidates) if p.is_file() and p.stat().st_size > 0]
 
 
-def interrupted_state() -> str:
+def opened_so_far() -> int:
+    """How many stores this process has opened: a command that starts now names only the later ones."""
+    return len(_opened)
+
+
+def interrupted_state(since: int = 0) -> str:
     """The sentence after Ctrl-C of a command that writes results stores: where the finished cells
-    are, or that none had finished (never a store that was removed)."""
-    kept = stores_kept()
+    are, or that none had finished (never a store that was removed, nor one that an earlier command
+    in the same process opened: ``since`` is :func:`opened_so_far` when the command started)."""
+    kept = stores_kept(_opened[since:])
     if kept:
         return (f"finished cells are in the results store {', '.join(map(str, kept))}; rerun the same command "
                 "to resume")
