@@ -41,6 +41,14 @@ def pytest_sessionstart(session):
     session.config._tecb_untracked_before = _untracked_in_repo()
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """pytest-randomly's seed, printed even under -q (its header line is not): a failure in a
+    random order is replayed with ``make test PYTEST_FLAGS=--randomly-seed=N``."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None and config.pluginmanager.hasplugin("randomly"):
+        terminalreporter.write_line(f"tests ran in random order: replay it with --randomly-seed={seed}")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """No run writes into the working directory: a file the suite left in the tree fails the run."""
     before = getattr(session.config, "_tecb_untracked_before", None)
