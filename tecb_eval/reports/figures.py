@@ -98,8 +98,10 @@ def suptitle(fig, text: str, fontsize: float = 10) -> None:
 def save_figure(fig, path: Path) -> Path:
     plt = _pyplot()
     path = Path(path)
-    atomic_save(path, lambda fh: fig.savefig(fh, format="png", dpi=120, metadata=PNG_METADATA), ".png")
-    plt.close(fig)
+    try:
+        atomic_save(path, lambda fh: fig.savefig(fh, format="png", dpi=120, metadata=PNG_METADATA), ".png")
+    finally:  # a failed save (a full disk, a refused folder) must not keep the figure in pyplot's registry
+        plt.close(fig)
     return path
 
 
