@@ -49,6 +49,19 @@ def discard_damaged(path: Path, problem: str) -> None:
         pass  # a read-only cache: the file is skipped again next time
 
 
+def load_or_discard(path: Path, *members: str):
+    """The array in ``path`` (a .npy), or the tuple of its ``members`` (a .npz), as numpy reads
+    them; None, with the file warned about and removed, where numpy cannot read it."""
+    try:
+        if not members:
+            return np.load(path, allow_pickle=False)
+        with np.load(path, allow_pickle=False) as data:
+            return tuple(data[name] for name in members)
+    except _UNREADABLE as exc:
+        discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+        return None
+
+
 class Embeddings:
     """Vectors for a set of texts: ``rows(texts)`` gives their matrix in the order asked."""
 
@@ -92,12 +105,10 @@ class EmbeddingStore:
 
     def _read_shard(self, shard: Path) -> tuple[list[bytes], np.ndarray] | None:
         """A shard's keys and vectors, or None (with a warning, the shard removed) if it is damaged."""
-        try:
-            with np.load(shard, allow_pickle=False) as data:
-                keys, vectors = data["keys"], data["vectors"]
-        except _UNREADABLE as exc:
-            discard_damaged(shard, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+        loaded = load_or_discard(shard, "keys", "vectors")
+        if loaded is None:
             return None
+        keys, vectors = loaded
         width = self._blocks[0].shape[1] if self._blocks else None
         if (keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != KEY_BYTES or vectors.ndim != 2
                 or len(vectors) != len(keys) or (width is not None and vectors.shape[1] != width)
@@ -181,10 +192,8 @@ class ReductionCache:
         path = self._path(key)
         if path is None or not path.is_file():
             return None
-        try:
-            value = np.load(path, allow_pickle=False)
-        except _UNREADABLE as exc:
-            discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+        value = load_or_discard(path)
+        if value is None:
             return None
         if value.ndim != 2 or not np.issubdtype(value.dtype, np.number):
             discard_damaged(path, f"array {value.shape} {value.dtype}")

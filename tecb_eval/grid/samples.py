@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from tecb_eval.files import atomic_save, short_hash
-from tecb_eval.grid.cache import _UNREADABLE, CACHE_OPTION, discard_damaged
+from tecb_eval.grid.cache import CACHE_OPTION, discard_damaged, load_or_discard
 from tecb_eval.mteb.levels import first_paths
 from tecb_eval.mteb.sampling import FastSample
 
@@ -163,12 +163,10 @@ class SampleCache:
         path = self._path(sample_key(bench, seed), ".levels")
         if path is None or not path.is_file():
             return None
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                rows = data["rows"]
-        except _UNREADABLE as exc:
-            discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+        loaded = load_or_discard(path, "rows")
+        if loaded is None:
             return None
+        (rows,) = loaded
         paths_of = first_paths(bench)
         depths = [len(paths_of.get(t, ())) for t in base_texts]
         # Every row must be a text of the flat sample that carries the level it is drawn at.
@@ -183,12 +181,10 @@ class SampleCache:
         path = self._path(sample_key(bench, seed))
         if path is None or not path.is_file():
             return None
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                chosen, bootstraps = data["chosen"], data["bootstraps"]
-        except _UNREADABLE as exc:
-            discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+        loaded = load_or_discard(path, "chosen", "bootstraps")
+        if loaded is None:
             return None
+        chosen, bootstraps = loaded
         rows = sum(len(split.texts) for split in bench.splits)
         if (chosen.ndim != 1 or bootstraps.ndim != 2 or not np.issubdtype(chosen.dtype, np.integer)
                 or not np.issubdtype(bootstraps.dtype, np.integer)
