@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures as cf
 import contextlib
 import logging
+import time
 from importlib.metadata import version
 
 from distributed import Client, KilledWorker, WorkerPlugin, as_completed
@@ -127,7 +128,7 @@ class DaskExecutor:
             try:
                 if data is not None:
                     # Once per split, not once per cell: the embeddings travel to the cluster once.
-                    inputs[task.input_key] = self.client.scatter(data, hash=False)
+                    inputs[task.input_key] = self._scatter(data)
                 future = self.client.submit(run_unit, task.unit, inputs[task.input_key], task.is_reduced,
                                             key=f"tecb-unit-{task.unit.key}-{attempt}", pure=False,
                                             resources={"MEMORY": float(task.unit.memory)})
@@ -179,6 +180,26 @@ class DaskExecutor:
                 inputs.pop(task.input_key, None)  # released on the cluster once no unit needs it
             on_result(task.unit, result)
             fill()
+
+    def _scatter(self, data):
+        """``client.scatter`` sends to a worker the scheduler still lists: one killed a moment ago
+        refuses the connection (CommClosedError) while the others live. The send is tried again
+        until the scheduler has dropped the dead worker, within --scheduler-timeout; with no worker
+        left, the error goes up (the cluster is lost)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self.client.scatter(data, hash=False)
+            except OSError:
+                if time.monotonic() > deadline or not self._has_workers():
+                    raise
+                time.sleep(0.2)
+
+    def _has_workers(self) -> bool:
+        try:
+            return bool(self.client.scheduler_info(n_workers=-1).get("workers"))
+        except (OSError, TimeoutError):
+            return False
 
     def _scheduler_answers(self) -> bool:
         try:
