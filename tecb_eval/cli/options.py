@@ -248,7 +248,8 @@ def grid_options(p: argparse.ArgumentParser) -> None:
                    help="run every reduction and clustering once per seed (encoding once), e.g. 42,1,2 or 42 1 2; "
                         "instead of --seed (repeatable: the seeds add up)")
     p.add_argument("--jobs", type=int, metavar="N",
-                   help="local worker processes (default: every core, or $TECB_JOBS; 1: in this process)")
+                   help="local worker processes (default: every core, or $TECB_JOBS, and this process for a grid "
+                        "too small to pay for workers; 1: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on a Dask distributed cluster instead, e.g. tcp://host:8786 (see README)")
     p.add_argument("--scheduler-timeout", type=float, default=SCHEDULER_TIMEOUT, metavar="SECONDS", action=_Given,

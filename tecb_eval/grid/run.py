@@ -12,6 +12,7 @@ results store; a rerun skips the cells the store already holds.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -167,6 +168,25 @@ class Grid:
     def total_cells(self) -> int:
         return len(self.models) * sum(len(u) for u in self.units.values()) * len(self.configurations)
 
+    def units_side_by_side(self) -> int:
+        """The most units one model's pass hands the executor at once: one per dataset, seed, base
+        set (a split, or the fast protocol's pooled sample) and reduction."""
+        return max(1, sum(len(_by_base((u, r, a) for u in units for a, r in self.configurations))
+                          for units in self.units.values()))
+
+    def estimated_work(self, dim: int = 384) -> float:
+        """Rough seconds of reduction and clustering the grid hands its executor over every model
+        (:func:`work.estimate_cost`, ``dim``-d embeddings, every cell counted as pending): what
+        decides whether worker processes pay for their start."""
+        per_model = 0.0
+        for (_, seed), units in self.units.items():
+            cells = [(u, r, a) for u in units for a, r in self.configurations]
+            for (base_name, reduction), grouped in _by_base(cells).items():
+                per_model += WorkUnit(key=base_name, label=base_name, dataset="", reduction=reduction, seed=seed,
+                                      protocol=self.protocol, profile=self.profile.name, n=len(grouped[0][0].base_texts),
+                                      dim=dim, cells=_work_cells(grouped)).cost
+        return per_model * len(self.models)
+
     # -- encoding ---------------------------------------------------------------------------
     def _open_model(self, spec: ModelSpec) -> _ModelRun:
         options = {"seed": self.seed, **spec.options}
@@ -294,10 +314,7 @@ class Grid:
         tasks, inputs, context = [], {}, {}
         for item in work:
             vectors = embeddings[item.encoder.identity]
-            by_base: dict[tuple, list] = {}
-            for unit, reduction, algorithm in item.cells:
-                by_base.setdefault((unit.base_name, reduction), []).append((unit, algorithm))
-            for (base_name, reduction), cells in by_base.items():
+            for (base_name, reduction), cells in _by_base(item.cells).items():
                 base_texts = cells[0][0].base_texts
                 fingerprint = vectors.fingerprint(base_texts)
                 reduced = None if reduction == "none" else self.reductions.lookup(fingerprint, reduction, item.seed)
@@ -314,7 +331,7 @@ class Grid:
                     key=key, label=f"{run.spec.name} / {item.bench.name} / {base_name} / {reduction} / seed {item.seed}",
                     dataset=item.bench.name, reduction=reduction, seed=item.seed, protocol=self.protocol,
                     profile=self.profile.name, n=len(base_texts), dim=int(vectors.matrix.shape[1]),
-                    cells=tuple(work_module.Cell(u.name, u.rows, u.labels, u.k, a, u.levels) for u, a in cells),
+                    cells=_work_cells(cells),
                 )
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
@@ -415,15 +432,17 @@ class Grid:
         return lines
 
 
-def _units_side_by_side(benches, reductions: set, protocol: str, seeds: int, limit_splits: int | None) -> int:
-    """The most units one model's pass hands the executor at once: per dataset and seed, a unit per
-    split (legacy) or one for the pooled sample (fast), per reduction."""
-    def bases(bench) -> int:
-        if protocol == "fast":
-            return 1
-        return len(bench.splits) if limit_splits is None else min(limit_splits, len(bench.splits))
+def _by_base(cells) -> dict[tuple, list]:
+    """(protocol unit, reduction, algorithm) cells grouped by what one work unit reduces once:
+    (base set name, reduction) -> [(protocol unit, algorithm)]."""
+    grouped: dict[tuple, list] = {}
+    for unit, reduction, algorithm in cells:
+        grouped.setdefault((unit.base_name, reduction), []).append((unit, algorithm))
+    return grouped
 
-    return max(1, sum(bases(b) for b in benches) * seeds * len(reductions))
+
+def _work_cells(grouped) -> tuple:
+    return tuple(work_module.Cell(u.name, u.rows, u.labels, u.k, a, u.levels) for u, a in grouped)
 
 
 def _find_model(spec) -> None:
@@ -508,7 +527,8 @@ def run_grid(
     beside it) runs them once per seed, encoding once; the rows name their seed and the run's seed
     set, which is one version of the results. The order of ``seeds`` changes nothing.
 
-    ``jobs``: local worker processes (``None``: ``$TECB_JOBS``, else every core; 1: in this process). ``scheduler``: the
+    ``jobs``: local worker processes (``None``: ``$TECB_JOBS``, else every core, or this process for a grid
+    too small to pay for starting workers; 1: in this process). ``scheduler``: the
     address of a Dask distributed scheduler (``tcp://host:8786``) to run the units on instead.
     ``memory_limit`` (bytes, ``"8GB"`` or a share of RAM like ``0.5``): the budget for units
     running side by side; on a cluster, per worker. Default: 70 % of RAM (of each worker's limit
@@ -525,6 +545,7 @@ def run_grid(
         raise UserError(f"seed={seed!r} and seeds={seeds!r} given together (--seed and --seeds): seeds replaces "
                         "seed, so give one of them")
     seeds = check_seeds(seeds) if seeds is not None else (check_seed(DEFAULT_SEED if seed is None else seed),)
+    jobs_chosen = jobs is not None or bool(os.environ.get("TECB_JOBS", "").strip())
     jobs = scheduling.check_jobs(jobs, scheduler)
     metrics = extra.check_metrics(metrics)
     memory = scheduling.parse_memory(memory_limit)
@@ -565,20 +586,22 @@ def run_grid(
         say("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped)
             + " (unreduced embeddings, as in the paper); ask for them explicitly with "
             + "configurations=[...] / --config ALGORITHM:none")
-    if scheduler is None:
-        # No more worker processes than units a model can run side by side: a one-unit grid (one
-        # dataset, one split or fast sample, one reduction) runs here, without a process that would
-        # import the stack and compile numba again for nothing.
-        jobs = min(jobs, _units_side_by_side(datasets, {r for _, r in pairs}, protocol, len(seeds), limit_splits))
-    # The cluster is reached (and its workers checked) before the store is opened: a scheduler
-    # that cannot be used leaves no trace.
-    with executors.open_executor(jobs=jobs, scheduler=scheduler, memory_limit=memory, timeout=scheduler_timeout,
-                                 log=say) as executor:
-        with ResultsStore(results, lock=True) as store:  # another run on this store waits for the lock
-            grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
-                        cache_dir=cache_dir, store=store, limit_splits=limit_splits,
-                        profile=profile, progress=progress, log=say, metrics=metrics)
-            frame = grid.run(executor)
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:
+            # The cluster is reached (and its workers checked) before the store is opened: a
+            # scheduler that cannot be used leaves no trace.
+            executor = stack.enter_context(executors.open_executor(
+                jobs=jobs, scheduler=scheduler, memory_limit=memory, timeout=scheduler_timeout, log=say))
+        store = stack.enter_context(ResultsStore(results, lock=True))  # another run on this store waits for the lock
+        grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
+                    cache_dir=cache_dir, store=store, limit_splits=limit_splits,
+                    profile=profile, progress=progress, log=say, metrics=metrics)
+        if scheduler is None:
+            jobs = scheduling.local_jobs(jobs, chosen=jobs_chosen, side_by_side=grid.units_side_by_side(),
+                                         work_seconds=grid.estimated_work())
+            executor = stack.enter_context(executors.open_executor(
+                jobs=jobs, scheduler=None, memory_limit=memory, timeout=scheduler_timeout, log=say))
+        frame = grid.run(executor)
     for name, seconds in grid.encode_seconds.items():
         say(f"{name}: encoded {grid.encoded_texts[name]:,} new unique texts in {seconds:.1f} s")
     for line in grid.time_summary():

@@ -119,6 +119,24 @@ def check_jobs(jobs, scheduler) -> int:
     return int(jobs)
 
 
+# Below this much estimated unit work (work.estimate_cost's rough seconds), a grid whose worker count
+# was not asked for runs in this process: starting workers costs each a fresh import of the stack
+# (about 2 s, bench/bench_cold_jobs.py), and 2 workers save at most half the work. A 1-split
+# tfidf-lsa grid of all 14 configurations (about 1 s of work) took 5.2 s in this process and 11 to
+# 12 s with 2 workers on 2026-11-26 (both cores busy with other work).
+MIN_POOL_WORK_SECONDS = 5.0
+
+
+def local_jobs(jobs: int, *, chosen: bool, side_by_side: int, work_seconds: float) -> int:
+    """The local worker processes a grid gets: never more than the units a model's pass runs side
+    by side (a one-unit grid runs in this process), and none for a grid too small to pay for their
+    start unless ``jobs`` (or ``$TECB_JOBS``) was ``chosen``. 1 means this process."""
+    jobs = min(jobs, side_by_side)
+    if not chosen and work_seconds < MIN_POOL_WORK_SECONDS:
+        return 1
+    return jobs
+
+
 def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
