@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -206,7 +207,9 @@ def test_run_metrics_fills_in_what_old_rows_lack_and_only_that(demo_datasets, tm
                          cache_dir=tmp_path / "cache", progress=False, log=said.append, **options)
         return frame, "\n".join(said)
 
-    fresh, _ = run()
+    fresh, said = run()
+    # Their time is work the run did, said beside the clustering's.
+    assert re.search(r"clustering [\d.]+ s, per-level scores and DBCV [\d.]+ s \(summed over workers\)", said), said
     # The store as a run before per-level scores and DBCV wrote it.
     extra = ("levels", "levels_s", "dbcv", "dbcv_note", "dbcv_points", "dbcv_s")
     rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]

@@ -398,7 +398,7 @@ class Grid:
         """Where this run's time went, per dataset (encoding, reductions, clustering), and its wall clock."""
         if not self.spent:
             return []
-        frame = pd.DataFrame(self.new_rows, columns=["dataset", "reduce_s", "cluster_s"])
+        frame = pd.DataFrame(self.new_rows, columns=["dataset", "reduce_s", "cluster_s", "levels_s", "dbcv_s"])
         lines = []
         # Each figure is what this run spent; what it found done (results store, caches) is counted
         # beside it, so a resumed or cached run does not look slow or free.
@@ -416,9 +416,13 @@ class Grid:
             reduce = (f"{spent['reduced']:,} of {reductions:,} reductions computed in {part.reduce_s.sum():.1f} s"
                       + (f" ({spent['reduce_cached']:,} from the cache)" if spent["reduce_cached"] else "")
                       if reductions else "no reductions")
+            scoring = float(part.levels_s.fillna(0).sum() + part.dbcv_s.fillna(0).sum())
             lines.append(f"{dataset}: {len(part):,} cell{'s' if len(part) != 1 else ''} computed" +
                          (f", {spent['stored']:,} from the results store" if spent["stored"] else "") +
-                         f"; {encode}; {reduce}; clustering {part.cluster_s.sum():.1f} s (summed over workers)")
+                         f"; {encode}; {reduce}; clustering {part.cluster_s.sum():.1f} s" +
+                         # Per-level scores cluster again per level (as MTEB does); DBCV takes distances.
+                         (f", per-level scores and DBCV {scoring:.1f} s" if scoring >= 0.05 else "") +
+                         " (summed over workers)")
         if self.wall_seconds:
             lines.append("wall clock of this run: " + ", ".join(f"{phase} {s:.1f} s"
                                                                 for phase, s in self.wall_seconds.items()))
