@@ -26,6 +26,16 @@ CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:umap", "dbstre
 SPLITS = 3
 
 
+@pytest.fixture(autouse=True)
+def _close_the_figures_a_test_drew():
+    """The tests here draw figures to inspect them and never save them (saving closes a figure):
+    closed after each test, so they do not pile up in pyplot's registry for the tests after."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("figures")
