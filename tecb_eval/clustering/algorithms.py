@@ -313,6 +313,9 @@ class _Umap(BaseEstimator):
 
     def fit(self, X, y=None):
         """Reduce ``X``: ``embedding_`` (scikit-learn's face; there is no ``transform`` of new rows)."""
+        from tecb_eval.clustering.numba_cache import keep_compiled_umap
+
+        keep_compiled_umap()  # before UMAP's first call in this process: its code from disk, same bits
         import umap
 
         X = _validate_data(self, X, reset=True, dtype=[np.float64, np.float32])
