@@ -99,6 +99,21 @@ def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> sub
     )
 
 
+def run_cli_here(*args: str, main=None) -> subprocess.CompletedProcess:
+    """`tecb-data` (or another CLI's ``main``) in this process, its output captured, as
+    :func:`run_cli` returns it: for what a command says, writes and refuses. What needs a fresh
+    interpreter (imports, signals, Python's own exit) goes through :func:`run_cli`."""
+    import contextlib
+    import io
+
+    from tecb_data import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = (main or cli.main)(list(args))
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
 BOOK = """<book date="2019-01-04" xml:lang="de">
 <title>{title}</title>
 <body>{blurb}</body>
