@@ -29,13 +29,17 @@ demo: install
 
 # pytest-randomly runs the tests in a random order and prints its seed; PYTEST_FLAGS=--randomly-seed=N replays it.
 PYTEST_FLAGS ?=
+# pytest-xdist: one test process per core (TEST_JOBS=0 runs them all in one process), the longest
+# waiting tests taken by whichever process is free.
+TEST_JOBS ?= auto
+XDIST = $(if $(filter 0,$(TEST_JOBS)),-p no:xdist,-n $(TEST_JOBS) --dist worksteal)
 
 test: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_FLAGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_FLAGS)
 
 # The quick loop: everything but the tests marked `slow` (real shared data, longer runs).
 test-fast: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" $(PYTEST_FLAGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_FLAGS)
 
 # The manual: mkdocs build --strict (a broken link, page or API reference fails it) into $(SITE).
 # The `docs` extra comes from PyPI once; the build itself needs no network.
