@@ -4,7 +4,7 @@ The grid of issue 24, point 3: a x4 replica of the GermEval dev set (bench_scale
 first 3 splits, the paper's 14 configurations, the cheap built-in encoder ``tfidf-lsa``. Each
 command is a new `tecb-eval run` with its own empty results store and cache folder, so the worker
 processes, the encoding and every reduction start from nothing. Numba's on-disk cache
-(``NUMBA_CACHE_DIR``, tecb_eval.grid.work.keep_compiled_umap) is what a machine keeps between runs:
+(``NUMBA_CACHE_DIR``, tecb_eval.clustering.numba_cache.keep_compiled_umap) is what a machine keeps between runs:
 ``--numba-cache fresh`` gives each command an empty one (the first run ever on a machine), ``kept``
 (default) one folder filled by an untimed run first. Serial and ``--jobs 2`` alternate, ``--repeat``
 times, so a busy machine's load falls on both alike; the figure is the median wall time's ratio.

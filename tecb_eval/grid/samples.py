@@ -86,13 +86,13 @@ def levels_to_rows(levels: tuple[tuple, ...]) -> np.ndarray:
     return np.array([[lv.rows for lv in (draw[level] for draw in levels)] for level in range(depth)], dtype=np.int64)
 
 
-def levels_from_rows(bench, base_texts, rows: np.ndarray) -> tuple[tuple, ...]:
+def levels_from_rows(paths_of: dict, base_texts, rows: np.ndarray) -> tuple[tuple, ...]:
     """The :class:`~tecb_eval.clustering.levels.Level` draws that ``rows`` (from :func:`levels_to_rows`)
-    stand for: a row's label at a level is its text's genre path at that level, and k is the number
-    of labels at that level among the flat sample's texts that carry it (what MTEB asks k-means for)."""
+    stand for: a row's label at a level is its text's genre path at that level (``paths_of``, from
+    :func:`~tecb_eval.mteb.levels.first_paths`), and k is the number of labels at that level among the
+    flat sample's texts that carry it (what MTEB asks k-means for)."""
     from tecb_eval.clustering.levels import Level
 
-    paths_of = first_paths(bench)
     paths = [paths_of[t] for t in base_texts]
     ks = [len({p[level] for p in paths if len(p) > level}) for level in range(rows.shape[0])]
     return tuple(
@@ -141,9 +141,10 @@ class SampleCache:
         """MTEB's per-level draws over the flat sample ``base_texts`` (as
         :func:`~tecb_eval.mteb.levels.fast_levels` gives them), read back when stored; None for a
         dataset without genre paths (then nothing is drawn nor imported)."""
-        if first_paths(bench) is None:
+        paths_of = first_paths(bench)  # once: a pass over every row of the dataset
+        if paths_of is None:
             return None
-        stored = self.lookup_levels(bench, seed, base_texts)
+        stored = self.lookup_levels(bench, seed, base_texts, paths_of)
         if stored is not None:
             return stored
         from tecb_eval.mteb.levels import fast_levels
@@ -153,13 +154,13 @@ class SampleCache:
         if self.folder is not None:
             rows = levels_to_rows(levels)
             # What is read back is what MTEB drew, or nothing is stored.
-            if not same_levels(levels_from_rows(bench, base_texts, rows), levels):
+            if not same_levels(levels_from_rows(paths_of, base_texts, rows), levels):
                 raise RuntimeError(f"{bench.location}: the per-level draws do not survive their row numbers")
             atomic_save(self._path(sample_key(bench, seed), ".levels"),
                         lambda fh: np.savez_compressed(fh, rows=rows.astype(np.int32)), ".npz", option=CACHE_OPTION)
         return levels
 
-    def lookup_levels(self, bench, seed: int, base_texts) -> tuple[tuple, ...] | None:
+    def lookup_levels(self, bench, seed: int, base_texts, paths_of: dict) -> tuple[tuple, ...] | None:
         path = self._path(sample_key(bench, seed), ".levels")
         if path is None or not path.is_file():
             return None
@@ -167,7 +168,6 @@ class SampleCache:
         if loaded is None:
             return None
         (rows,) = loaded
-        paths_of = first_paths(bench)
         depths = [len(paths_of.get(t, ())) for t in base_texts]
         # Every row must be a text of the flat sample that carries the level it is drawn at.
         if (rows.ndim != 3 or not np.issubdtype(rows.dtype, np.integer) or rows.shape[0] > max(depths, default=0)
@@ -175,7 +175,7 @@ class SampleCache:
                 or any(depths[i] <= level for level in range(rows.shape[0]) for i in np.unique(rows[level]))):
             discard_damaged(path, f"levels {rows.shape} {rows.dtype}")
             return None
-        return levels_from_rows(bench, base_texts, rows)
+        return levels_from_rows(paths_of, base_texts, rows)
 
     def lookup(self, bench, seed: int) -> FastSample | None:
         path = self._path(sample_key(bench, seed))

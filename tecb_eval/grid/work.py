@@ -26,7 +26,7 @@ import numpy as np
 from sklearn import metrics
 
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.numba_cache import keep_compiled_umap, numba_cache_dir  # noqa: F401 (re-exported)
+from tecb_eval.clustering.numba_cache import keep_compiled_umap
 from tecb_eval.clustering.profiles import get_profile
 from tecb_eval.grid.extra import extra_scores
 
