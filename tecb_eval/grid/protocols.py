@@ -71,23 +71,17 @@ def split_levels(paths) -> tuple:
 
 def fast_units(bench, seed: int, samples=None) -> list[Unit]:
     """``samples``: a :class:`~tecb_eval.grid.samples.SampleCache` that keeps MTEB's draws under the
-    cache folder; None draws them here."""
+    cache folder; None draws them here (a cache without a folder)."""
     if samples is None:
-        from tecb_eval.mteb.sampling import fast_sample
+        from tecb_eval.grid.samples import SampleCache
 
-        sample = fast_sample(bench, seed)
-    else:
-        sample = samples.get(bench, seed)
+        samples = SampleCache(None)
+    sample = samples.get(bench, seed)
     # k as MTEB's bootstrapped k-means asks for it: the number of labels in the embedded set.
     k = len(set(sample.labels))
     # Per draw, MTEB's draws for each level of the genre paths (None: the dataset has none),
     # kept beside the sample when there is a cache folder.
-    if samples is None:
-        from tecb_eval.mteb.levels import fast_levels
-
-        levels = fast_levels(bench, seed, sample.texts)
-    else:
-        levels = samples.levels(bench, seed, sample.texts)
+    levels = samples.levels(bench, seed, sample.texts)
     return [
         Unit(f"bootstrap-{b:02d}", "pooled", sample.texts, rows, tuple(sample.labels[i] for i in rows), k,
              levels[b] if levels else ())
