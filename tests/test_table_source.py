@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, shared_file
+from conftest import run_cli, run_cli_here, shared_file
 from tecb_data import cli, layout
 from tecb_data.build import build, build_table
 from tecb_data.errors import UserError
@@ -320,21 +320,16 @@ def _bad_inputs(tmp: Path) -> list[tuple[Path, str, str]]:
     ]
 
 
-def test_bad_input_is_one_line_naming_file_row_and_column_and_writes_nothing(tmp_path, capsys):
+def test_bad_input_is_one_line_naming_file_row_and_column_and_writes_nothing(tmp_path):
     for i, (path, label, message) in enumerate(_bad_inputs(tmp_path)):
         out = tmp_path / f"out-{path.name}"
         argv = ["build", "--source", "table", "--input", str(path), "--name", "news", "--text", "title",
                 "--label", label, "--out", str(out), "--quiet"]
         # The first as a user runs it, in a fresh interpreter; the rest through the same entry point
         # in this process (the CLI's main is what turns an error into its line and exit code).
-        if i == 0:
-            result = run_cli(*argv)
-            code, stdout, stderr = result.returncode, result.stdout, result.stderr
-        else:
-            code = cli.main(argv)
-            stdout, stderr = capsys.readouterr()
-        assert code == 2, (path, stdout, stderr)
-        line = stderr.strip()
+        result = run_cli(*argv) if i == 0 else run_cli_here(*argv)
+        assert result.returncode == 2, (path, result.stdout, result.stderr)
+        line = result.stderr.strip()
         assert line.count("\n") == 0 and str(path) in line, line
         assert re.search(message, line), (message, line)
         assert not out.exists()
