@@ -456,6 +456,32 @@ def test_ctrl_c_while_exit_handlers_run_exits_130_without_a_traceback(data):
     assert "the library's handler finished" in done.stderr and "tecb-data: interrupted; " in done.stderr
 
 
+EXIT_AFTER_HANDLERS = """
+import atexit, sys
+
+def a_librarys_exit_handler():  # as logging's or a worker pool's: flushes what it holds
+    print("the library's handler ran", file=sys.stderr)
+    print("unterminated last words", end="")  # buffered: it reaches the reader only if flushed
+
+atexit.register(a_librarys_exit_handler)
+from tecb_data.cli import main
+sys.argv = ["tecb-data", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(("argv", "code"), [(("verify",), 0), (("verify", "/no/such/folder"), 2)])
+def test_the_command_exits_with_its_code_after_every_exit_handler_and_flush(data, argv, code):
+    # The command ends the process itself once the exit handlers ran (skipping the interpreter's
+    # teardown of torch and the like): its exit code, every handler and every buffered byte stay.
+    args = [*argv, str(data)] if len(argv) == 1 else list(argv)
+    done = subprocess.run([sys.executable, "-c", EXIT_AFTER_HANDLERS, *args], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert done.returncode == code, done.stderr
+    assert "the library's handler ran" in done.stderr and done.stdout.endswith("unterminated last words")
+    assert "Traceback" not in done.stderr
+
+
 # -- fine-tuning ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
