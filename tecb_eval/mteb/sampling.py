@@ -47,6 +47,12 @@ def _quiet_datasets():
 def fast_sample(bench, seed: int) -> FastSample:
     """MTEB v2's sample of ``bench``: the task's own transform, downsampling and bootstrap draws."""
     task, texts, labels = embedded_set(bench, seed)
+    return bootstrapped(task, texts, labels)
+
+
+def bootstrapped(task, texts, labels) -> FastSample:
+    """The flat sample from ``task``'s ``rng_state`` as it stands after the transform and the
+    downsampling draw that gave the embedded ``texts`` and ``labels``."""
     # ... then _evaluate_clustering_bootstrapped draws n_clusters samples with replacement.
     bootstraps = tuple(
         np.array(task.rng_state.choices(range(len(texts)), k=task.max_documents_per_cluster), dtype=np.int64)
