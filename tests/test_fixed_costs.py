@@ -106,6 +106,87 @@ def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs, tmp_path, ca
     assert SampleCache(tmp_path).levels(_without_paths(bench), 42, base) is None
 
 
+@pytest.mark.slow
+def test_one_run_of_mtebs_transform_gives_both_the_flat_and_the_per_level_draws(blurbs, monkeypatch):
+    from tecb_eval.mteb import levels as levels_module
+    from tecb_eval.mteb import sampling
+    from tecb_eval.mteb.levels import fast_levels
+
+    bench = tecb_data.load(blurbs)
+    calls = []
+    real = sampling.embedded_set
+    # Our own helper around MTEB's task, counted: MTEB's transform runs once per embedded_set call.
+    monkeypatch.setattr(sampling, "embedded_set", lambda *a: calls.append(a) or real(*a))
+    sample, levels = levels_module.fast_draws(bench, 42)
+    assert len(calls) == 1
+    # The same draws as MTEB's flat sample and its per-level draws, each made on its own.
+    assert same_sample(sample, sampling.fast_sample(bench, 42))
+    assert samples_module.same_levels(levels, fast_levels(bench, 42, sample.texts)) and len(levels[0]) >= 2
+    # A dataset without genre paths: the flat sample alone.
+    flat, none = levels_module.fast_draws(_without_paths(bench), 42)
+    assert none is None and same_sample(flat, sample)
+
+
+@pytest.mark.slow
+def test_draws_made_ahead_in_a_child_are_mtebs_and_stored_here_only_when_taken(blurbs, tmp_path):
+    import psutil
+
+    from tecb_eval.mteb.levels import fast_levels
+    from tecb_eval.mteb.sampling import fast_sample
+
+    def drawing_children() -> set[int]:  # loky's worker processes (its resource trackers stay)
+        return {c.pid for c in psutil.Process().children()
+                if "popen_loky_posix" in " ".join(c.cmdline()) and c.status() != psutil.STATUS_ZOMBIE}
+
+    bench = tecb_data.load(blurbs)
+    before = drawing_children()
+    with SampleCache(tmp_path) as cache:
+        assert cache.draw_ahead([bench, bench], [42, 7]) == 2  # the same build twice is drawn once
+        child = drawing_children() - before
+        assert len(child) == 1
+        assert not (tmp_path / "samples").exists()  # the child writes nothing
+        sample = cache.get(bench, 42)
+        levels = cache.levels(bench, 42, sample.texts)
+        assert cache.drawn == 1 and cache.levels_drawn == 1
+    # Stopped with the cache, the child is gone; seed 7, never taken, left no file.
+    assert not child & drawing_children()
+    assert sorted(p.name for p in (tmp_path / "samples").iterdir()) == \
+        sorted([f"{sample_key(bench, 42)}.npz", f"{sample_key(bench, 42)}.levels.npz"])
+    assert same_sample(sample, fast_sample(bench, 42))
+    assert samples_module.same_levels(levels, fast_levels(bench, 42, sample.texts))
+    # Stored draws are not drawn ahead again.
+    with SampleCache(tmp_path) as later:
+        assert later.draw_ahead([bench], [42]) == 0 and later._pool is None
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_mteb_draws_ahead_stops_the_child_and_leaves_no_sample(blurbs, tmp_path):
+    import signal
+    import time
+
+    import psutil
+
+    cache, results = tmp_path / "cache", tmp_path / "r.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tecb_eval.cli", "run", "--data", str(blurbs), "--model", "tfidf-lsa", "--protocol",
+         "fast", "--config", "minibatch_kmeans:none", "--results", str(results), "--cache-dir", str(cache), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": ""})
+    # Until the child that draws MTEB's sample is there (it starts once the dataset is read).
+    deadline, child = time.monotonic() + 120, []
+    while not child and time.monotonic() < deadline and process.poll() is None:
+        child = [c for c in psutil.Process(process.pid).children(recursive=True)
+                 if "popen_loky_posix" in " ".join(c.cmdline())]
+        time.sleep(0.02)
+    assert child, "no child drew the sample"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    _, alive = psutil.wait_procs(child, timeout=30)
+    assert not [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not list(cache.glob("samples/*.npz")) and not results.exists()
+
+
 def _without_paths(bench):
     import dataclasses
 
@@ -184,15 +265,17 @@ def test_the_work_estimate_grows_with_the_grid(blurbs, tmp_path):
 
 
 def _imported(stderr: str) -> set[str]:
-    """Top-level packages a ``python -X importtime`` run imported."""
+    """Top-level packages a run under ``PYTHONPROFILEIMPORTTIME`` imported, in its own process or in
+    a child it started (the environment variable, unlike ``-X importtime``, reaches the children, and
+    they write to the run's stderr): a cold fast run draws MTEB's sample in a child."""
     return {m.group(1).split(".")[0] for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)\s*$",
                                                            stderr, re.MULTILINE)}
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": ""}
-    return subprocess.run([sys.executable, "-X", "importtime", "-m", *argv], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=600)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "", "PYTHONPROFILEIMPORTTIME": "1"}
+    return subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=600)
 
 
 def _scores(results: Path) -> list[tuple]:

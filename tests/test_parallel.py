@@ -372,3 +372,49 @@ def test_a_unit_gives_the_same_bits_wherever_its_input_lies_in_memory():
         # BLAS; where it does not, the equality above holds trivially and proves nothing.
         pytest.skip(f"premise does not hold here (numpy {np.__version__}): PCA gives the same bits on a "
                     "misaligned copy, so this machine cannot show that run_unit aligns its input")
+
+
+# -- a unit's cells side by side in this process -----------------------------------------------------
+
+def test_a_units_cells_side_by_side_give_the_one_thread_scores_bit_for_bit(monkeypatch):
+    """A unit run in the coordinator with idle cores runs its k-means, HDBSCAN and DBSTREAM cells in
+    threads (Ward's alone, in this thread): every score, per-level ones included, is the same bit
+    for bit as one cell after the other, and the cells really ran in more than one thread."""
+    import threading
+
+    from tecb_eval.clustering.levels import Level
+    from tecb_eval.grid import work
+
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((12, 24)) * 4
+    X = (centres[rng.integers(0, 12, 900)] + rng.standard_normal((900, 24))).astype(np.float32)
+    gold = tuple(str(i % 12) for i in range(len(X)))
+    top = tuple(str(int(g) % 3) for g in gold)
+    cells = []
+    for b in range(6):  # bootstrap-like draws, each with a per-level score on its own rows
+        rows = rng.integers(0, len(X), 700)
+        level_rows = rng.integers(0, len(X), 600)
+        levels = (Level(0, level_rows, tuple(top[i] for i in level_rows), 3),)
+        cells.append(Cell(f"draw-{b}", rows, tuple(gold[i] for i in rows), 12, "minibatch_kmeans", levels))
+    cells += [Cell("all", None, gold, 12, algorithm) for algorithm in ("hdbscan", "dbstream", "agglomerative")]
+    unit = WorkUnit("k", "l", "d", "none", 42, "legacy", "current", tuple(cells), len(X), X.shape[1])
+
+    where: dict[str, str] = {}
+    real = work._run_cell
+
+    def noted(unit, cell, reduced):
+        where[f"{cell.split}/{cell.algorithm}"] = threading.current_thread().name
+        return real(unit, cell, reduced)
+
+    monkeypatch.setattr(work, "_run_cell", noted)  # our own function, watched to see where each cell ran
+    one = run_unit(unit, X, False, threads=1)
+    assert set(where.values()) == {threading.current_thread().name}
+    where.clear()
+    two = run_unit(unit, X, False, threads=2)
+    timings = {"cluster_s", "levels_s", "dbcv_s"}
+    assert [{k: v for k, v in m.items() if k not in timings} for m in one.metrics] == \
+           [{k: v for k, v in m.items() if k not in timings} for m in two.metrics]
+    assert any(m.get("levels") for m in two.metrics) and len(two.metrics) == len(cells)
+    side = {name for key, name in where.items() if not key.endswith("agglomerative")}
+    assert len(side) == 2 and threading.current_thread().name not in side, where
+    assert where["all/agglomerative"] == threading.current_thread().name

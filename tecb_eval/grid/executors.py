@@ -23,13 +23,17 @@ from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit, warm_up
 
 # -- in this process --------------------------------------------------------------------------
 class SerialExecutor:
-    def __init__(self, memory_limit: int, log):
+    """Units one after the other in this process; ``threads``: how many of a unit's cells may run
+    side by side (:func:`tecb_eval.grid.work.run_unit`), the cores no worker process uses."""
+
+    def __init__(self, memory_limit: int, log, threads: int = 1):
         self.memory_limit = memory_limit
         self.log = log
+        self.threads = threads
 
     def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:
         for task in fit_or_skip(tasks, self.memory_limit, "", self.log):
-            on_result(task.unit, run_unit(task.unit, load_input(task.input_key), task.is_reduced))
+            on_result(task.unit, run_unit(task.unit, load_input(task.input_key), task.is_reduced, self.threads))
 
     def close(self, abandon: bool = False) -> None:
         pass
@@ -121,7 +125,10 @@ class LocalExecutor:
 
 
 @contextlib.contextmanager
-def open_executor(*, jobs: int, scheduler: str | None, memory_limit: int | None, timeout: float, log):
+def open_executor(*, jobs: int, scheduler: str | None, memory_limit: int | None, timeout: float, log,
+                  threads: int = 1):
+    """The executor for ``jobs`` local worker processes (1: this process, running up to ``threads``
+    of a unit's cells side by side) or for the Dask ``scheduler``."""
     if scheduler is not None:
         try:
             from tecb_eval.grid.dask_executor import DaskExecutor, connect
@@ -132,7 +139,7 @@ def open_executor(*, jobs: int, scheduler: str | None, memory_limit: int | None,
         executor = DaskExecutor(connect(scheduler, timeout), scheduler, memory_limit, log, timeout=timeout)
     else:
         budget = memory_limit or int(DEFAULT_MEMORY_SHARE * machine_memory())
-        executor = SerialExecutor(budget, log) if jobs == 1 else LocalExecutor(jobs, budget, log)
+        executor = SerialExecutor(budget, log, threads) if jobs == 1 else LocalExecutor(jobs, budget, log)
     try:
         yield executor
     except BaseException:

@@ -107,12 +107,20 @@ class _Pending:
     cells: list  # (protocol unit, reduction, algorithm)
 
 
+def _open_model(spec: ModelSpec, seed: int) -> _ModelRun:
+    """``spec``'s encoder, seeded by ``seed`` (a grid's smallest seed) where it takes one."""
+    return _ModelRun(spec, encoders.get_encoder(spec.spec, **{"seed": seed, **spec.options}))
+
+
 class Grid:
     def __init__(self, datasets, models, *, configurations, protocol, seed: int | None = None,
                  seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None,
                  profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
-                 scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = ()):
+                 scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
+                 samples: SampleCache | None = None, opened: _ModelRun | None = None):
+        """``samples``: a sample cache that may be drawing ahead (else one of ``cache_dir`` is made);
+        ``opened``: a model already opened (run_grid's first, loaded while MTEB drew)."""
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.benchmarks = []
         for bench in map(load_dataset, datasets):
@@ -141,7 +149,8 @@ class Grid:
                                      timeout=scheduler_timeout)
         # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
         # from the cache folder (tecb_eval.grid.samples).
-        self.samples = SampleCache(self.cache_dir)
+        self.samples = samples if samples is not None else SampleCache(self.cache_dir)
+        self._opened = opened
         self.units = {
             (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits, samples=self.samples)
             for b in self.benchmarks for s in self.seeds
@@ -189,9 +198,10 @@ class Grid:
 
     # -- encoding ---------------------------------------------------------------------------
     def _open_model(self, spec: ModelSpec) -> _ModelRun:
-        options = {"seed": self.seed, **spec.options}
-        encoder = encoders.get_encoder(spec.spec, **options)
-        return _ModelRun(spec, encoder)
+        opened, self._opened = self._opened, None
+        if opened is not None and opened.spec == spec:
+            return opened
+        return _open_model(spec, self.seed)
 
     def _encoder_for(self, run: _ModelRun, bench):
         if bench.fingerprint not in run.dataset_encoders:
@@ -561,36 +571,43 @@ def run_grid(
     if protocol == "fast" and limit_splits:
         raise UserError(f"limit_splits={limit_splits} (--limit-splits) applies to the legacy protocol's splits; the "
                         "fast protocol samples from all of them at once (MTEB v2): leave it out")
-    for item in models:  # a bad option fails now, not after the models before it have run
-        spec = model_spec(item)
-        # Options, model folders, mteb: names, backends, prompt names: one line each, before any encoding.
-        encoders.preflight(spec.spec, **spec.options)
-    if results is not None:
-        # Before any work: a store that cannot be kept there is found now, not after the encoding.
-        check_results(results, inputs=[d for d in datasets if isinstance(d, (str, Path)) and Path(d).exists()])
-    if cache_dir is not None:
-        from tecb_data.outputs import writable_folder
-
-        writable_folder(cache_dir, option="cache folder")
-    if algorithms is None:
-        algorithms = algo.ALGORITHMS if protocol == "legacy" else ("minibatch_kmeans",)
-    pairs, skipped = algo.configurations(algorithms, reductions, configurations)
-    if not pairs:
-        raise UserError("no configuration left to run; name at least one algorithm and reduction")
     if not datasets:
         raise UserError("no datasets given")
     if not models:
         raise UserError("no models given")
     # Every dataset is loaded and every model found before the first text is encoded: a typo in
     # the last --data or a model missing from the offline cache ends the run before any work.
-    datasets = [load_dataset(item) for item in datasets]
-    for item in models:
-        _find_model(model_spec(item).spec)
-    if skipped:
-        say("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped)
-            + " (unreduced embeddings, as in the paper); ask for them explicitly with "
-            + "configurations=[...] / --config ALGORITHM:none")
+    sources = list(datasets)
+    datasets = [load_dataset(item) for item in sources]
     with contextlib.ExitStack() as stack:
+        samples = stack.enter_context(SampleCache(cache_dir))
+        # MTEB's draws that are not stored start now in a child process (tecb_eval.grid.samples),
+        # while this process checks the options and models (the child writes nothing) ...
+        drawing = protocol == "fast" and samples.draw_ahead(datasets, seeds) > 0
+        for item in models:  # a bad option fails now, not after the models before it have run
+            spec = model_spec(item)
+            # Options, model folders, mteb: names, backends, prompt names: one line each, before any encoding.
+            encoders.preflight(spec.spec, **spec.options)
+        if results is not None:
+            # Before any work: a store that cannot be kept there is found now, not after the encoding.
+            check_results(results, inputs=[d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()])
+        if cache_dir is not None:
+            from tecb_data.outputs import writable_folder
+
+            writable_folder(cache_dir, option="cache folder")
+        if algorithms is None:
+            algorithms = algo.ALGORITHMS if protocol == "legacy" else ("minibatch_kmeans",)
+        pairs, skipped = algo.configurations(algorithms, reductions, configurations)
+        if not pairs:
+            raise UserError("no configuration left to run; name at least one algorithm and reduction")
+        for item in models:
+            _find_model(model_spec(item).spec)
+        if skipped:
+            say("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped)
+                + " (unreduced embeddings, as in the paper); ask for them explicitly with "
+                + "configurations=[...] / --config ALGORITHM:none")
+        # ... while this process loads the first model, which it would load after the draws.
+        opened = _open_model(model_spec(models[0]), min(seeds)) if drawing else None
         if scheduler is not None:
             # The cluster is reached (and its workers checked) before the store is opened: a
             # scheduler that cannot be used leaves no trace.
@@ -599,12 +616,15 @@ def run_grid(
         store = stack.enter_context(ResultsStore(results, lock=True))  # another run on this store waits for the lock
         grid = Grid(datasets, models, configurations=pairs, protocol=protocol, seeds=seeds,
                     cache_dir=cache_dir, store=store, limit_splits=limit_splits,
-                    profile=profile, progress=progress, log=say, metrics=metrics)
+                    profile=profile, progress=progress, log=say, metrics=metrics, samples=samples, opened=opened)
         if scheduler is None:
+            # The cores a grid run in this process leaves idle run a unit's cells side by side.
+            cores = jobs
             jobs = scheduling.local_jobs(jobs, chosen=jobs_chosen, side_by_side=grid.units_side_by_side(),
                                          work_seconds=grid.estimated_work())
             executor = stack.enter_context(executors.open_executor(
-                jobs=jobs, scheduler=None, memory_limit=memory, timeout=scheduler_timeout, log=say))
+                jobs=jobs, scheduler=None, memory_limit=memory, timeout=scheduler_timeout, log=say,
+                threads=cores if jobs == 1 else 1))
         frame = grid.run(executor)
     for name, seconds in grid.encode_seconds.items():
         say(f"{name}: encoded {grid.encoded_texts[name]:,} new unique texts in {seconds:.1f} s")

@@ -11,10 +11,16 @@ version of either draws again. A file that cannot be read is removed and drawn a
 other caches do.
 
 A dataset built with genre paths (``label_paths``) also gets MTEB's per-level draws
-(:func:`tecb_eval.mteb.levels.fast_levels`), which run MTEB's transform again. They are kept beside
+(:func:`tecb_eval.mteb.levels.fast_levels`; drawn with the flat sample from one run of MTEB's
+transform, :func:`tecb_eval.mteb.levels.fast_draws`). They are kept beside
 the flat sample under the same key (``<key>.levels.npz``) as the rows of the flat sample that each
 level's draws cluster; each level's labels and k follow from the texts' genre paths
 (:func:`tecb_eval.mteb.levels.first_paths`), so they are rebuilt without MTEB.
+
+Draws not stored yet can start ahead (:meth:`SampleCache.draw_ahead`), in a child process, while
+this one loads the model: importing MTEB and its transform take one core for about 6 s, loading
+transformers and the weights take the other. The child imports MTEB and draws, nothing more; what it
+drew is checked and stored here, as a draw made here is, and only this process writes the cache.
 """
 
 from __future__ import annotations
@@ -109,6 +115,19 @@ def same_levels(a: tuple[tuple, ...], b: tuple[tuple, ...]) -> bool:
         for x, y in zip(a, b))
 
 
+def _drawing_child() -> None:
+    # Ctrl-C is the run's to handle: it stops the child with the run. datasets draws a (disabled)
+    # tqdm bar, whose first use would create tqdm's multiprocessing lock, a named semaphore the
+    # resource tracker warns of as leaked when the child is stopped: a thread lock does here.
+    import signal
+    import threading
+
+    from tqdm import tqdm
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tqdm.set_lock(threading.RLock())
+
+
 class SampleCache:
     """The fast protocol's samples under ``root/samples`` (``root=None``: drawn in every run)."""
 
@@ -116,14 +135,60 @@ class SampleCache:
         self.folder = None if root is None else Path(root) / "samples"
         self.drawn = 0  # how many samples this process had MTEB draw (tests and benches read it)
         self.levels_drawn = 0  # how many per-level draws likewise
+        # (fingerprint, seed) -> (texts, per-level draws) that get() drew beside a flat sample, for
+        # levels() to take rather than run MTEB's transform again.
+        self._levels_beside: dict[tuple[str, int], tuple] = {}
+        self._ahead: dict[tuple[str, int], object] = {}  # (fingerprint, seed) -> the child's future
+        self._pool = None
 
+    # -- drawing ahead ------------------------------------------------------------------------
+    def draw_ahead(self, benches, seeds) -> int:
+        """Start MTEB's draws (:func:`~tecb_eval.mteb.levels.fast_draws`) of every (``benches`` x
+        ``seeds``) whose flat sample is not stored, one after the other in one child process;
+        :meth:`get` takes them from there. Returns how many it started; :meth:`close` stops the child."""
+        for bench in benches:
+            for seed in seeds:
+                key = (bench.fingerprint, int(seed))
+                if key in self._ahead or self.lookup(bench, seed) is not None:
+                    continue
+                if self._pool is None:
+                    # loky's pool, as the grid's workers: fork+exec (this process's threads do not get
+                    # into the child), and a child that dies is reported, not waited for.
+                    from loky import ProcessPoolExecutor
+
+                    self._pool = ProcessPoolExecutor(max_workers=1, initializer=_drawing_child)
+                from tecb_eval.mteb.levels import fast_draws
+
+                self._ahead[key] = self._pool.submit(fast_draws, bench, int(seed))
+        return len(self._ahead)
+
+    def close(self) -> None:
+        """Stop the child process, whether or not its draws were taken (Ctrl-C, an error)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, kill_workers=True)
+            self._pool = None
+        self._ahead.clear()
+
+    def __enter__(self) -> SampleCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the draws ----------------------------------------------------------------------------
     def get(self, bench, seed: int) -> FastSample:
         stored = self.lookup(bench, seed)
         if stored is not None:
             return stored
-        from tecb_eval.mteb.sampling import fast_sample
+        ahead = self._ahead.pop((bench.fingerprint, int(seed)), None)
+        if ahead is not None:
+            sample, levels = ahead.result()
+        else:
+            from tecb_eval.mteb.levels import fast_draws
 
-        sample = fast_sample(bench, seed)
+            sample, levels = fast_draws(bench, seed)
+        if levels is not None:
+            self._levels_beside[(bench.fingerprint, int(seed))] = (sample.texts, levels)
         self.drawn += 1
         if self.folder is not None:
             chosen = to_rows(bench, sample)
@@ -145,11 +210,15 @@ class SampleCache:
         if paths_of is None:
             return None
         stored = self.lookup_levels(bench, seed, base_texts, paths_of)
+        beside = self._levels_beside.pop((bench.fingerprint, int(seed)), None)
         if stored is not None:
             return stored
-        from tecb_eval.mteb.levels import fast_levels
+        if beside is not None and beside[0] == tuple(base_texts):
+            levels = beside[1]
+        else:
+            from tecb_eval.mteb.levels import fast_levels
 
-        levels = fast_levels(bench, seed, base_texts)
+            levels = fast_levels(bench, seed, base_texts)
         self.levels_drawn += 1
         if self.folder is not None:
             rows = levels_to_rows(levels)

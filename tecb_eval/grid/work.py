@@ -228,8 +228,61 @@ def aligned_copy(X: np.ndarray, alignment: int = 64) -> np.ndarray:
     return out
 
 
-def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool) -> UnitResult:
-    """Reduce ``X`` (the base set's embeddings) unless ``is_reduced``, then run every cell."""
+# Algorithms whose cells may run side by side in one process: their peak is a few copies of the
+# cell's rows. Ward (agglomerative) holds up to an n x n matrix that the memory planner budgets for
+# one cell at a time, so its cells run alone.
+SIDE_BY_SIDE_ALGORITHMS = ("minibatch_kmeans", "hdbscan", "dbstream")
+
+
+def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
+    data = reduced if cell.rows is None else reduced[cell.rows]
+    k = min(cell.k, data.shape[0])
+    estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile,
+                                    ward_path=unit.ward_path(data.shape[0]))
+    started = time.perf_counter()
+    predicted = algo.cluster(estimator, data)
+    cluster_s = time.perf_counter() - started
+    return {
+        **clustering_metrics(cell.labels, predicted),
+        "n_samples": int(data.shape[0]),
+        "cluster_s": cluster_s,
+        "algorithm_params": algo.params_json(estimator),
+        **extra_scores(unit, cell, reduced, data, predicted),
+    }
+
+
+def _run_cell_one_thread(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
+    # OpenMP's and numba's thread counts are per thread: a new thread starts from the machine's
+    # default, not from the limit its parent set, so each cell's thread sets its own.
+    with one_thread():
+        return _run_cell(unit, cell, reduced)
+
+
+def _run_cells(unit: WorkUnit, reduced: np.ndarray, threads: int) -> list[dict]:
+    """Every cell's scores, in the unit's order. With ``threads`` > 1 (a unit run in the coordinator
+    while no worker process runs beside it), the cells that may run side by side do, one thread
+    each: a minibatch k-means fit runs its Cython loops with the GIL released, so the 10 draws of a
+    fast-protocol unit and their per-level fits share the cores (bench/bench_vs_mteb.py). Each
+    cell is single-threaded and seeded as in a worker process, so its scores are the same bit for bit."""
+    side_by_side = [i for i, c in enumerate(unit.cells) if c.algorithm in SIDE_BY_SIDE_ALGORITHMS]
+    if threads <= 1 or len(side_by_side) < 2:
+        return [_run_cell(unit, cell, reduced) for cell in unit.cells]
+    from concurrent.futures import ThreadPoolExecutor
+
+    out: list[dict | None] = [None] * len(unit.cells)
+    with ThreadPoolExecutor(max_workers=min(threads, len(side_by_side)), thread_name_prefix="tecb-cell") as pool:
+        futures = {i: pool.submit(_run_cell_one_thread, unit, unit.cells[i], reduced) for i in side_by_side}
+        for i, cell in enumerate(unit.cells):
+            if i not in futures:
+                out[i] = _run_cell(unit, cell, reduced)
+        for i, future in futures.items():
+            out[i] = future.result()
+    return out
+
+
+def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool, threads: int = 1) -> UnitResult:
+    """Reduce ``X`` (the base set's embeddings) unless ``is_reduced``, then run every cell, up to
+    ``threads`` of them side by side (see :func:`_run_cells`)."""
     cpu_began = time.process_time()
     X = aligned_copy(X)
     if "umap" in unit.reduction and not is_reduced:
@@ -238,22 +291,7 @@ def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool) -> UnitResult:
         started = time.perf_counter()
         reduced = X if is_reduced else algo.reduce(unit.reduction, X, unit.seed)
         reduce_s = 0.0 if is_reduced else time.perf_counter() - started
-        out = []
-        for cell in unit.cells:
-            data = reduced if cell.rows is None else reduced[cell.rows]
-            k = min(cell.k, data.shape[0])
-            estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile,
-                                            ward_path=unit.ward_path(data.shape[0]))
-            started = time.perf_counter()
-            predicted = algo.cluster(estimator, data)
-            cluster_s = time.perf_counter() - started
-            out.append({
-                **clustering_metrics(cell.labels, predicted),
-                "n_samples": int(data.shape[0]),
-                "cluster_s": cluster_s,
-                "algorithm_params": algo.params_json(estimator),
-                **extra_scores(unit, cell, reduced, data, predicted),
-            })
+        out = _run_cells(unit, reduced, threads)
     return UnitResult(
         metrics=out,
         reduced=None if is_reduced or unit.reduction == "none" else np.asarray(reduced),
