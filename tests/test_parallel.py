@@ -418,3 +418,22 @@ def test_a_units_cells_side_by_side_give_the_one_thread_scores_bit_for_bit(monke
     side = {name for key, name in where.items() if not key.endswith("agglomerative")}
     assert len(side) == 2 and threading.current_thread().name not in side, where
     assert where["all/agglomerative"] == threading.current_thread().name
+
+
+def test_gold_labels_as_codes_give_the_scores_of_the_labels_bit_for_bit():
+    from sklearn import metrics
+
+    from tecb_eval.grid.work import clustering_metrics, label_codes
+
+    rng = np.random.default_rng(5)
+    names = ["Sport", "Kultur", "Ökonomie", "10", "9", "Politik/Inland", ""]  # sorted as strings, not numbers
+    gold = tuple(names[i] for i in rng.integers(0, len(names), 3000))
+    predicted = rng.integers(-1, 6, 3000)  # -1: a density clustering's noise
+    codes = label_codes(gold)
+    assert codes.dtype.kind == "i" and sorted(set(codes.tolist())) == list(range(len(set(gold))))
+    scored = clustering_metrics(gold, predicted)
+    assert scored["v_measure"] == metrics.v_measure_score(gold, predicted)
+    assert scored["ami"] == metrics.adjusted_mutual_info_score(gold, predicted)
+    assert scored["ari"] == metrics.adjusted_rand_score(gold, predicted)
+    assert (scored["homogeneity"], scored["completeness"]) == metrics.homogeneity_completeness_v_measure(
+        gold, predicted)[:2]

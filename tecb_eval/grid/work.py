@@ -28,7 +28,7 @@ from sklearn import metrics
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.numba_cache import keep_compiled_umap
 from tecb_eval.clustering.profiles import get_profile
-from tecb_eval.grid.extra import extra_scores
+from tecb_eval.grid.extra import extra_scores, label_codes
 
 # Bytes a worker process holds before any unit (numpy, scikit-learn, UMAP, numba, hdbscan loaded);
 # counted once per worker against the memory budget.
@@ -163,6 +163,7 @@ METRIC_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "nois
 
 
 def clustering_metrics(gold, predicted: np.ndarray) -> dict:
+    gold = label_codes(gold)
     homogeneity, completeness, v_measure = metrics.homogeneity_completeness_v_measure(gold, predicted)
     return {
         "v_measure": float(v_measure),
