@@ -157,6 +157,13 @@ def test_draws_made_ahead_in_a_child_are_mtebs_and_stored_here_only_when_taken(b
     # Stored draws are not drawn ahead again.
     with SampleCache(tmp_path) as later:
         assert later.draw_ahead([bench], [42]) == 0 and later._pool is None
+    # A child that dies (killed, out of memory) costs its head start, not the run: drawn here.
+    with SampleCache(None) as fresh:
+        before = drawing_children()
+        fresh.draw_ahead([bench], [42])
+        for pid in drawing_children() - before:
+            psutil.Process(pid).kill()
+        assert same_sample(fresh.get(bench, 42), sample) and fresh.drawn == 1
 
 
 @pytest.mark.slow

@@ -437,3 +437,19 @@ def test_gold_labels_as_codes_give_the_scores_of_the_labels_bit_for_bit():
     assert scored["ari"] == metrics.adjusted_rand_score(gold, predicted)
     assert (scored["homogeneity"], scored["completeness"]) == metrics.homogeneity_completeness_v_measure(
         gold, predicted)[:2]
+
+
+def test_cells_run_side_by_side_only_where_that_many_unit_peaks_fit_the_memory_budget(monkeypatch):
+    from tecb_eval.grid import executors
+    from tecb_eval.grid.scheduling import Task
+
+    labels = tuple(str(i % 3) for i in range(300))
+    unit = WorkUnit("k", "l", "d", "none", 42, "legacy", "current",
+                    tuple(Cell(f"s{i}", None, labels, 3, "minibatch_kmeans") for i in range(2)), 300, 8)
+    asked = []
+    monkeypatch.setattr(executors, "run_unit", lambda unit, X, is_reduced, threads: asked.append(threads))
+    X = np.zeros((300, 8), dtype=np.float32)
+    for budget, threads in ((WORKER_BASELINE_BYTES + 2 * unit.memory, 2), (WORKER_BASELINE_BYTES + unit.memory, 1)):
+        executors.SerialExecutor(budget, print, threads=2).run([Task(unit, "x", False)], lambda key: X,
+                                                                lambda unit, result: None)
+        assert asked.pop() == threads

@@ -33,7 +33,11 @@ class SerialExecutor:
 
     def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:
         for task in fit_or_skip(tasks, self.memory_limit, "", self.log):
-            on_result(task.unit, run_unit(task.unit, load_input(task.input_key), task.is_reduced, self.threads))
+            # Cells side by side hold up to that many cells' peaks at once: only where that many
+            # units' estimated peaks would fit the budget, as workers running side by side must.
+            fits = WORKER_BASELINE_BYTES + self.threads * task.unit.memory <= self.memory_limit
+            threads = self.threads if fits else 1
+            on_result(task.unit, run_unit(task.unit, load_input(task.input_key), task.is_reduced, threads))
 
     def close(self, abandon: bool = False) -> None:
         pass

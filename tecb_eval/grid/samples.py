@@ -25,6 +25,7 @@ drew is checked and stored here, as a draw made here is, and only this process w
 
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
 from importlib import metadata
 from pathlib import Path
 
@@ -180,13 +181,17 @@ class SampleCache:
         stored = self.lookup(bench, seed)
         if stored is not None:
             return stored
-        ahead = self._ahead.pop((bench.fingerprint, int(seed)), None)
+        ahead, drawn = self._ahead.pop((bench.fingerprint, int(seed)), None), None
         if ahead is not None:
-            sample, levels = ahead.result()
-        else:
+            try:
+                drawn = ahead.result()
+            except BrokenProcessPool:  # the child died (killed, out of memory): drawn here instead
+                drawn = None
+        if drawn is None:
             from tecb_eval.mteb.levels import fast_draws
 
-            sample, levels = fast_draws(bench, seed)
+            drawn = fast_draws(bench, seed)
+        sample, levels = drawn
         if levels is not None:
             self._levels_beside[(bench.fingerprint, int(seed))] = (sample.texts, levels)
         self.drawn += 1

@@ -273,11 +273,12 @@ def _run_cells(unit: WorkUnit, reduced: np.ndarray, threads: int) -> list[dict]:
     out: list[dict | None] = [None] * len(unit.cells)
     with ThreadPoolExecutor(max_workers=min(threads, len(side_by_side)), thread_name_prefix="tecb-cell") as pool:
         futures = {i: pool.submit(_run_cell_one_thread, unit, unit.cells[i], reduced) for i in side_by_side}
-        for i, cell in enumerate(unit.cells):
-            if i not in futures:
-                out[i] = _run_cell(unit, cell, reduced)
         for i, future in futures.items():
             out[i] = future.result()
+    # The others (Ward) after them, alone: one core each, and one n x n matrix at a time.
+    for i, cell in enumerate(unit.cells):
+        if out[i] is None:
+            out[i] = _run_cell(unit, cell, reduced)
     return out
 
 
