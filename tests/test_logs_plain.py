@@ -68,8 +68,8 @@ def test_grid_workers_leave_no_semaphore_to_the_resource_tracker(tmp_path):
             "from multiprocessing import resource_tracker\n"
             "made = []\n"
             "resource_tracker.register = lambda name, kind: made.append(kind)\n"
-            "from tecb_eval.grid.executors import _worker_init\n"
-            "_worker_init()\n"
+            "from tecb_eval.grid.children import quiet_child\n"
+            "quiet_child()\n"
             "from tqdm import tqdm\n"
             "list(tqdm(range(3), disable=True)); list(tqdm(range(3), file=open('/dev/null', 'w')))\n"
             "print(made)\n")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import signal
 from concurrent.futures.process import BrokenProcessPool
 
 from tecb_data.errors import UserError
+from tecb_eval.grid.children import quiet_child
 from tecb_eval.grid.scheduling import (DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task, fit_or_skip, gib, longest_first,
                                        machine_memory)
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit, warm_up
@@ -44,20 +44,6 @@ class SerialExecutor:
 
 
 # -- local worker processes -------------------------------------------------------------------
-def _worker_init() -> None:
-    # Ctrl-C is the coordinator's to handle: it stops the workers and says what was kept.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # UMAP draws a (disabled) tqdm bar, whose first use creates tqdm's multiprocessing lock: a named
-    # semaphore registered with the resource tracker. A worker stopped at the end of the grid never
-    # unregisters it, and the tracker then warns of "leaked semaphore objects" after the run. A
-    # worker runs one unit at a time: a thread lock is all tqdm needs there.
-    import threading
-
-    from tqdm import tqdm
-
-    tqdm.set_lock(threading.RLock())
-
-
 class LocalExecutor:
     """``jobs`` worker processes on this machine, started once and kept for every model."""
 
@@ -84,7 +70,7 @@ class LocalExecutor:
             # into them, and workers that die are reported, not waited for.
             from loky import ProcessPoolExecutor
 
-            self.pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=_worker_init)
+            self.pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=quiet_child)
         return self.pool
 
     def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:

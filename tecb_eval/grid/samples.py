@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tecb_eval.files import atomic_save, short_hash
+from tecb_eval.grid.children import quiet_child
 from tecb_eval.grid.cache import CACHE_OPTION, discard_damaged, load_or_discard
 from tecb_eval.mteb.levels import first_paths
 from tecb_eval.mteb.sampling import FastSample
@@ -116,19 +117,6 @@ def same_levels(a: tuple[tuple, ...], b: tuple[tuple, ...]) -> bool:
         for x, y in zip(a, b))
 
 
-def _drawing_child() -> None:
-    # Ctrl-C is the run's to handle: it stops the child with the run. datasets draws a (disabled)
-    # tqdm bar, whose first use would create tqdm's multiprocessing lock, a named semaphore the
-    # resource tracker warns of as leaked when the child is stopped: a thread lock does here.
-    import signal
-    import threading
-
-    from tqdm import tqdm
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    tqdm.set_lock(threading.RLock())
-
-
 class SampleCache:
     """The fast protocol's samples under ``root/samples`` (``root=None``: drawn in every run)."""
 
@@ -150,14 +138,17 @@ class SampleCache:
         for bench in benches:
             for seed in seeds:
                 key = (bench.fingerprint, int(seed))
-                if key in self._ahead or self.lookup(bench, seed) is not None:
+                # A stored file is not drawn ahead (get() reads and checks it, once): one that is
+                # damaged is drawn here then, as without a head start.
+                path = self._path(sample_key(bench, seed))
+                if key in self._ahead or (path is not None and path.is_file()):
                     continue
                 if self._pool is None:
                     # loky's pool, as the grid's workers: fork+exec (this process's threads do not get
                     # into the child), and a child that dies is reported, not waited for.
                     from loky import ProcessPoolExecutor
 
-                    self._pool = ProcessPoolExecutor(max_workers=1, initializer=_drawing_child)
+                    self._pool = ProcessPoolExecutor(max_workers=1, initializer=quiet_child)
                 from tecb_eval.mteb.levels import fast_draws
 
                 self._ahead[key] = self._pool.submit(fast_draws, bench, int(seed))
