@@ -54,10 +54,11 @@ def fast_levels(bench, seed: int, base_texts) -> tuple[tuple, ...] | None:
 
 def fast_draws(bench, seed: int) -> tuple:
     """``(sample, levels)``: :func:`~tecb_eval.mteb.sampling.fast_sample` and :func:`fast_levels` of
-    ``bench`` (``levels`` None without genre paths) from one run of MTEB's transform. Both begin their draws where the downsampling draw leaves ``rng_state`` (MTEB
-    draws either the flat labels or the genre paths of a task, never both), so the state is kept and
-    restored between them: the same draws as calling each on its own, for half the transforms, the
-    bulk of a cold sample's cost (2.3 s each on the Blurbs dev set)."""
+    ``bench`` (``levels`` None without genre paths) from one run of MTEB's transform. Both begin
+    their draws where the downsampling draw leaves ``rng_state`` (MTEB draws either the flat labels
+    or the genre paths of a task, never both), so the state is kept and restored between them: the
+    same draws as calling each on its own, for half the transforms, the bulk of a cold sample's
+    cost (2.3 s each on the Blurbs dev set)."""
     from tecb_eval.mteb.sampling import bootstrapped, embedded_set
 
     task, texts, labels = embedded_set(bench, seed)
