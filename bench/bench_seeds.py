@@ -95,7 +95,7 @@ def table(args, data, work: Path) -> None:
     shown = report.tables(frame)
     t2, note = shown["table2"]
     print(report.format_table(t2, "md", note=note))
-    for dataset in report._dataset_columns(set(frame.mteb_name)):
+    for dataset in report.dataset_columns(set(frame.mteb_name)):
         for a, b in itertools.combinations(models, 2):
             print(compare.compare(frame, a, b, [dataset])[0].sentence())
     if args.out:

@@ -273,7 +273,7 @@ def _offline(exc: BaseException) -> bool:
     route, a refused connection), as opposed to a Hub that answered or stalled."""
     import httpx2
 
-    for item in network._causes(exc):
+    for item in network.causes(exc):
         if isinstance(item, hf_errors.OfflineModeIsEnabled) or network.unresolvable(item):
             return True
         if isinstance(item, (httpx2.ConnectError, ConnectionRefusedError, OSError)) and not isinstance(item, TimeoutError):

@@ -52,7 +52,7 @@ def timeout_s() -> float:
     return value
 
 
-def _causes(exc: BaseException | None):
+def causes(exc: BaseException | None):
     """``exc`` and every exception behind it: chained ones, and those the HTTP libraries keep as
     attributes (requests' ConnectionError holds urllib3's MaxRetryError, whose ``reason`` holds the
     NameResolutionError; prawcore keeps ``original_exception``)."""
@@ -72,7 +72,7 @@ def unresolvable(exc: BaseException) -> bool:
     wrong host): retrying with backoff only makes the user wait for the same answer."""
     import socket
 
-    for item in _causes(exc):
+    for item in causes(exc):
         if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
             return True
     return False
@@ -84,7 +84,7 @@ def describe(exc: BaseException) -> str:
 
     if unresolvable(exc):
         return "the host name cannot be resolved (no network, or a wrong host)"
-    for item in _causes(exc):
+    for item in causes(exc):
         if isinstance(item, (TimeoutError, socket.timeout)) or "Timeout" in type(item).__name__:
             return "no answer in time"
         if isinstance(item, ConnectionRefusedError):

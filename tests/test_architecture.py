@@ -219,3 +219,65 @@ def test_every_room_is_in_the_wheel():
     on_disk = {".".join(init.parent.relative_to(REPO).parts)
                for package in ("tecb_data", "tecb_eval") for init in (REPO / package).rglob("__init__.py")}
     assert on_disk - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_names_across_modules(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """Where one of our modules imports or reads another module's private name: ``from X import _y``,
+    and ``m._y`` where ``m`` is bound in that module to one of our modules (``import a.b as m``,
+    ``from a import b``). A module's own names, and other libraries' private names, do not count."""
+    known: dict[str, Path] = {}
+    for package in packages:
+        known.update(modules(root, package))
+    found = []
+    for name, path in sorted(known.items()):
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        bound: dict[str, str] = {}  # a local name -> the module of ours it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in known:
+                        bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                if base not in known:
+                    continue
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in known:
+                        bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+                    elif _private(alias.name) and base != name:
+                        found.append(f"{name} imports {base}.{alias.name}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+                    and node.value.id in bound and bound[node.value.id] != name):
+                found.append(f"{name} reads {bound[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_no_private_name_is_used_across_modules():
+    # What modules share goes by public names; a leading underscore stays in its module.
+    assert private_names_across_modules(REPO, ("tecb_data", "tecb_eval")) == []
+
+
+def test_the_private_name_check_finds_an_import_and_a_read(tmp_path):
+    root = _package(tmp_path, {
+        "tecb_eval/__init__.py": "",
+        "tecb_eval/reports/__init__.py": "",
+        "tecb_eval/reports/tables.py": "def _shown(v):\n    return v\n\ndef ok():\n    return _shown(1)\n",
+        "tecb_eval/reports/board.py": "from tecb_eval.reports import tables\nx = tables._shown(1)\n",
+        "tecb_eval/reports/other.py": "from .tables import _shown, ok\nimport os\ny = os._exit\n",
+        "tecb_data/__init__.py": "",
+    })
+    assert private_names_across_modules(root, ("tecb_data", "tecb_eval")) == [
+        "tecb_eval.reports.board reads tecb_eval.reports.tables._shown",
+        "tecb_eval.reports.other imports tecb_eval.reports.tables._shown",
+    ]

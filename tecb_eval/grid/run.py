@@ -426,12 +426,14 @@ class Grid:
             reduce = (f"{spent['reduced']:,} of {reductions:,} reductions computed in {part.reduce_s.sum():.1f} s"
                       + (f" ({spent['reduce_cached']:,} from the cache)" if spent["reduce_cached"] else "")
                       if reductions else "no reductions")
+            # Whether the clause is said follows from what was computed, never from how long it took.
+            scored = part.levels_s.notna().any() or part.dbcv_s.notna().any()
             scoring = float(part.levels_s.fillna(0).sum() + part.dbcv_s.fillna(0).sum())
             lines.append(f"{dataset}: {len(part):,} cell{'s' if len(part) != 1 else ''} computed" +
                          (f", {spent['stored']:,} from the results store" if spent["stored"] else "") +
                          f"; {encode}; {reduce}; clustering {part.cluster_s.sum():.1f} s" +
                          # Per-level scores cluster again per level (as MTEB does); DBCV takes distances.
-                         (f", per-level scores and DBCV {scoring:.1f} s" if scoring >= 0.05 else "") +
+                         (f", per-level scores and DBCV {scoring:.1f} s" if scored else "") +
                          " (summed over workers)")
         if self.wall_seconds:
             lines.append("wall clock of this run: " + ", ".join(f"{phase} {s:.1f} s"

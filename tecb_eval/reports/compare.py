@@ -140,7 +140,7 @@ def _generator(seed: int, *names: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed), int.from_bytes(digest, "big")]))
 
 
-def _scores(frame: pd.DataFrame, model: str, dataset: str, algorithm: str, reduction: str, metric: str) -> pd.Series:
+def cell_scores(frame: pd.DataFrame, model: str, dataset: str, algorithm: str, reduction: str, metric: str) -> pd.Series:
     rows = frame[(frame.model == model) & (frame.mteb_name == dataset)
                  & (frame.algorithm == algorithm) & (frame.reduction == reduction)]
     return rows.set_index(["split", "seed"])[metric].sort_index()
@@ -238,8 +238,8 @@ def compare(frame: pd.DataFrame, model_a: str, model_b: str, datasets=None, *,
                         f"{_elsewhere_hint(store, model_a, model_b)}")
     out = []
     for dataset in both:
-        a = _scores(frame, model_a, dataset, algorithm, reduction, metric)
-        b = _scores(frame, model_b, dataset, algorithm, reduction, metric)
+        a = cell_scores(frame, model_a, dataset, algorithm, reduction, metric)
+        b = cell_scores(frame, model_b, dataset, algorithm, reduction, metric)
         if a.empty or b.empty:
             raise UserError(f"{dataset}: no {algorithm}:{reduction} cells for both {model_a} and {model_b}")
         rows = frame[frame.model.isin([model_a, model_b]) & (frame.mteb_name == dataset)]
@@ -289,8 +289,8 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
         best = min(figure, key=lambda m: (-figure[m], m))
         markers[(best, dataset)] = "*"
         for model in sorted(set(figure) - {best}):
-            a = _scores(of, best, dataset, "minibatch_kmeans", "none", "v_measure")
-            b = _scores(of, model, dataset, "minibatch_kmeans", "none", "v_measure")
+            a = cell_scores(of, best, dataset, "minibatch_kmeans", "none", "v_measure")
+            b = cell_scores(of, model, dataset, "minibatch_kmeans", "none", "v_measure")
             if not a.index.intersection(b.index).size:
                 markers[(model, dataset)] = "?"
                 continue

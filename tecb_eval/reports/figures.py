@@ -301,9 +301,9 @@ def model_comparison_figure(ours: pd.DataFrame, theirs: pd.DataFrame, model: str
     whiskers ± SD over splits) beside the authors' (no spread published). ``ours``:
     :func:`tecb_eval.reports.tables.split_means` rows of the model; ``theirs``: the authors' rows
     (:func:`tecb_eval.reports.tables.read_reference`). None when they share no dataset."""
-    from tecb_eval.reports.tables import _dataset_columns
+    from tecb_eval.reports.tables import dataset_columns
 
-    datasets = _dataset_columns(set(ours.mteb_name) & set(theirs.mteb_name))
+    datasets = dataset_columns(set(ours.mteb_name) & set(theirs.mteb_name))
     if not datasets:
         return None
     configs_of = {}
@@ -475,11 +475,11 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
     (:func:`tecb_eval.reports.compare.against_best`). On the fast protocol the draws are not
     independent, so the whiskers are ± the SD over the draws instead and no model is ranked."""
     from tecb_eval.reports.compare import against_best, independent_splits, mean_interval
-    from tecb_eval.reports.tables import _dataset_columns, one_version, table2
+    from tecb_eval.reports.tables import dataset_columns, one_version, table2
 
     kmeans = one_version(frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")])
     shown = table2(kmeans, stats=True)
-    datasets = _dataset_columns(set(kmeans.mteb_name))
+    datasets = dataset_columns(set(kmeans.mteb_name))
     models = sorted(set(kmeans.model))
     marks = against_best(kmeans, confidence=confidence)
     independent = independent_splits(kmeans)

@@ -36,7 +36,7 @@ def shown(value) -> str:
     """A 0..1 score as the text tables print it (x100, two decimals); "–" for none."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return tables.NO_SPREAD
-    return tables._shown(value)
+    return tables.shown(value)
 
 
 @dataclass
@@ -134,7 +134,7 @@ def best_config(means: dict[tuple[str, str], float]) -> tuple[tuple[str, str] | 
     dataset), and that mean; ties go to the paper's configuration order."""
     if not means:
         return None, math.nan
-    config = min(tables._order_configurations(list(means)), key=lambda c: -means[c])  # min keeps the first of ties
+    config = min(tables.order_configurations(list(means)), key=lambda c: -means[c])  # min keeps the first of ties
     return config, float(means[config])
 
 
@@ -156,7 +156,7 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
     out = []
     for model in t2.index:
         cell = t2.loc[model, dataset]
-        scores = compare._scores(kmeans, model, dataset, *TABLE2_CONFIG, "v_measure")
+        scores = compare.cell_scores(kmeans, model, dataset, *TABLE2_CONFIG, "v_measure")
         low = high = math.nan
         if independent and scores.index.get_level_values("split").nunique() > 1:
             # Named as the Table 2 figure names it: the same generator, so the same interval.
@@ -174,7 +174,7 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
 def boards(frame: pd.DataFrame, synthetic: set[str]) -> list[Board]:
     """A leaderboard per dataset of ``frame`` (one version per table already: see the module)."""
     out = []
-    for dataset in tables._dataset_columns(frame.mteb_name.unique()):
+    for dataset in tables.dataset_columns(frame.mteb_name.unique()):
         every = frame[frame.mteb_name == dataset]
         means = tables.split_means(every)
         kmeans = every[(every.algorithm == TABLE2_CONFIG[0]) & (every.reduction == TABLE2_CONFIG[1])]
@@ -230,11 +230,11 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
         if reference is not None:
             paper_name = tables.paper_model(model, reference.model.unique())
             theirs = reference[reference.model == paper_name] if paper_name else None
-        for dataset in tables._dataset_columns(mine.mteb_name.unique()):
+        for dataset in tables.dataset_columns(mine.mteb_name.unique()):
             rows = mine[mine.mteb_name == dataset]
             ran = sorted({(a, r) for m, d, a, r in every["v_measure"] if (m, d) == (model, dataset)})
             configs = []
-            for algorithm, reduction in tables._order_configurations(ran):
+            for algorithm, reduction in tables.order_configurations(ran):
                 key = (model, dataset, algorithm, reduction)
 
                 def get(metric, stat=0):

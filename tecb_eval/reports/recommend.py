@@ -95,7 +95,7 @@ def recommend(frame: pd.DataFrame, datasets=None, *, confidence: float = compare
     """A recommendation per dataset of ``frame`` (one version per table: see the module), or of the
     ``datasets`` named (MTEB names)."""
     synthetic = set(tables.synthetic_datasets(frame))
-    have = tables._dataset_columns(frame.mteb_name.unique())
+    have = tables.dataset_columns(frame.mteb_name.unique())
     if datasets:
         missing = [d for d in datasets if d not in have]
         if missing:
@@ -114,7 +114,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
                 f"{len(main)})" for key in sorted(set(cells) - set(keep))]
     compared = rows[[k in set(keep) for k in zip(rows.model, rows.algorithm, rows.reduction)]]
     means = tables.split_means(compared)
-    order = {c: i for i, c in enumerate(tables._order_configurations(list(zip(means.algorithm, means.reduction))))}
+    order = {c: i for i, c in enumerate(tables.order_configurations(list(zip(means.algorithm, means.reduction))))}
     ranked = sorted(means.itertuples(index=False),
                     key=lambda r: (-r.mean, r.model, order[(r.algorithm, r.reduction)]))
     best = ranked[0]

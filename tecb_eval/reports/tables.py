@@ -76,7 +76,7 @@ PAPER_TABLE_NOTES = {
 }
 
 
-def _dataset_columns(names) -> list[str]:
+def dataset_columns(names) -> list[str]:
     known = [d for d in DATASET_ORDER if d in set(names)]
     return known + sorted(set(names) - set(known))
 
@@ -104,7 +104,7 @@ def split_means(frame: pd.DataFrame, metric: str = "v_measure") -> pd.DataFrame:
                          "seeds": grouped.size()}).reset_index()
 
 
-def _order_configurations(index) -> list:
+def order_configurations(index) -> list:
     known = [c for c in PAPER_CONFIGURATIONS if c in set(index)]
     return known + sorted(set(index) - set(known))
 
@@ -162,7 +162,7 @@ def _aggregate(per_seed: pd.DataFrame, row_keys: list[str]) -> dict[str, pd.Data
                                  "n_splits": int(max(g["splits"].max() for g in by_model.values()))}
         seeds_of[(row, dataset)] = per_seed_figure
     rows = sorted({r for r, _ in cells}, key=lambda r: r if isinstance(r, tuple) else (r,))
-    datasets = _dataset_columns({d for _, d in cells})
+    datasets = dataset_columns({d for _, d in cells})
     out = {}
     for stat in ("mean", "sd_seeds", "sd_splits", "n_splits"):
         out[stat] = pd.DataFrame([[cells.get((r, d), {}).get(stat, np.nan) for d in datasets] for r in rows],
@@ -242,7 +242,7 @@ def table3(frame: pd.DataFrame, *, stats: bool = False) -> pd.DataFrame:
     over datasets; ``stats`` as in :func:`table2`."""
     frame, _ = table3_models(one_version(frame))
     parts = _aggregate(seed_split_means(frame), ["algorithm", "reduction"])
-    parts = {stat: table.loc[_order_configurations(table.index)] for stat, table in parts.items()}
+    parts = {stat: table.loc[order_configurations(table.index)] for stat, table in parts.items()}
     return _stat_table(parts) if stats else parts["mean"]
 
 
@@ -253,11 +253,11 @@ def reference_layout(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for model in sorted(means.model.unique()):
         sub = wide.loc[model]
-        for algorithm, reduction in _order_configurations(sub.index):
+        for algorithm, reduction in order_configurations(sub.index):
             values = sub.loc[(algorithm, reduction)]
             rows.append([model, algorithm, REDUCTION_SPELLING.get(reduction, reduction),
-                         *[values.get(d, np.nan) for d in _dataset_columns(wide.columns)]])
-    return pd.DataFrame(rows, columns=HEADER + _dataset_columns(wide.columns))
+                         *[values.get(d, np.nan) for d in dataset_columns(wide.columns)]])
+    return pd.DataFrame(rows, columns=HEADER + dataset_columns(wide.columns))
 
 
 # -- the authors' results and the paper's tables ---------------------------------------------------
@@ -333,7 +333,7 @@ def paper_table2(reference: pd.DataFrame) -> pd.DataFrame:
     rows = _paper_models(reference)
     rows = rows[(rows.algorithm == "minibatch_kmeans") & (rows.reduction == "none")]
     table = rows.pivot(index="model", columns="mteb_name", values="v_measure")
-    table = table.loc[list(PAPER_MODELS), _dataset_columns(table.columns)]
+    table = table.loc[list(PAPER_MODELS), dataset_columns(table.columns)]
     table["avg"] = table.mean(axis=1)
     return table
 
@@ -343,12 +343,12 @@ def paper_table3(reference: pd.DataFrame) -> pd.DataFrame:
     models (:data:`PAPER_MODELS`), plus the average over datasets."""
     rows = _paper_models(reference)
     table = rows.groupby(["algorithm", "reduction", "mteb_name"])["v_measure"].mean().unstack("mteb_name")
-    table = table[_dataset_columns(table.columns)]
+    table = table[dataset_columns(table.columns)]
     table["avg"] = table.mean(axis=1)
-    return table.loc[_order_configurations(table.index)]
+    return table.loc[order_configurations(table.index)]
 
 
-def _shown(value, scale: float = 100.0) -> str:
+def shown(value, scale: float = 100.0) -> str:
     if isinstance(value, str):  # a listing (the store's versions), not figures
         return value
     return "" if pd.isna(value) else f"{value * scale:.2f}"
@@ -357,7 +357,7 @@ def _shown(value, scale: float = 100.0) -> str:
 def printed(table: pd.DataFrame) -> pd.DataFrame:
     """A table's figures as the paper prints them: x100, rounded to two decimals (the same
     rounding as the Markdown and LaTeX tables)."""
-    return table.map(lambda v: float(_shown(v)) if _shown(v) else np.nan)
+    return table.map(lambda v: float(shown(v)) if shown(v) else np.nan)
 
 
 def paper_model(model: str, names) -> str | None:
@@ -507,7 +507,7 @@ def synthetic_datasets(frame: pd.DataFrame) -> list[str]:
                 continue
             if is_demo_manifest(manifest):
                 found.add(dataset)
-    return _dataset_columns(found)
+    return dataset_columns(found)
 
 
 def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: bool = False,
@@ -556,13 +556,13 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
 # -- formatting ----------------------------------------------------------------------------------
 def _cell(values: dict, scale: float) -> str:
     """One cell of a table with stats: mean, ±SD over seeds, (SD over splits), marker."""
-    text = _shown(values.get("mean"), scale)
+    text = shown(values.get("mean"), scale)
     if not text:
         return ""
     if not pd.isna(values.get("sd_seeds", np.nan)):
-        text += f" ±{_shown(values['sd_seeds'], scale)}"
+        text += f" ±{shown(values['sd_seeds'], scale)}"
     if not pd.isna(values.get("sd_splits", np.nan)):
-        text += f" ({_shown(values['sd_splits'], scale)})"
+        text += f" ({shown(values['sd_splits'], scale)})"
     elif values.get("n_splits") == 1:
         text += f" ({NO_SPREAD})"
     marker = values.get("marker")
@@ -605,7 +605,7 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, not
         shown = pd.DataFrame([[_cell({stat: flat.loc[i, (c, stat)] for stat in STATS if (c, stat) in flat.columns}, scale)
                                for c in columns] for i in flat.index], index=flat.index, columns=columns)
     else:
-        shown = flat.map(lambda v: _shown(v, scale))
+        shown = flat.map(lambda v: shown(v, scale))
     name = table.index.name or " / ".join(n for n in (table.index.names or []) if n) or ""
     if fmt == "md":
         head = [name, *map(str, shown.columns)]
