@@ -69,7 +69,7 @@ EXAMPLES = """examples (a quick look on the first fold; the paper's schedule is 
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    from tecb_eval.cli.options import _Seeds, parse_seeds
+    from tecb_eval.cli.options import SeedsAction, parse_seeds
     from tecb_eval.finetuning.protocols import PROTOCOLS
     from tecb_eval.finetuning.settings import METHODS
 
@@ -83,9 +83,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help=f"repeatable (default all: {', '.join(METHODS)})")
     p.add_argument("--protocol", choices=PROTOCOLS, default=PROTOCOLS[0])
     p.add_argument("--folds", type=int, help="run only the first N folds")
-    p.add_argument("--seeds", type=parse_seeds, nargs="+", action=_Seeds, metavar="SEED",
+    p.add_argument("--seeds", type=parse_seeds, nargs="+", action=SeedsAction, metavar="SEED",
                    help="training seeds, e.g. 42 or 42,1,2 (default 42)")
-    p.add_argument("--score-seeds", type=parse_seeds, nargs="+", action=_Seeds, metavar="SEED",
+    p.add_argument("--score-seeds", type=parse_seeds, nargs="+", action=SeedsAction, metavar="SEED",
                    help="k-means seeds when scoring (default the grid's 42 1 2)")
     for name, option, kind, text in _SETTINGS:
         p.add_argument(option, dest=name, type=kind, help=text, metavar=option.lstrip("-").replace("-", "_").upper())

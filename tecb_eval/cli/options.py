@@ -80,7 +80,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: every seed must be an integer, e.g. 42,1,2") from None
 
 
-class _Seeds(argparse.Action):
+class SeedsAction(argparse.Action):
     """``--seeds 42,1,2``, ``--seeds 42 1 2`` or both (every command takes both, as `pretrain` does);
     given again it adds to the seeds, as a repeated ``--data`` adds datasets: the last one alone
     winning would drop the others without a word."""
@@ -244,7 +244,7 @@ def grid_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, action=_Given,
                    help=f"k-means / UMAP seed (default {DEFAULT_SEED})")
-    p.add_argument("--seeds", type=parse_seeds, nargs="+", metavar="SEED", action=_Seeds,
+    p.add_argument("--seeds", type=parse_seeds, nargs="+", metavar="SEED", action=SeedsAction,
                    help="run every reduction and clustering once per seed (encoding once), e.g. 42,1,2 or 42 1 2; "
                         "instead of --seed (repeatable: the seeds add up)")
     p.add_argument("--jobs", type=int, metavar="N",

@@ -77,7 +77,7 @@ def _cmd_pretrain(args) -> int:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``pretrain`` command to the ``tecb-eval`` sub-commands."""
-    from tecb_eval.cli.options import _Seeds, parse_seeds
+    from tecb_eval.cli.options import SeedsAction, parse_seeds
     from tecb_eval.pretraining.settings import METHODS, PRECISIONS
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
 
@@ -98,7 +98,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True,
                    help="output folder (written as OUT.partial, then renamed); not a dataset or model folder, nor "
                         "one that holds them")
-    p.add_argument("--seeds", type=parse_seeds, nargs="+", action=_Seeds, metavar="SEED",
+    p.add_argument("--seeds", type=parse_seeds, nargs="+", action=SeedsAction, metavar="SEED",
                    help="one training run per seed, e.g. 42 1 2 or 42,1,2 (default 42 1 2)")
     for name, kind, text in _SETTINGS:
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text)
