@@ -10,7 +10,7 @@ Every check passes for every estimator listed here; none is skipped by us (sciki
 array-API checks itself unless ``SCIPY_ARRAY_API=1``: we take numpy input only). Should a check ever
 have to be skipped on purpose, it goes into :data:`EXPECTED_FAILED` with its reason.
 
-UMAP-based reducers (``_Umap``, ``PcaUmap``) are marked slow: each UMAP fit compiles numba code first.
+UMAP-based reducers (``Umap``, ``PcaUmap``) are marked slow: each UMAP fit compiles numba code first.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from __future__ import annotations
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from tecb_eval.clustering.algorithms import DBSTREAMClusterer, PcaUmap, WardVectors, _Umap
+from tecb_eval.clustering.algorithms import DBSTREAMClusterer, PcaUmap, WardVectors, Umap
 
 # estimator class name -> {check name: why it is expected to fail}; empty: every check passes.
 EXPECTED_FAILED: dict[str, dict[str, str]] = {}
 
 FAST = [DBSTREAMClusterer(), DBSTREAMClusterer(cleanup="river-0.14"), WardVectors()]
-SLOW = [_Umap(random_state=0), PcaUmap(random_state=0)]
+SLOW = [Umap(random_state=0), PcaUmap(random_state=0)]
 
 
 def _expected_failed(estimator) -> dict:

@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from tecb_eval.files import atomic_save, short_hash  # noqa: F401 (the caches' own names)
+from tecb_eval.clustering.registry import reduction as reduction_entry
 
 KEY_BYTES = 16
 CACHE_OPTION = "--cache-dir"  # what `run`, `demo` and `layers` call the cache folder, named in its errors
@@ -211,5 +212,5 @@ class ReductionCache:
 
     def _remember(self, key: str, reduction: str, value: np.ndarray) -> None:
         # Only the reduced (small, 2-D) matrices are kept; "none" is the embeddings themselves.
-        if reduction != "none":
+        if reduction_entry(reduction).reduces:
             self._memory[key] = value

@@ -23,7 +23,10 @@ from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.levels import Level  # noqa: F401 (re-exported: the protocols make them)
 from tecb_eval.clustering.validity import dbcv
 
-DENSITY_ALGORITHMS = ("hdbscan", "dbstream")
+from tecb_eval.clustering.registry import NOISE_ALGORITHMS
+
+# The algorithms that leave texts unassigned: DBCV scores their clusterings (the registry's labels_noise).
+DENSITY_ALGORITHMS = NOISE_ALGORITHMS
 # What extra_scores adds to a cell's scores, and the grid to its results row.
 EXTRA_FIELDS = ("levels", "levels_s", "dbcv", "dbcv_note", "dbcv_points", "dbcv_s")
 

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import unicodedata
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,16 @@ class ModelSpec:
 
 
 def model_spec(item) -> ModelSpec:
-    """Accepts a spec, (name, spec), a dict {spec, name, layer, ...} or a ModelSpec."""
+    """Accepts a spec, (name, spec), a dict {spec, name, layer, ...} or a ModelSpec; a name with a
+    control character (a newline would split a table's row or a snippet's line) is refused."""
+    spec = _named(item)
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in spec.name):
+        raise UserError(f"model name {spec.name!r}: holds a control character (a newline, a tab); give the model "
+                        "a plain name with ,name=NAME (a folder: rename it, or name it so)")
+    return spec
+
+
+def _named(item) -> ModelSpec:
     if isinstance(item, ModelSpec):
         return item
     if isinstance(item, tuple) and len(item) == 2:
@@ -327,7 +337,7 @@ class Grid:
             for (base_name, reduction), cells in _by_base(item.cells).items():
                 base_texts = cells[0][0].base_texts
                 fingerprint = vectors.fingerprint(base_texts)
-                reduced = None if reduction == "none" else self.reductions.lookup(fingerprint, reduction, item.seed)
+                reduced = None if not algo.reduction_entry(reduction).reduces else self.reductions.lookup(fingerprint, reduction, item.seed)
                 key = short_hash(run.spec.name, item.encoder.identity, item.bench.fingerprint, base_name, reduction,
                                  str(item.seed))
                 if reduced is not None:
@@ -358,7 +368,7 @@ class Grid:
         bench = ctx["bench"]
         reduction_params = algo.params_json(algo.make_reduction(unit.reduction, unit.seed))
         reduce_cached = ctx["cached"]
-        if unit.reduction != "none":
+        if algo.reduction_entry(unit.reduction).reduces:
             self._spent(bench.name)["reduce_cached" if reduce_cached else "reduced"] += 1
         # How many splits (legacy) or bootstrap draws (fast) the dataset has, whatever this run limited
         # itself to: what a table needs to tell a complete result from a partial one.

@@ -11,7 +11,7 @@ oversubscribing them, and a score does not depend on how many threads summed its
 is the same bit for bit for any ``jobs``, any cluster and any completion order. Every random draw
 in a unit comes from the unit's seed, UMAP's spectral start included: on degenerate inputs (many
 duplicate vectors) ARPACK asks it for restart vectors, which UMAP alone would leave to the
-operating system's entropy (see ``algorithms._seeded_spectral_umap``).
+operating system's entropy (see ``estimators._seeded_spectral_umap``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from sklearn import metrics
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.numba_cache import keep_compiled_umap
 from tecb_eval.clustering.profiles import get_profile
+from tecb_eval.clustering.registry import (  # noqa: F401 (the two Ward figures are re-exported)
+    algorithm as algorithm_entry, reduction as reduction_entry, ward_matrix_bytes, ward_vector_bytes,
+)
 from tecb_eval.grid.extra import extra_scores, label_codes
 
 # Bytes a worker process holds before any unit (numpy, scikit-learn, UMAP, numba, hdbscan loaded);
@@ -86,21 +89,7 @@ class UnitResult:
 
 
 def _reduced_dim(unit: WorkUnit) -> int:
-    return unit.dim if unit.reduction == "none" else 2
-
-
-def ward_matrix_bytes(m: int) -> int:
-    """Ward on the n x n matrix: scipy condenses the distances into n(n-1)/2 doubles and its
-    nearest-neighbour chain works on a copy (8 n^2 bytes), and the allocator holds more:
-    bench_scale measured 2.9 GiB peak RSS for a worker with Ward on 15,350 texts, so 11 n^2 bytes
-    (18k texts: 3.3 GiB; 200k: 410 GiB)."""
-    return 11 * m * m + 64 * m
-
-
-def ward_vector_bytes(m: int, dim: int) -> int:
-    """Ward on the vectors: fastcluster's float64 copy of the rows, its working copy of the cluster
-    centres and the linkage (4 doubles per merge); bench_scale200k measures it."""
-    return 2 * m * dim * 8 + 96 * m
+    return reduction_entry(unit.reduction).reduced_dim(unit.dim)
 
 
 def ward_path(m: int, dim: int, profile, budget: int | None, input_values: int = 0) -> str:
@@ -119,43 +108,26 @@ def ward_path(m: int, dim: int, profile, budget: int | None, input_values: int =
 
 
 def estimate_memory(unit: WorkUnit) -> int:
-    """Peak bytes of a unit beyond its worker's baseline, on the safe side.
-
-    Ward on the matrix dominates large units (:func:`ward_matrix_bytes`); on the vectors it holds a
-    few copies of its input. UMAP holds the input as doubles, a 15-neighbour graph and its
-    optimisation buffers.
-    """
+    """Peak bytes of a unit beyond its worker's baseline, on the safe side: the input held three
+    times (its float64 copy, the reducer's working copy), the reduction's buffers, and the largest
+    cell's own peak (each algorithm's ``memory`` in the registry; Ward on the matrix dominates)."""
     n, d = unit.n, unit.dim
-    peak = 3 * n * d * 8  # the input, its float64 copy, the reducer's working copy
-    if unit.reduction in ("umap", "pca50+umap"):
-        peak += n * 15 * 8 * 12 + n * min(d, 50) * 8 * 4
+    peak = 3 * n * d * 8 + reduction_entry(unit.reduction).memory(n, d)
     reduced = _reduced_dim(unit)
     for cell in unit.cells:
         m = n if cell.rows is None else len(cell.rows)
-        if cell.algorithm == "agglomerative" and unit.ward_path(m) == "matrix":
-            peak = max(peak, 3 * n * d * 8 + ward_matrix_bytes(m))
-        elif cell.algorithm == "agglomerative":
-            peak = max(peak, 3 * n * d * 8 + ward_vector_bytes(m, reduced))
-        else:
-            peak = max(peak, 3 * n * d * 8 + 16 * m * max(reduced, cell.k) * 8)
+        peak = max(peak, 3 * n * d * 8 + algorithm_entry(cell.algorithm).memory(m, reduced, cell.k, unit.ward_path(m)))
     return int(peak)
 
 
 def estimate_cost(unit: WorkUnit) -> float:
     """Relative run time, only to start the longest units first (a better spread over workers)."""
     n, d = unit.n, unit.dim
-    cost = {"none": 0.0, "pca": n * d * 1e-7, "umap": n * 2e-3, "pca50+umap": n * 2e-3}.get(unit.reduction, n * 2e-3)
+    cost = reduction_entry(unit.reduction).cost(n, d)
     reduced = _reduced_dim(unit)
     for cell in unit.cells:
         m = n if cell.rows is None else len(cell.rows)
-        if cell.algorithm == "agglomerative" and unit.ward_path(m) == "vector":
-            cost += m * m * reduced * 8e-9  # the chain recomputes centroid distances: ~5x the matrix in 384-d
-        elif cell.algorithm == "agglomerative":
-            cost += m * m * (reduced + 8) * 1.5e-9
-        elif cell.algorithm == "dbstream":
-            cost += m * 4e-4
-        else:
-            cost += m * reduced * cell.k * 2e-8 + m * 1e-5
+        cost += algorithm_entry(cell.algorithm).cost(m, reduced, cell.k, unit.ward_path(m))
     return cost
 
 
@@ -229,11 +201,6 @@ def aligned_copy(X: np.ndarray, alignment: int = 64) -> np.ndarray:
     return out
 
 
-# Algorithms whose cells may run side by side in one process: their peak is a few copies of the
-# cell's rows. Ward (agglomerative) holds up to an n x n matrix that the memory planner budgets for
-# one cell at a time, so its cells run alone.
-SIDE_BY_SIDE_ALGORITHMS = ("minibatch_kmeans", "hdbscan", "dbstream")
-
 
 def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
     data = reduced if cell.rows is None else reduced[cell.rows]
@@ -265,7 +232,9 @@ def _run_cells(unit: WorkUnit, reduced: np.ndarray, threads: int) -> list[dict]:
     each: a minibatch k-means fit runs its Cython loops with the GIL released, so the 10 draws of a
     fast-protocol unit and their per-level fits share the cores (bench/bench_vs_mteb.py). Each
     cell is single-threaded and seeded as in a worker process, so its scores are the same bit for bit."""
-    side_by_side = [i for i, c in enumerate(unit.cells) if c.algorithm in SIDE_BY_SIDE_ALGORITHMS]
+    # An algorithm runs beside others where its peak is a few copies of the cell's rows (the
+    # registry's side_by_side); Ward holds up to an n x n matrix, budgeted one cell at a time.
+    side_by_side = [i for i, c in enumerate(unit.cells) if algorithm_entry(c.algorithm).side_by_side]
     if threads <= 1 or len(side_by_side) < 2:
         return [_run_cell(unit, cell, reduced) for cell in unit.cells]
     from concurrent.futures import ThreadPoolExecutor
@@ -287,7 +256,7 @@ def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool, threads: int = 1) 
     ``threads`` of them side by side (see :func:`_run_cells`)."""
     cpu_began = time.process_time()
     X = aligned_copy(X)
-    if "umap" in unit.reduction and not is_reduced:
+    if reduction_entry(unit.reduction).compiles_umap and not is_reduced:
         keep_compiled_umap()
     with one_thread():
         started = time.perf_counter()
@@ -296,7 +265,7 @@ def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool, threads: int = 1) 
         out = _run_cells(unit, reduced, threads)
     return UnitResult(
         metrics=out,
-        reduced=None if is_reduced or unit.reduction == "none" else np.asarray(reduced),
+        reduced=None if is_reduced or not reduction_entry(unit.reduction).reduces else np.asarray(reduced),
         reduce_s=reduce_s,
         pid=os.getpid(),
         max_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

