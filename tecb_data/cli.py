@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from tecb_data.commandline import quiet_libraries, root_parser
-from tecb_data.errors import UserError, run_command
+from tecb_data.errors import UserError
+from tecb_data.runner import run_command
 
 
 REDDIT_ONLY_OPTIONS = ("ids", "cache", "praw_site", "refresh")

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from tecb_data.commandline import quiet_libraries, root_parser
-from tecb_data.errors import run_command
+from tecb_data.runner import run_command
 
 EXAMPLES = """examples:
   tecb-eval demo --data demo-out --out demo-out/eval

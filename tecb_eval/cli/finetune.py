@@ -42,18 +42,17 @@ def _cmd_finetune(args) -> int:
     overrides = {name: getattr(args, name) for name, _, _, _ in _SETTINGS}
     if args.regulariser_without_self_pairs:
         overrides["self_pairs"] = False
-    try:
-        result = finetune(args.model, dataset_folders(args.data), method=tuple(args.method or METHODS), protocol=args.protocol,
-                          seeds=args.seeds or DEFAULT_SEEDS, score_seeds=args.score_seeds or SCORE_SEEDS,
-                          folds=args.folds, output_dir=args.out, overwrite=args.overwrite, progress=not args.quiet,
-                          device=args.device, save_best=not args.no_save_best, **overrides)
-    except KeyboardInterrupt:
+    def interrupted() -> str:
         work = Path(f"{args.out}.partial")
         # Named only while it is there: an interrupt before the work folder was made left nothing.
-        state = (f"finished units are in {work}/ and the same command resumes there" if work.is_dir() else
-                 f"nothing was written (no {work}/ yet); run the same command again")
-        print(f"tecb-eval: interrupted; {state}", file=sys.stderr)
-        return 130
+        return (f"finished units are in {work}/ and the same command resumes there" if work.is_dir() else
+                f"nothing was written (no {work}/ yet); run the same command again")
+
+    args.interrupted = interrupted
+    result = finetune(args.model, dataset_folders(args.data), method=tuple(args.method or METHODS), protocol=args.protocol,
+                      seeds=args.seeds or DEFAULT_SEEDS, score_seeds=args.score_seeds or SCORE_SEEDS,
+                      folds=args.folds, output_dir=args.out, overwrite=args.overwrite, progress=not args.quiet,
+                      device=args.device, save_best=not args.no_save_best, **overrides)
     print((result.output_dir / "summary.md").read_text(encoding="utf-8"))
     print(f"wrote {result.output_dir}/: summary.md, summary.csv, comparisons.csv, scores.csv, evaluations.csv, "
           "figure.png, run.json; per unit <method>/<fold>/seed-<seed>/ with best/ (a model folder `tecb-eval run "

@@ -61,14 +61,10 @@ def _export(args, frame, datasets, models) -> int:
         return [figure1(datasets, model, folder, seed=args.seed, cache_dir=args.cache_dir, frame=frame,
                         demo_note=demo_note) for model in models]
 
-    try:
-        # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.
-        written = export_all(frame, args.out, reference=args.reference, log=log, demo=getattr(args, "demo", False),
-                             extra=figures1, **_output_rules(args, models, datasets))
-    except KeyboardInterrupt:
-        print(f"tecb-eval: interrupted; every cell is in the results store; {interrupted_state(args.out, since)}",
-              file=sys.stderr)
-        return 130
+    args.interrupted = lambda: f"every cell is in the results store; {interrupted_state(args.out, since)}"
+    # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.
+    written = export_all(frame, args.out, reference=args.reference, log=log, demo=getattr(args, "demo", False),
+                         extra=figures1, **_output_rules(args, models, datasets))
     print(f"wrote {len(written)} files to {args.out}/ ({_what(written, args.out)})", file=sys.stderr)
     return 0
 

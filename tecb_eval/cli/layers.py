@@ -31,14 +31,11 @@ def _cmd_layers(args) -> int:
     from tecb_eval.layers import SUMMARY_MD, layer_sweep
 
     since = len(published())
-    try:
-        table = layer_sweep(args.model, dataset_folders(args.data), layers=args.layers, seed=args.seed,
-                            cache_dir=args.cache_dir, output_dir=args.out, max_length=args.max_length,
-                            batch_size=args.batch_size, device=args.device, results=args.results,
-                            profile=args.profile, progress=not args.quiet)
-    except KeyboardInterrupt:
-        print(f"tecb-eval: interrupted; {_interrupted(args, since)}", file=sys.stderr)
-        return 130
+    args.interrupted = lambda: _interrupted(args, since)
+    table = layer_sweep(args.model, dataset_folders(args.data), layers=args.layers, seed=args.seed,
+                        cache_dir=args.cache_dir, output_dir=args.out, max_length=args.max_length,
+                        batch_size=args.batch_size, device=args.device, results=args.results,
+                        profile=args.profile, progress=not args.quiet)
     print((args.out / SUMMARY_MD).read_text(encoding="utf-8"), end="")
     print(f"wrote {args.out}/: layers.csv, splits.csv, figure.png, summary.md "
           f"({len(table)} dataset x layer rows; vectors cached in {args.cache_dir}/ under each layer's identity)",

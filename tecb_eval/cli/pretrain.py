@@ -43,20 +43,19 @@ def _cmd_pretrain(args) -> int:
     from tecb_eval.pretraining.run import DEFAULT_SEEDS
 
     overrides = {name: getattr(args, name) for name, _, _ in _SETTINGS}
-    try:
-        result = pretrain(
-            args.model, dataset_folders(args.data), method=args.method, profile=args.profile, pool=args.pool,
-            seeds=DEFAULT_SEEDS if args.seeds is None else args.seeds, output_dir=args.out, overwrite=args.overwrite,
-            progress=not args.quiet, precision=args.precision, device=args.device, save_best=not args.no_save_best,
-            **overrides,
-        )
-    except KeyboardInterrupt:
+    def interrupted() -> str:
         work = Path(f"{args.out}.partial")
         # Named only while it is there: an interrupt before the work folder was made left nothing.
-        state = (f"what was written is in {work}/ (a rerun starts afresh)" if work.is_dir() else
-                 f"nothing was written (no {work}/ yet)")
-        print(f"tecb-eval: interrupted; {state}", file=sys.stderr)
-        return 130
+        return (f"what was written is in {work}/ (a rerun starts afresh)" if work.is_dir() else
+                f"nothing was written (no {work}/ yet)")
+
+    args.interrupted = interrupted
+    result = pretrain(
+        args.model, dataset_folders(args.data), method=args.method, profile=args.profile, pool=args.pool,
+        seeds=DEFAULT_SEEDS if args.seeds is None else args.seeds, output_dir=args.out, overwrite=args.overwrite,
+        progress=not args.quiet, precision=args.precision, device=args.device, save_best=not args.no_save_best,
+        **overrides,
+    )
     print((result.output_dir / "summary.md").read_text(encoding="utf-8"))
     for name, run in result.runs.items():
         for seed, best in run.best.items():

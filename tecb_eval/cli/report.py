@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tecb_data.errors import UserError
 from tecb_eval.cli.options import selection, selection_options
+from tecb_eval.cli.results import NOTHING_YET, READ_ONLY
 
 
 def _cmd_report(args) -> int:
@@ -16,16 +17,17 @@ def _cmd_report(args) -> int:
     from tecb_eval.reports.html import render
 
     since = len(published())
-    try:
-        written = render(args.results, args.out, reference=args.reference, selection=selection(args),
-                         figure_folders=args.figures or (), draw_figures=not args.no_figures,
-                         log=lambda message: print(message, file=sys.stderr))
-    except KeyboardInterrupt:
+
+    def interrupted() -> str:
         from tecb_eval.reports.export import interrupted_state
 
         # The site is swapped in whole or not at all: say which of the two Ctrl-C left.
-        print(f"tecb-eval: interrupted; {interrupted_state(args.out, since, 'report')}", file=sys.stderr)
-        return 130
+        return interrupted_state(args.out, since, "report")
+
+    args.interrupted = interrupted
+    written = render(args.results, args.out, reference=args.reference, selection=selection(args),
+                     figure_folders=args.figures or (), draw_figures=not args.no_figures,
+                     log=lambda message: print(message, file=sys.stderr))
     print(f"wrote {len(written)} pages to {args.out}/ (open {args.out / 'index.html'} in a browser)")
     return 0
 
@@ -68,7 +70,7 @@ def register(commands) -> None:
                              "pre-training curves; repeatable)")
     report.add_argument("--no-figures", action="store_true", help="leave out the Table 2 / 3 plots (faster)")
     selection_options(report)
-    report.set_defaults(func=_cmd_report)
+    report.set_defaults(func=_cmd_report, interrupted=NOTHING_YET)
 
     recommend = commands.add_parser(
         "recommend", help="the best pipeline per dataset, how sure that is, and a BERTopic configuration",
@@ -86,4 +88,4 @@ def register(commands) -> None:
     recommend.add_argument("--seed", type=int, default=42,
                            help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
     selection_options(recommend)
-    recommend.set_defaults(func=_cmd_recommend)
+    recommend.set_defaults(func=_cmd_recommend, interrupted=READ_ONLY)

@@ -19,6 +19,10 @@ def _print_paper_tables(reference, which: str, fmt: str) -> None:
         print(report.format_table(made[number](reference), fmt, note=report.paper_note(number)), end="")
 
 
+# What Ctrl-C leaves, said by the command that was stopped (not the grid's sentence about cells).
+READ_ONLY = "nothing was written (the command only reads the results store)"
+NOTHING_YET = "nothing was written yet"
+
 def _cmd_table(args) -> int:
     from tecb_eval.reports import tables as report
     from tecb_eval.reports.versions import read_store, select, versions
@@ -132,12 +136,9 @@ def _cmd_export(args) -> int:
     check_output(args.out, EXPORT, inputs=[args.results, args.reference])
     frame = read_store(args.results)
     since = len(published())
-    try:
-        written = export_all(frame, args.out, reference=args.reference, log=lambda m: print(m, file=sys.stderr),
-                             demo=args.demo, selection=selection(args), inputs=[args.results])
-    except KeyboardInterrupt:
-        print(f"tecb-eval: interrupted; {interrupted_state(args.out, since)}", file=sys.stderr)
-        return 130
+    args.interrupted = lambda: interrupted_state(args.out, since)
+    written = export_all(frame, args.out, reference=args.reference, log=lambda m: print(m, file=sys.stderr),
+                         demo=args.demo, selection=selection(args), inputs=[args.results])
     print(f"wrote {len(written)} files to {args.out}/")
     return 0
 
@@ -167,7 +168,7 @@ def register(commands) -> None:
     table.add_argument("--density", action="store_true",
                        help="HDBSCAN and DBSTREAM: DBCV beside V-measure and noise fraction, instead of Tables 2 and 3")
     selection_options(table)
-    table.set_defaults(func=_cmd_table)
+    table.set_defaults(func=_cmd_table, interrupted=READ_ONLY)
 
     export = commands.add_parser(
         "export", help="write CSV, tables, MTEB JSON and plots from a results store",
@@ -185,7 +186,7 @@ def register(commands) -> None:
     export.add_argument("--demo", action="store_true",
                         help="results of `tecb-eval demo`: mark tables and plots as not comparable with the paper")
     selection_options(export)
-    export.set_defaults(func=_cmd_export)
+    export.set_defaults(func=_cmd_export, interrupted=NOTHING_YET)
 
     compare = commands.add_parser("compare", help="A - B paired over splits and seeds: interval, p-value, does the ranking hold "
                                                   "(fast protocol: the difference and its spread only)",
@@ -203,4 +204,4 @@ def register(commands) -> None:
                          help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
     compare.add_argument("--format", choices=["md", "csv", "latex"], default="md", help="table format (default md)")
     selection_options(compare)
-    compare.set_defaults(func=_cmd_compare)
+    compare.set_defaults(func=_cmd_compare, interrupted=READ_ONLY)

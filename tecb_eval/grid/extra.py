@@ -57,8 +57,7 @@ def label_codes(labels) -> np.ndarray:
     """``labels`` as integer codes in the sorted order of the labels: the contingency table scikit-learn
     builds from them is the one it builds from the labels themselves (same classes, same order), so
     every score is the same bit for bit, and each metric no longer sorts thousands of strings again
-    (measured on 16,384 labels of 89 genres: AMI 107 ms on the strings, 72 ms on the codes;
-    V-measure 22 ms and 5 ms)."""
+    (docs/benchmarks.md, "Gold labels as codes")."""
     return np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
 
 

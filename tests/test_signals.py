@@ -1,0 +1,99 @@
+"""SIGTERM and SIGHUP stop a command as Ctrl-C does (its workers and children with it, a line saying
+what was kept, the shell's exit code for the signal), and a reader that went away ends a command
+quietly with 141 (round 4 of the adversarial trial: O1, T1)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_args
+
+
+def _stored_lines(results: Path) -> int:
+    try:
+        return results.read_text().count("\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _session(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (zombies left for init to reap do not count)."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getsid(p.pid) == sid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(p.pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGHUP, 129, "hung up")])
+def test_a_stopping_signal_stops_the_grid_its_workers_and_children(demo_datasets, tmp_path, signum, code, word):
+    results = tmp_path / "r.jsonl"
+    demo = [demo_datasets / "blurbs-clustering-s2s", demo_datasets / "tenkgnad-clustering-s2s"]
+    # Its own session: what it leaves behind is found by session id, whoever its parent becomes.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tecb_eval.cli", "run", "--data", str(demo[0]), "--data", str(demo[1]),
+         "--model", "tfidf-lsa", "--config", "minibatch_kmeans:umap", "--config", "agglomerative:pca50+umap",
+         "--results", str(results), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--jobs", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TECB_JOBS": ""},
+        start_new_session=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and _stored_lines(results) < 1 and process.poll() is None:
+        time.sleep(0.05)
+    assert _stored_lines(results) >= 1, "the grid wrote no cell in 600 s"
+    process.send_signal(signum)  # to the command alone, as `kill` sends it: not to its process group
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == code, err
+    assert f"tecb-eval: {word}; finished cells are in the results store" in err and "Traceback" not in err, err
+    lines = results.read_text().splitlines()
+    assert 1 <= len(lines) < 2 * 10 * 2 and all(line.endswith("}") for line in lines)
+    deadline = time.monotonic() + 60
+    while _session(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _session(process.pid) == [], "processes of the stopped command are still running"
+
+
+def _with_closed_stdout(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """The command writing into a pipe whose reader is already gone (`| head -1` once head has
+    exited): every write to stdout fails, whatever the machine's speed."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "tecb_eval.cli", *argv], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=cwd, timeout=600)
+    finally:
+        os.close(write)
+
+
+def test_a_closed_stdout_ends_run_and_table_quietly_with_141(demo_datasets, tmp_path):
+    results = tmp_path / "r.jsonl"
+    ran = _with_closed_stdout(run_args(demo_datasets / "blurbs-clustering-s2s", results, tmp_path / "cache",
+                                       "--limit-splits", "1"), tmp_path)
+    assert ran.returncode == 141 and "Traceback" not in ran.stderr and "BrokenPipe" not in ran.stderr, ran.stderr
+    for argv in (["table", str(results)], ["table", str(results), "--format", "csv"]):
+        done = _with_closed_stdout(argv, tmp_path)
+        assert done.returncode == 141 and done.stderr == "", (argv, done.stderr)
+
+
+@pytest.mark.parametrize("command", [["table"], ["recommend"], ["report", "--out", "{out}"]])
+def test_ctrl_c_in_a_reading_command_says_that_commands_state(demo_datasets, tmp_path, command):
+    """Ctrl-C before the work began: the command's own sentence, not the grid's about cells."""
+    from tecb_eval.cli import parser
+    from tecb_data.runner import what_was_left
+
+    argv = [c.format(out=tmp_path / "site") for c in command]
+    args = parser().parse_args([argv[0], str(tmp_path / "r.jsonl"), *argv[1:]])
+    said = what_was_left(args, lambda: "no cell had finished")
+    assert "cell" not in said and "nothing was written" in said
