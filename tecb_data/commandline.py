@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from tecb_data.repeats import StoreOnce
+
 
 class _Formatter(argparse.HelpFormatter):
     """Wraps a description of one paragraph, keeps text with line breaks (the examples) as written."""
@@ -32,6 +34,10 @@ class CommandParser(argparse.ArgumentParser):
         # uses the root's class), so this reaches every parser of both tools.
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        # An option that takes one value, given twice, is refused rather than the last one winning
+        # (tecb_data.repeats); argument groups share this registry.
+        self.register("action", None, StoreOnce)
+        self.register("action", "store", StoreOnce)
         # SUPPRESS: a sub-command's --debug sets the flag only when given, so `--debug run` (the root's)
         # is not reset to False by the sub-command's default.
         self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,

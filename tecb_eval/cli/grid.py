@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tecb_data.repeats import CommaList
 from tecb_eval.cli.options import (check_grid_options, dataset_folders, encoding_defaults, grid_options, parse_model,
                                    print_tables)
 
@@ -152,8 +153,8 @@ def register(commands) -> None:
                           "(default legacy)")
     run.add_argument("--results", type=Path, required=True, help="results store (JSONL); a rerun resumes it")
     run.add_argument("--limit-splits", type=int, help="only the first N splits of each dataset (legacy; 0 = all)")
-    run.add_argument("--metrics", metavar="level,dbcv",
-                     help="also fill in these scores on rows the results store already holds without them (rows "
+    run.add_argument("--metrics", metavar="level,dbcv", action=CommaList,
+                     help="also fill in these scores (repeatable: they add up) on rows the results store already holds without them (rows "
                           "written before them): per-level scores (level) and DBCV (dbcv); those cells are run "
                           "again from the caches, the rest are kept")
     run.add_argument("--format", choices=["md", "csv", "latex"], default="md",

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tecb_data.errors import UserError
+from tecb_data.repeats import refuse_repeat
 
 DEFAULT_CACHE = Path(".tecb-cache")
 SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.grid.scheduling.DASK_CONNECT_TIMEOUT, without importing it here
@@ -85,6 +86,8 @@ class SeedsAction(argparse.Action):
     given again it adds to the seeds, as a repeated ``--data`` adds datasets: the last one alone
     winning would drop the others without a word."""
 
+    accumulates = True  # tecb_data.repeats: a repeated option adds up or is refused
+
     def __call__(self, parser, namespace, values, option_string=None):
         before = getattr(namespace, self.dest, None) or ()
         setattr(namespace, self.dest, tuple(before) + tuple(seed for items in values for seed in items))
@@ -92,17 +95,24 @@ class SeedsAction(argparse.Action):
 
 
 class _SeedSet(argparse.Action):
-    """The tables' ``--seeds``: the same spellings, kept as the text ``42,1,2`` that names a seed set."""
+    """The tables' ``--seeds``: the same spellings, kept as the text ``42,1,2`` that names a seed set;
+    given again it adds to the set, as the run's ``--seeds`` does."""
+
+    accumulates = True
 
     def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, ",".join(str(seed) for items in values for seed in items))
+        before = getattr(namespace, self.dest, None)
+        seeds = ",".join(str(seed) for items in values for seed in items)
+        setattr(namespace, self.dest, f"{before},{seeds}" if before else seeds)
 
 
 class _Given(argparse.Action):
-    """Stores the value as argparse's "store" does and notes that the option was on the command
-    line: a default is no choice of the user's, so only a given option can be refused as ignored."""
+    """Stores the value as argparse's "store" does (refused when given twice, tecb_data.repeats) and
+    notes that the option was on the command line: a default is no choice of the user's, so only a
+    given option can be refused as ignored."""
 
     def __call__(self, parser, namespace, values, option_string=None):
+        refuse_repeat(self, namespace, values, option_string)
         setattr(namespace, self.dest, values)
         _given(namespace, self.dest)
 
