@@ -8,7 +8,9 @@ split order, and later runs (other models, other configurations, resumed grids) 
 without importing MTEB. The key holds the dataset's fingerprint, the seed and the versions of
 ``mteb`` and ``datasets`` (read from their installed metadata, not by importing them): another
 version of either draws again. A file that cannot be read is removed and drawn again, as the
-other caches do.
+other caches do. Every file records the key it was drawn for, and is used only under that key: a
+file copied over another one's name (another dataset's sample, another seed's) is discarded with a
+warning and drawn again, never clustered as if it were this dataset's sample.
 
 A dataset built with genre paths (``label_paths``) also gets MTEB's per-level draws
 (:func:`tecb_eval.mteb.levels.fast_levels`; drawn with the flat sample from one run of MTEB's
@@ -38,7 +40,8 @@ from tecb_eval.mteb.levels import first_paths
 from tecb_eval.mteb.sampling import FastSample
 
 # Raised when what this module stores changes meaning; old files are then simply not found.
-SAMPLE_FORMAT = "1"
+# 2: every file records its key.
+SAMPLE_FORMAT = "2"
 
 
 def _version(package: str) -> str:
@@ -221,18 +224,21 @@ class SampleCache:
             # What is read back is what MTEB drew, or nothing is stored.
             if not same_levels(levels_from_rows(paths_of, base_texts, rows), levels):
                 raise RuntimeError(f"{bench.location}: the per-level draws do not survive their row numbers")
-            atomic_save(self._path(sample_key(bench, seed), ".levels"),
-                        lambda fh: np.savez_compressed(fh, rows=rows.astype(np.int32)), ".npz", option=CACHE_OPTION)
+            key = sample_key(bench, seed)
+            atomic_save(self._path(key, ".levels"),
+                        lambda fh: np.savez_compressed(fh, rows=rows.astype(np.int32), key=np.array(key)), ".npz",
+                        option=CACHE_OPTION)
         return levels
 
     def lookup_levels(self, bench, seed: int, base_texts, paths_of: dict) -> tuple[tuple, ...] | None:
-        path = self._path(sample_key(bench, seed), ".levels")
+        key = sample_key(bench, seed)
+        path = self._path(key, ".levels")
         if path is None or not path.is_file():
             return None
-        loaded = load_or_discard(path, "rows")
-        if loaded is None:
+        loaded = load_or_discard(path, "rows", "key")
+        if loaded is None or not _drawn_for(path, loaded[-1], key, bench, seed):
             return None
-        (rows,) = loaded
+        rows = loaded[0]
         depths = [len(paths_of.get(t, ())) for t in base_texts]
         # Every row must be a text of the flat sample that carries the level it is drawn at.
         if (rows.ndim != 3 or not np.issubdtype(rows.dtype, np.integer) or rows.shape[0] > max(depths, default=0)
@@ -243,13 +249,14 @@ class SampleCache:
         return levels_from_rows(paths_of, base_texts, rows)
 
     def lookup(self, bench, seed: int) -> FastSample | None:
-        path = self._path(sample_key(bench, seed))
+        key = sample_key(bench, seed)
+        path = self._path(key)
         if path is None or not path.is_file():
             return None
-        loaded = load_or_discard(path, "chosen", "bootstraps")
-        if loaded is None:
+        loaded = load_or_discard(path, "chosen", "bootstraps", "key")
+        if loaded is None or not _drawn_for(path, loaded[-1], key, bench, seed):
             return None
-        chosen, bootstraps = loaded
+        chosen, bootstraps, _ = loaded
         rows = sum(len(split.texts) for split in bench.splits)
         if (chosen.ndim != 1 or bootstraps.ndim != 2 or not np.issubdtype(chosen.dtype, np.integer)
                 or not np.issubdtype(bootstraps.dtype, np.integer)
@@ -262,4 +269,17 @@ class SampleCache:
     def _save(self, key: str, chosen: np.ndarray, bootstraps: np.ndarray) -> None:
         # int32 halves the file; read back as int64, the dtype MTEB's draws come in.
         atomic_save(self._path(key), lambda fh: np.savez_compressed(
-            fh, chosen=chosen.astype(np.int32), bootstraps=bootstraps.astype(np.int32)), ".npz", option=CACHE_OPTION)
+            fh, chosen=chosen.astype(np.int32), bootstraps=bootstraps.astype(np.int32), key=np.array(key)), ".npz",
+            option=CACHE_OPTION)
+
+
+def _drawn_for(path: Path, recorded: np.ndarray, key: str, bench, seed: int) -> bool:
+    """Whether the file at ``path`` records ``key`` as the one it was drawn for; if not (a file copied
+    over this name, another dataset's or seed's draw), it is warned about and removed: row numbers
+    of another draw index this dataset's rows as well, and would score a sample MTEB never drew."""
+    found = str(recorded) if recorded.ndim == 0 and recorded.dtype.kind == "U" else None
+    if found == key:
+        return True
+    discard_damaged(path, f"drawn for key {found if found is not None else 'unknown'}, not for this one ({key}: "
+                          f"{bench.name} at seed {int(seed)}); a copy of another dataset's or seed's sample")
+    return False

@@ -80,9 +80,27 @@ def _row_key(line: bytes) -> tuple[dict, tuple | None] | None:
 
 TEXT_FIELDS = ("protocol", "profile", "model", "model_identity", "dataset_fingerprint", "reduction", "algorithm",
                "split", "mteb_name")
-COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits")
+COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "dbcv_points")
+# Text or null where present: what the tables, the MTEB export and the snippets read besides the key.
+OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dtype", "mteb_model",
+                        "algorithm_params", "reduction_params", "dbcv_note")
+FLAG_FIELDS = ("synthetic", "reduce_cached")
 # grid.work.METRIC_FIELDS, less the count; named here so that reading a store needs no scikit-learn.
 SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction")
+# Where each score can lie: V-measure, its halves and the noise fraction are shares (0..1); the
+# chance-adjusted ARI and AMI reach 1 and go below 0 for worse than chance (ARI no lower than -0.5,
+# AMI's floor has no closed form, so both get -1). A value outside is an edited or foreign row that
+# a mean would carry into every table without a word.
+SCORE_RANGES = {"v_measure": (0.0, 1.0), "homogeneity": (0.0, 1.0), "completeness": (0.0, 1.0),
+                "ami": (-1.0, 1.0), "ari": (-1.0, 1.0), "noise_fraction": (0.0, 1.0), "dbcv": (-1.0, 1.0)}
+# Float round-off of the metrics' own arithmetic (1 - H(C|K)/H(C) a hair below 0), not a wrong score.
+_ROUND_OFF = 1e-9
+
+
+def in_range(name: str, value) -> bool:
+    """Whether ``value`` is a finite number where the score ``name`` can lie (:data:`SCORE_RANGES`)."""
+    low, high = SCORE_RANGES[name]
+    return _is_score(value) and low - _ROUND_OFF <= value <= high + _ROUND_OFF
 
 
 def row_problem(row: dict) -> str | None:
@@ -115,27 +133,43 @@ def row_problem(row: dict) -> str | None:
         value = row.get(name, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return f"{name} {shown(value)} is not a finite number"
+        if not in_range(name, value):
+            low, high = SCORE_RANGES[name]
+            return f"{name} {shown(value)} is out of range (a {name} lies from {low:g} to {high:g})"
     for name in COUNT_FIELDS:
         if name in row and (not whole(row[name]) or row[name] < 0):
             return f"{name} {shown(row[name])} is not a count"
-    return _extra_problem(row, shown)
+    for name in OPTIONAL_TEXT_FIELDS:
+        if row.get(name) is not None and not isinstance(row[name], str):
+            return f"{name} {shown(row[name])} is not text"
+    for name in FLAG_FIELDS:
+        if row.get(name) is not None and not isinstance(row[name], bool):
+            return f"{name} {shown(row[name])} is not true or false"
+    for name, value in row.items():
+        # Timings (encode_s, cluster_s, levels_s, ...): the export sums them into MTEB's evaluation_time.
+        if name.endswith("_s") and value is not None and not (_is_score(value) and value >= 0):
+            return f"{name} {shown(value)} is not a number of seconds"
+    return _extra_problem(row, shown, whole)
 
 
 def _is_score(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def _extra_problem(row: dict, shown) -> str | None:
+def _extra_problem(row: dict, shown, whole) -> str | None:
     """What is wrong with a row's per-level scores or DBCV (tecb_eval.grid.extra), or None. Absent
     is fine (not measured), and so is a null DBCV with its reason."""
-    if row.get("dbcv") is not None and not (_is_score(row["dbcv"]) and -1 <= row["dbcv"] <= 1):
+    if row.get("dbcv") is not None and not in_range("dbcv", row["dbcv"]):
         return f"dbcv {shown(row['dbcv'])} is not a number from -1 to 1"
     levels = row.get("levels")
     if levels is not None:
         if not isinstance(levels, list) or not all(
                 isinstance(lv, dict) and isinstance(lv.get("level"), int) and not isinstance(lv.get("level"), bool)
-                and _is_score(lv.get("v_measure")) and _is_score(lv.get("ami")) for lv in levels):
-            return f"levels {shown(levels)} is not a list of per-level scores"
+                and lv["level"] >= 0 and in_range("v_measure", lv.get("v_measure")) and in_range("ami", lv.get("ami"))
+                and all(whole(lv[n]) and lv[n] >= 0 for n in ("n_samples", "n_labels") if n in lv)
+                for lv in levels):
+            return (f"levels {shown(levels)} is not a list of per-level scores (a level from 0, a v_measure "
+                    "from 0 to 1, an ami from -1 to 1)")
     return None
 
 
