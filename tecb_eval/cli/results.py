@@ -52,15 +52,28 @@ def _cmd_table(args) -> int:
         from tecb_eval.reports import scores
 
         chosen, left_out = select(frame, **selection(args))
+        # The demo's mark and what the table leaves out travel with it, as with Tables 2 and 3; a CSV
+        # stays data only, so they go to stderr there.
+        demo = [report.DEMO_NOTE] if args.demo or report.synthetic_datasets(chosen) else []
+        notes = []
+
+        def shown(table, note: list[str], **options) -> str:
+            notes.extend([*demo, *note])
+            return report.format_table(table, args.format, note="\n".join([*demo, *note]), **options)
+
         if args.levels:
-            print(report.format_table(scores.levels_table(chosen, args.levels), args.format,
-                                      note=scores.levels_note(args.levels)), end="")
+            coverage = report.levels_coverage(chosen)
+            print(shown(scores.levels_table(chosen, args.levels),
+                        [scores.levels_note(args.levels), *([coverage] if coverage else [])]), end="")
         if args.density:
             if args.levels:
                 print()
             density = scores.density_table(chosen)
-            print(report.format_table(density if args.format == "csv" else scores.density_shown(density), args.format,
-                                      scale=1.0, note=scores.density_note()), end="")
+            print(shown(density if args.format == "csv" else scores.density_shown(density), [scores.density_note()],
+                        scale=1.0), end="")
+        if args.format == "csv":
+            for line in dict.fromkeys(notes):
+                print(line, file=sys.stderr)
         if left_out:
             print(left_out, file=sys.stderr)
         return 0

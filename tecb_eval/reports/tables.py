@@ -512,6 +512,36 @@ def synthetic_datasets(frame: pd.DataFrame) -> list[str]:
     return dataset_columns(found)
 
 
+def levels_coverage(frame: pd.DataFrame) -> str | None:
+    """One line naming the cells of ``frame`` whose per-level scores cover only some of the splits (or
+    bootstrap draws) the cell ran, or None: a ``--metrics level`` fill-in stopped part-way leaves
+    such cells, and their per-level figure is then a mean over fewer splits than its flat V-measure.
+    A cell of a dataset with per-level scores elsewhere that has none is named as left out."""
+    if "levels" not in frame.columns:
+        return None
+    measured = frame["levels"].map(lambda v: isinstance(v, list))
+    keys = ["model", "mteb_name", "algorithm", "reduction"]
+    with_levels = set(frame.mteb_name[measured])
+    partial, missing = [], []
+    rows = frame[frame.mteb_name.isin(with_levels)].assign(measured=measured)
+    for key, cell in rows.groupby(keys, sort=True):
+        have, ran = int(cell.measured.sum()), len(cell)
+        name = f"{' / '.join(map(str, (key[0], *key[2:])))} on {key[1]}"
+        if have == 0:
+            missing.append(name)
+        elif have < ran:
+            partial.append(f"{name} ({have} of {ran} rows)")
+    if not partial and not missing:
+        return None
+    said = []
+    if partial:
+        said.append("averaged over only the rows that have per-level scores: " + "; ".join(partial))
+    if missing:
+        said.append("left out, no per-level scores: " + "; ".join(missing))
+    return ("Per-level scores do not cover every row that ran (a `run --metrics level` stopped early?): "
+            + ". ".join(said) + ". Run the same `tecb-eval run ... --metrics level` again to fill in the rest.")
+
+
 def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: bool = False,
            selection: dict | None = None) -> dict[str, tuple]:
     """{"table2": (table, note), "table3": (table, note)} as the export writes and ``tecb-eval table``
