@@ -89,7 +89,7 @@ def _cmd_table(args) -> int:
             print(left_out, file=sys.stderr)
         layout = report.reference_layout(frame)
         if args.format == "csv":
-            print(layout.to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
+            print(report.csv_safe(layout).to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
         else:
             layout = layout.set_index(report.HEADER)
             print(report.format_table(layout, args.format), end="")
@@ -121,7 +121,7 @@ def _cmd_compare(args) -> int:
                               confidence=args.confidence, resamples=args.resamples, seed=args.seed, store=store)
     table = compare.comparison_table(results)
     if args.format == "csv":
-        print(table.to_csv(float_format="%.6f", lineterminator="\n"), end="")
+        print(report.csv_safe(table).to_csv(float_format="%.6f", lineterminator="\n"), end="")
     else:
         shown = compare.shown_table(results)
         note = (f"A = {args.model[0]}, B = {args.model[1]}, {algorithm}:{reduction or 'none'}; V-measure x100; "

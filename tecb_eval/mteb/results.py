@@ -52,6 +52,60 @@ def _first(group, field: str):
     return None if value is None or (isinstance(value, float) and value != value) else value
 
 
+# What the export reads from the rows, and what each must be: a store read through
+# tecb_eval.grid.store has been checked already; a frame from anywhere else is checked here, so an
+# edited value never reaches MTEB's JSON as another type, or names a folder outside the layout.
+_TEXT = ("model", "model_identity", "mteb_name", "dataset_fingerprint", "protocol", "profile", "seeds", "split")
+_OPTIONAL_TEXT = ("dataset_location", "prompt", "backend", "dtype", "language", "mteb_model")
+_SHARES = {"v_measure": (0.0, 1.0), "ami": (-1.0, 1.0)}
+_SECONDS = ("encode_s", "reduce_s", "cluster_s")
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
+        and bool(np.isfinite(value))
+
+
+def check_rows(rows) -> None:
+    """A :class:`UserError` naming the first value of ``rows`` (the k-means rows the export reads)
+    that is not of its type or range: text fields text, scores numbers in their range, timings
+    seconds, a model name that can be one folder of the layout."""
+    for row in rows.to_dict("records"):
+        where = f"{row.get('model')!r} on {row.get('mteb_name')!r}, split {row.get('split')!r}"
+
+        def bad(field, what):
+            return UserError(f"{where}: {field} {row.get(field)!r} is not {what}; MTEB's results layout is written "
+                             "only from values of their type: check the results store's line for this cell")
+
+        for field in _TEXT:
+            if field in row and not isinstance(row[field], str):
+                raise bad(field, "text")
+        for field in _OPTIONAL_TEXT:
+            if field in row and not _missing(row[field]) and not isinstance(row[field], str):
+                raise bad(field, "text")
+        for field, (low, high) in _SHARES.items():
+            if field in row and not (_is_number(row[field]) and low <= row[field] <= high):
+                raise bad(field, f"a number from {low:g} to {high:g}")
+        for field in _SECONDS:
+            if field in row and not (_is_number(row[field]) and row[field] >= 0):
+                raise bad(field, "a number of seconds")
+        model_folder(row["model"])
+
+
+def model_folder(model: str) -> str:
+    """The folder MTEB's layout files a model under (``/`` as ``__``, as MTEB writes it); a name that
+    cannot be one folder there (empty, ``.``, ``..``, a control character) is a one-line error."""
+    folder = model.replace("/", "__")
+    if folder in ("", ".", "..") or any(ord(c) < 32 or ord(c) == 127 for c in folder):
+        raise UserError(f"model name {model!r}: cannot name a folder of MTEB's results layout; run it under a plain "
+                        "name (--model SPEC,name=NAME)")
+    return folder
+
+
 def registry_meta(name: str):
     from tecb_eval.models.mteb_models import registry_meta as lookup
 
@@ -64,6 +118,7 @@ def task_results(frame) -> list[tuple[str, str, object, dict]]:
     from mteb.results import TaskResult
 
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    check_rows(kmeans)
     if "profile" not in kmeans.columns:
         kmeans = kmeans.assign(profile="current")
     out = []
@@ -115,7 +170,7 @@ def write_results(frame, out: Path) -> list[Path]:
     seen = set()
     prompts: dict[Path, dict] = {}
     for model, revision, result, extra in task_results(frame):
-        folder = Path(out) / "results" / model.replace("/", "__") / revision
+        folder = Path(out) / "results" / model_folder(model) / revision
         if (folder, result.task_name) in seen:
             # Two versions (builds, seed sets, protocols...) would write one file: the last would win.
             raise UserError(f"{model} on {result.task_name}: the results hold several versions; take one first "

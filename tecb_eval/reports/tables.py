@@ -636,15 +636,29 @@ def _latex_cell(value) -> str:
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text).replace("±", r"$\pm$")
 
 
+# A plain decimal number, which a spreadsheet reads as that number and never as a formula (Python's
+# float() would also pass "-inf", "-nan" and "-1_0", which are text there).
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+
+
 def _csv_cell(value):
     """A text cell a spreadsheet would run as a formula gets a leading ``'``; a number stays a number."""
-    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START) or _PLAIN_NUMBER.match(value):
         return value
-    try:
-        float(value)
-        return value
-    except ValueError:
-        return "'" + value
+    return "'" + value
+
+
+def csv_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every text cell, index entry and column name a spreadsheet would run as a
+    formula quoted by OWASP's rule (a leading ``'``); numbers are left as numbers. Every CSV we
+    write from a table goes through it."""
+    data = table.copy()
+    if isinstance(data.index, pd.MultiIndex):
+        data.index = pd.MultiIndex.from_tuples([tuple(map(_csv_cell, i)) for i in data.index], names=data.index.names)
+    else:
+        data.index = data.index.map(_csv_cell)
+    data.columns = [_csv_cell(c) for c in data.columns]
+    return data.map(lambda v: _csv_cell(v) if isinstance(v, str) else v)
 
 
 def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, note: str | None = None) -> str:
@@ -657,12 +671,8 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, not
     """
     if fmt == "csv":
         buffer = io.StringIO()
-        data = _csv_columns(table) if has_stats(table) else table.copy()
-        data.index = data.index.map(_csv_cell) if not isinstance(data.index, pd.MultiIndex) else pd.MultiIndex.from_tuples(
-            [tuple(map(_csv_cell, i)) for i in data.index], names=data.index.names)
-        data.columns = [_csv_cell(c) for c in data.columns]
-        data = data.map(lambda v: _csv_cell(v) if isinstance(v, str) else v)
-        data.to_csv(buffer, float_format="%.6f", lineterminator="\n")
+        csv_safe(_csv_columns(table) if has_stats(table) else table).to_csv(buffer, float_format="%.6f",
+                                                                            lineterminator="\n")
         return buffer.getvalue()
     flat = table.copy()
     if isinstance(flat.index, pd.MultiIndex):
@@ -695,7 +705,7 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, not
 
 def write_reference_csv(frame: pd.DataFrame, path: Path) -> Path:
     buffer = io.StringIO()
-    reference_layout(frame).to_csv(buffer, index=False, float_format="%.15g", lineterminator="\n")
+    csv_safe(reference_layout(frame)).to_csv(buffer, index=False, float_format="%.15g", lineterminator="\n")
     return write_text(path, buffer.getvalue())
 
 
