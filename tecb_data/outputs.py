@@ -467,10 +467,24 @@ class _Interrupts:
 
 class Stage:
     """The folder an output is written into (``work``); call ``check()`` between files, so that a
-    Ctrl-C a library swallowed still stops the command."""
+    Ctrl-C a library swallowed still stops the command. ``resumed``: ``work`` is an interrupted
+    run's, kept because it was begun for the same ``resume`` key."""
 
-    def __init__(self, work: Path, target: Path, check):
-        self.work, self.target, self.check = work, target, check
+    def __init__(self, work: Path, target: Path, check, resumed: bool = False):
+        self.work, self.target, self.check, self.resumed = work, target, check, resumed
+
+
+RESUME_KEY = "key.json"  # in a work folder that may be resumed: what it was begun for
+
+
+def _begun_for(work: Path, command: str, key: dict) -> bool:
+    """Is ``work`` an interrupted ``command``'s work folder begun for ``key``?"""
+    if not (work.is_dir() and not work.is_symlink() and written_by(work) == command):
+        return False
+    try:
+        return json.loads((work / RESUME_KEY).read_text(encoding="utf-8")) == key
+    except (OSError, ValueError):
+        return False
 
 
 def _swap(work: Path, target: Path, command: str, kept: set[Path], *, shown, option: str) -> None:
@@ -487,24 +501,42 @@ def _swap(work: Path, target: Path, command: str, kept: set[Path], *, shown, opt
 
 @contextlib.contextmanager
 def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Path | None] = (),
-                  option: str = "--out", keep: Iterable[str | Path | None] = ()) -> Iterator[Stage]:
-    """Write ``command``'s output folder whole or not at all: checked as :func:`check_output` says,
-    written into ``OUT.partial`` (marked, held with :func:`claim`; one left by a killed run is
-    removed first), then swapped into place with SIGINT and SIGTERM held back. The files in ``keep``
-    that lie inside OUT (the demo's own results store) are hard-linked into the new folder, so they
-    survive the swap. Anything that stops the body (an error, Ctrl-C) removes ``OUT.partial`` and
-    leaves OUT as it was; a file-system error is one line naming ``option``."""
-    target = check_output(folder, command, inputs=inputs, option=option, keep=keep)
+                  option: str = "--out", keep: Iterable[str | Path | None] = (), overwrite: bool | None = None,
+                  resume: dict | None = None, keep_partial: tuple = ()) -> Iterator[Stage]:
+    """Write ``command``'s output folder whole or not at all, the one way every command publishes
+    a folder: checked as :func:`check_output` says, written into ``OUT.partial`` (marked, held with
+    :func:`claim`; one left by a killed run is removed first), then swapped into place with SIGINT
+    and SIGTERM held back. The files in ``keep`` that lie inside OUT (the demo's own results store)
+    are hard-linked into the new folder, so they survive the swap. Anything that stops the body (an
+    error, Ctrl-C) removes ``OUT.partial`` and leaves OUT as it was; a file-system error is one line
+    naming ``option``.
+
+    A command with ``--overwrite`` passes it as ``overwrite``: its earlier output is then replaced
+    only with it (:func:`check_replaceable`, the files its marker lists). ``resume`` (a JSON-able
+    key: model, data, settings): an interrupted run's ``OUT.partial`` begun for the same key is kept
+    and the stage says ``resumed``. ``keep_partial`` (exception types): what stops the body with one
+    of them leaves ``OUT.partial`` where it is (finished units to resume from, a diverged run's
+    checkpoints to inspect) instead of removing it."""
+    if overwrite is None:
+        target = check_output(folder, command, inputs=inputs, option=option, keep=keep)
+    else:
+        refuse_overlap(folder, [item for item in inputs if item is not None and _resolvable(item)], option=option)
+        target = output_target(folder, option=option)
+        check_replaceable(target, command, overwrite=overwrite, option=option, listed=True)
     kept = _kept(target, keep)
     work = target.with_name(target.name + ".partial")
     with _Interrupts() as interrupts:
+        resumed = resume is not None and _begun_for(work, command, resume)
         made = False
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            remove_own(work, command, what="work folder")  # left by a killed run
-            work.mkdir()  # the mode mkdir gives under the umask, as the folder's final mode
-            made = True
-            mark(work, command)
+            if not resumed:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                remove_own(work, command, what="work folder")  # left by a killed run
+                work.mkdir()  # the mode mkdir gives under the umask, as the folder's final mode
+                made = True
+                mark(work, command)
+                if resume is not None:
+                    (work / RESUME_KEY).write_text(json.dumps(resume, sort_keys=True) + "\n", encoding="utf-8")
         except OSError as exc:
             if made:  # a marker the disk had no room for: no half-made work folder is left in the way
                 shutil.rmtree(work, ignore_errors=True)
@@ -512,8 +544,10 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
                             f"{_what_to_do(exc)}") from None
         held = claim(work, command)
         try:
-            yield Stage(work, target, interrupts.check)
+            yield Stage(work, target, interrupts.check, resumed)
             interrupts.check()
+            if resume is not None:
+                (work / RESUME_KEY).unlink()
             for path in sorted(kept):
                 copy = work / path.relative_to(target)
                 copy.parent.mkdir(parents=True, exist_ok=True)
@@ -532,6 +566,8 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
         except BaseException as exc:
             interrupts.holding = True
             os.close(held)
+            if isinstance(exc, keep_partial):
+                raise
             shutil.rmtree(work, ignore_errors=True)
             if isinstance(exc, OSError):
                 raise UserError(f"{option} {folder}: writing the output failed ({_reason(exc)}); nothing "

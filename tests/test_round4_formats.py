@@ -72,14 +72,14 @@ def test_the_cards_build_command_pastes_back_into_a_shell(tmp_path):
 
 @pytest.mark.parametrize("name", ["evil\nimport os", "tab\there", "line\u2028sep"])
 def test_a_model_name_with_a_control_character_is_refused_where_it_is_given(name):
-    from tecb_eval.grid.run import model_spec
+    from tecb_eval.models.spec import model_spec
 
     with pytest.raises(UserError, match="control character"):
         model_spec({"spec": "tfidf-lsa", "name": name})
 
 
 def test_a_model_folder_with_a_newline_in_its_name_is_refused(tmp_path):
-    from tecb_eval.grid.run import model_spec
+    from tecb_eval.models.spec import model_spec
 
     folder = tmp_path / "model\nimport os"
     folder.mkdir()
@@ -105,3 +105,15 @@ def test_a_figure_named_with_url_characters_is_linked_by_its_escaped_name(tmp_pa
     render([store], tmp_path / "report", figure_folders=[extra], draw_figures=False, log=lambda *_: None)
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert re.search(r'src="figures/[^"]*a%23b%3Fc\.png"', page) and "#b?c.png\"" not in page.split("<img")[1]
+
+
+def test_one_name_for_two_different_models_is_refused(demo_datasets, tmp_path):
+    """Round 4, W4: two models under one name= would be averaged into one row of every table."""
+    from tecb_eval.grid.run import run_grid
+
+    with pytest.raises(UserError, match="'twin' is given to two different models"):
+        run_grid([demo_datasets / "blurbs-clustering-s2s"],
+                 [{"spec": "tfidf-lsa", "name": "twin"}, {"spec": "minilm-l6", "name": "twin"}],
+                 configurations=["minibatch_kmeans:none"], limit_splits=1, results=tmp_path / "r.jsonl",
+                 progress=False)
+    assert not (tmp_path / "r.jsonl").exists()

@@ -16,7 +16,7 @@ from tecb_eval.clustering.profiles import get_profile
 # The names, the paper's settings and what the grid skips live in the registry; re-exported here.
 from tecb_eval.clustering.registry import (  # noqa: F401
     ALGORITHMS, FAST_KMEANS_BATCH_SIZE, KMEANS_BATCH_SIZE, PCA_PRE_COMPONENTS, REDUCTIONS, REFERENCE_REDUCTIONS,
-    SKIPPED_BY_DEFAULT, Build, algorithm as algorithm_entry, reduction as reduction_entry,
+    SKIPPED_BY_DEFAULT, TABLE2_CONFIGURATION, Build, algorithm as algorithm_entry, reduction as reduction_entry,
 )
 
 

@@ -25,8 +25,7 @@ import pandas as pd
 
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
-from tecb_data.outputs import (check_replaceable, claim, mark, mark_files, refuse_overlap, remove_own, replace_with,
-                               written_by)
+from tecb_data.outputs import refuse_overlap, staged_output
 from tecb_eval.finetuning import protocols, report
 from tecb_eval.finetuning.instances import check_pool
 from tecb_eval.finetuning.loop import check_trainable, train_unit
@@ -92,28 +91,6 @@ def _write_json(path: Path, data) -> None:
     os.replace(temporary, path)
 
 
-def _prepare(output_dir: Path, overwrite: bool, key: dict) -> tuple[Path, bool]:
-    """The work folder and whether it resumes: an interrupted run's ``OUT.partial`` with the same key
-    (model, data, protocol, settings) is kept; any other of ours is removed."""
-    # --overwrite removes only what an earlier run listed in its marker as written by it.
-    check_replaceable(output_dir, COMMAND, overwrite=overwrite, listed=True)
-    work = output_dir.with_name(output_dir.name + ".partial")
-    if work.is_dir() and written_by(work) == COMMAND:
-        try:
-            if json.loads((work / "key.json").read_text(encoding="utf-8")) == key:
-                return work, True
-        except (OSError, json.JSONDecodeError):
-            pass
-    remove_own(work, COMMAND, what="work folder")
-    try:
-        work.mkdir(parents=True)
-        mark(work, COMMAND)
-        _write_json(work / "key.json", key)
-    except OSError as exc:
-        raise UserError(f"--out {output_dir}: cannot write there ({exc.strerror}); choose a writable folder") from None
-    return work, False
-
-
 def _rows(rows, *, model: str, fold: str, train_seed) -> list[dict]:
     return [{"model": model, "fold": fold, "train_seed": train_seed, **r} for r in rows]
 
@@ -163,22 +140,21 @@ def finetune(model, data, method=METHODS, protocol: str = "leave-one-genre-out",
            "protocol": protocol, "methods": list(methods), "seeds": list(seeds), "score_seeds": list(score_seeds),
            "settings": as_dict(s), "folds": fold_info}
     output_dir = Path(output_dir)
-    work, resumed = _prepare(output_dir, overwrite, key)
-    held = claim(work, COMMAND)
+    # An interrupted run's OUT.partial begun for the same key (model, data, protocol, settings) is
+    # resumed; whatever stops the run keeps it, so its finished units are not lost. Published with
+    # the marker listing every file: what a later --overwrite may remove, and nothing else.
     try:
-        result = _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work, device=device, progress=progress,
-                      described=described, protocol=protocol, resamples=resamples, resumed=resumed, key=key,
-                      demo=any(is_demo_manifest(getattr(b, "manifest", None)) for b in benchmarks))
-    except BaseException as exc:
-        os.close(held)
-        failure = write_failure(f"--out {output_dir}", exc) if isinstance(exc, Exception) else None
+        with staged_output(output_dir, COMMAND, overwrite=overwrite, resume=key,
+                           keep_partial=(BaseException,)) as stage:
+            result = _run(model, methods, chosen, fold_info, s, seeds, score_seeds, stage.work, device=device,
+                          progress=progress, described=described, protocol=protocol, resamples=resamples,
+                          resumed=stage.resumed, key=key,
+                          demo=any(is_demo_manifest(getattr(b, "manifest", None)) for b in benchmarks))
+    except Exception as exc:
+        failure = write_failure(f"--out {output_dir}", exc)
         if failure is not None:
             raise failure from None  # a log or score file on a full disk: one line, the finished units kept
         raise
-    os.close(held)
-    (work / "key.json").unlink()
-    mark_files(work, COMMAND)  # what a later --overwrite may remove, and nothing else
-    replace_with(work, output_dir, COMMAND)
     return FinetuneResult(output_dir, protocol, methods, fold_info, result["scores"], result["summary"],
                           result["comparisons"], {k: {**v, "path": output_dir / v["path"] if v.get("path") else None}
                                                   for k, v in result["best"].items()},

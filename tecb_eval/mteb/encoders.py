@@ -82,3 +82,18 @@ def revision_of(identity: str) -> str:
     # so for a model prompted per task, the task and its prompt (the export names the prompt).
     identity = re.sub(r'\|prompt="(?:[^"\\]|\\.)*"', "", re.sub(r"\|task=[^|]*", "", identity))
     return short_hash(re.sub(r"\|corpus=[^|]*", "", identity))[:16]
+
+
+def encoder_for_dataset(encoder, bench, protocol: str = "legacy"):
+    """The encoder itself, or for one fitted per dataset (tfidf-lsa), its fit on all the
+    dataset's unique texts, or for one that encodes per MTEB task (prompts, MTEB models), the
+    encoder bound to the dataset's task under ``protocol`` (legacy: ``BlurbsClusteringS2S``,
+    fast: ``BlurbsClusteringS2S.v2``), whose prompt MTEB chooses as on its leaderboard."""
+    if getattr(encoder, "per_task", False):
+        from tecb_eval.mteb.tasks import mteb_language, task_class
+
+        version = "v2" if protocol == "fast" else "legacy"
+        return encoder.for_task(task_class(bench.mteb_name, version, mteb_language(bench)).metadata)
+    if not getattr(encoder, "per_dataset", False):
+        return encoder
+    return encoder.fit_corpus(sorted({t for s in bench.splits for t in s.texts}))

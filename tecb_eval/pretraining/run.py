@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
 from tecb_data.errors import UserError
-from tecb_data.outputs import check_replaceable, claim, mark, mark_files, refuse_overlap, remove_own, replace_with
+from tecb_data.outputs import refuse_overlap, staged_output
 from tecb_eval.models.devices import check_device
 from tecb_eval.clustering.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, train_seed
@@ -134,23 +132,6 @@ def _inputs(benchmarks, source: ModelSource) -> list[Path]:
     return [Path(b.location) for b in benchmarks if Path(b.location).is_dir()] + [source.sentence_model or source.checkpoint]
 
 
-def _prepare_output(output_dir: Path, overwrite: bool) -> Path:
-    """The work folder ``OUT.partial``, after checking that OUT may be written: an existing OUT is
-    replaced only with ``overwrite``, only if an earlier pretrain wrote it (its marker) and only if it
-    holds nothing but the files that marker lists (a user's notes put there are never deleted); a
-    ``.partial`` folder is removed only if it is an interrupted pretrain's (tecb_data.outputs)."""
-    check_replaceable(output_dir, COMMAND, overwrite=overwrite, listed=True)
-    work = output_dir.with_name(output_dir.name + ".partial")
-    remove_own(work, COMMAND, what="work folder")  # left by an interrupted run
-    try:
-        work.parent.mkdir(parents=True, exist_ok=True)
-        work.mkdir()
-        mark(work, COMMAND)
-    except OSError as exc:
-        raise UserError(f"--out {output_dir}: cannot write there ({exc.strerror}); choose a writable folder") from None
-    return work
-
-
 def _clip_max_length(settings: PretrainSettings, folder: Path) -> PretrainSettings:
     from transformers import AutoConfig
 
@@ -235,12 +216,16 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
         "seeds": list(seeds), "settings": as_dict(s), "evaluation_pooling": eval_pooling,
     }
     output_dir = Path(output_dir)
-    work = _prepare_output(output_dir, overwrite)
-    # Held until published: a second pretrain into the same OUT refuses instead of removing this work.
-    held = claim(work, COMMAND)
     done: dict[str, dict] = {}
     try:
-        try:
+        # Written into OUT.partial, held until published (a second pretrain into the same OUT refuses
+        # instead of removing this work), then swapped in with the marker listing every file: what a
+        # later --overwrite may remove, and nothing else. After Ctrl-C or a divergence the partial
+        # folder stays for inspection (a diverged run's best checkpoint before the divergence is in
+        # it, and its message says where); a rerun removes it.
+        with staged_output(output_dir, COMMAND, overwrite=overwrite,
+                           keep_partial=(KeyboardInterrupt, TrainingDiverged)) as stage:
+            work = stage.work
             for name, group in groups.items():
                 run_dir = work if pool else work / name
                 run_dir.mkdir(exist_ok=True)
@@ -251,26 +236,6 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
                 summary = done[POOLED]["summary"]
             else:
                 summary = _write_overview(work, done, shown=shown, common=common, profile=profile)
-        except (KeyboardInterrupt, TrainingDiverged):
-            os.close(held)
-            # The partial folder stays for inspection (a diverged run's best checkpoint before the
-            # divergence is in it, and its message says where); a rerun removes it.
-            raise
-        except Exception:
-            os.close(held)
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        # What a later --overwrite may remove, and nothing else. Listing replaces the marker file,
-        # so the folder is claimed again through the new one before the old hold is let go.
-        try:
-            mark_files(work, COMMAND)
-            listed = claim(work, COMMAND)
-        finally:
-            os.close(held)
-        try:
-            replace_with(work, output_dir, COMMAND)
-        finally:
-            os.close(listed)
     finally:
         if truncation is not None:
             truncation.cleanup()

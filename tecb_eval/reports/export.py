@@ -39,7 +39,8 @@ from tecb_eval.mteb import results as mteb_results
 from tecb_eval.reports import figures, tables as report, versions
 from tecb_eval.models.encoders import get_encoder
 from tecb_eval.benchmark import load_dataset
-from tecb_eval.grid.run import encoder_for_dataset, model_spec
+from tecb_eval.models.spec import model_spec
+from tecb_eval.mteb.encoders import encoder_for_dataset
 
 # The marker of an export folder, whichever command wrote it (`export`, `run --out`): each replaces
 # the other's. The demo's folder also holds its results store, so it is a kind of its own.

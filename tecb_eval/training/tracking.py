@@ -161,7 +161,7 @@ def encode_per_task(encoder, items: Sequence[tuple[object, Sequence[str]]]) -> t
     their distinct texts, as the grid encodes one pass per identity."""
     bound = [encoder] * len(items)
     if getattr(encoder, "per_task", False):
-        from tecb_eval.grid.run import encoder_for_dataset
+        from tecb_eval.mteb.encoders import encoder_for_dataset
 
         bound = [encoder_for_dataset(encoder, bench) for bench, _ in items]
     passes: dict[str, list[int]] = {}

@@ -1,0 +1,191 @@
+"""The grid's plan: what is to be computed, checked once.
+
+:func:`check_options` checks every option of a run before any work (protocol, seeds, splits,
+metrics, models' options, configurations); :class:`Plan` holds what the checked options name: the
+datasets (a build given twice counted once), the models, the configurations, the seeds and each
+dataset's units, and says which cells a model still lacks in the results store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from tecb_data.errors import UserError
+from tecb_eval.benchmark import load_dataset
+from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
+from tecb_eval.grid import extra, protocols
+from tecb_eval.grid.seeds import DEFAULT_SEED, check_seed, check_seeds
+from tecb_eval.grid.store import cell_key, seed_set_name
+from tecb_eval.grid.work import Cell, WorkUnit
+from tecb_eval.models import encoders
+from tecb_eval.models.spec import ModelSpec, model_spec
+
+
+@dataclass(frozen=True)
+class Options:
+    """A run's options once checked: what :class:`Plan` and the executor are built from."""
+
+    protocol: str
+    seeds: tuple[int, ...]
+    limit_splits: int | None
+    metrics: tuple[str, ...]
+    models: tuple[ModelSpec, ...]
+    configurations: list
+    skipped: list
+
+
+def check_options(models, *, protocol: str, seed, seeds, limit_splits, metrics, algorithms, reductions,
+                  configurations) -> Options:
+    """Every option of a run checked before any work: one line for the first that is wrong."""
+    if protocol not in protocols.PROTOCOLS:
+        raise UserError(f"unknown protocol {protocol!r}; choose from {', '.join(protocols.PROTOCOLS)}")
+    if seeds is not None and seed is not None:
+        raise UserError(f"seed={seed!r} and seeds={seeds!r} given together (--seed and --seeds): seeds replaces "
+                        "seed, so give one of them")
+    seeds = check_seeds(seeds) if seeds is not None else (check_seed(DEFAULT_SEED if seed is None else seed),)
+    if limit_splits is not None and (isinstance(limit_splits, bool) or not isinstance(limit_splits, (int, np.integer))
+                                     or limit_splits < 0):
+        raise UserError(f"limit_splits (--limit-splits) must be a number of splits, or 0 for all of them; "
+                        f"got {limit_splits!r}")
+    limit_splits = int(limit_splits) if limit_splits else None  # 0: all splits, as `demo` documents
+    if protocol == "fast" and limit_splits:
+        raise UserError(f"limit_splits={limit_splits} (--limit-splits) applies to the legacy protocol's splits; the "
+                        "fast protocol samples from all of them at once (MTEB v2): leave it out")
+    if not models:
+        raise UserError("no models given")
+    specs = tuple(model_spec(item) for item in models)
+    _check_names(specs)
+    if algorithms is None:
+        algorithms = algo.ALGORITHMS if protocol == "legacy" else (algo.TABLE2_CONFIGURATION[0],)
+    pairs, skipped = algo.configurations(algorithms, reductions, configurations)
+    if not pairs:
+        raise UserError("no configuration left to run; name at least one algorithm and reduction")
+    return Options(protocol, tuple(seeds), limit_splits, tuple(extra.check_metrics(metrics)), specs, pairs, skipped)
+
+
+def _check_names(specs: Sequence[ModelSpec]) -> None:
+    """Within a run a name is one model: two rows of one name would be averaged into one line of
+    every table (round 4, W4)."""
+    seen: dict[str, ModelSpec] = {}
+    for spec in specs:
+        other = seen.setdefault(spec.name, spec)
+        if other is not spec and other != spec:
+            raise UserError(f"model name {spec.name!r} is given to two different models ({other.spec!r} and "
+                            f"{spec.spec!r}); give each its own ,name=NAME")
+
+
+@dataclass
+class Pending:
+    """A model's pending cells on one dataset for one seed."""
+
+    bench: object
+    encoder: object
+    seed: int
+    cells: list  # (protocol unit, reduction, algorithm)
+
+
+class Plan:
+    """What a run computes: datasets x models x configurations x seeds, by units of the protocol."""
+
+    def __init__(self, datasets, models, *, configurations, protocol, seeds: Sequence[int], limit_splits=None,
+                 profile=DEFAULT_PROFILE, samples=None, log: Callable[[str], None] = print):
+        self.benchmarks = []
+        for bench in map(load_dataset, datasets):
+            # The same build given twice (a path and its copy, or twice in the list) is one dataset:
+            # twice its rows would count it double in every table.
+            twin = next((b for b in self.benchmarks if b.fingerprint == bench.fingerprint), None)
+            if twin is not None:
+                log(f"note: {bench.location} is the same dataset build as {twin.location}; evaluated once")
+                continue
+            self.benchmarks.append(bench)
+        self.models = [model_spec(m) for m in models]
+        self.configurations = configurations
+        self.protocol = protocol
+        # Several seeds: every reduction, clustering and fast-protocol sample varies with the seed;
+        # encoding happens once, seeded (for encoders that take a seed) by the smallest. A seed set is
+        # a set: sorted here, so the order it was asked in changes no row, identity or cache key.
+        self.seeds = tuple(sorted(int(s) for s in seeds))
+        self.seed = self.seeds[0]
+        self.seed_set = seed_set_name(self.seeds)
+        self.profile = get_profile(profile)
+        self.units = {
+            (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits, samples=samples)
+            for b in self.benchmarks for s in self.seeds
+        }
+
+    def key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str, seed: int) -> tuple:
+        return cell_key({
+            "protocol": self.protocol, "profile": self.profile.name, "seeds": self.seed_set, "seed": seed,
+            "model": name, "model_identity": identity, "dataset_fingerprint": bench.fingerprint,
+            "reduction": reduction, "algorithm": algorithm, "split": unit.name,
+        })
+
+    def total_cells(self) -> int:
+        return len(self.models) * sum(len(u) for u in self.units.values()) * len(self.configurations)
+
+    def dataset_splits(self, bench, seed: int) -> int:
+        """How many splits (legacy) or bootstrap draws (fast) the dataset has, whatever this run
+        limited itself to: what a table needs to tell a complete result from a partial one."""
+        return len(bench.splits) if self.protocol == "legacy" else len(self.units[(bench.fingerprint, seed)])
+
+    def units_side_by_side(self) -> int:
+        """The most units one model's pass hands the executor at once: one per dataset, seed, base
+        set (a split, or the fast protocol's pooled sample) and reduction."""
+        return max(1, sum(len(by_base((u, r, a) for u in units for a, r in self.configurations))
+                          for units in self.units.values()))
+
+    def estimated_work(self, dim: int = 384) -> float:
+        """Rough seconds of reduction and clustering the grid hands its executor over every model
+        (:func:`work.estimate_cost`, ``dim``-d embeddings, every cell counted as pending): what
+        decides whether worker processes pay for their start."""
+        per_model = 0.0
+        for (_, seed), units in self.units.items():
+            cells = [(u, r, a) for u in units for a, r in self.configurations]
+            for (base_name, reduction), grouped in by_base(cells).items():
+                per_model += WorkUnit(key=base_name, label=base_name, dataset="", reduction=reduction, seed=seed,
+                                      protocol=self.protocol, profile=self.profile.name, n=len(grouped[0][0].base_texts),
+                                      dim=dim, cells=work_cells(grouped)).cost
+        return per_model * len(self.models)
+
+    def pending(self, spec: ModelSpec, encoder_for, store, metrics, found) -> list[Pending]:
+        """The cells ``spec`` still lacks, per dataset and seed; ``found(bench, row)`` takes each
+        cell the store holds. ``--metrics``: a stored row without a score it asks for is run again
+        (no assignments are stored), from the caches; its new row replaces the old."""
+        work: list[Pending] = []
+        for bench in self.benchmarks:
+            encoder = encoder_for(bench)
+            for seed in self.seeds:
+                cells = []
+                for unit in self.units[(bench.fingerprint, seed)]:
+                    for algorithm, reduction in self.configurations:
+                        row = store.get(self.key(spec.name, encoder.identity, bench, unit, reduction, algorithm, seed))
+                        if row is None or (metrics and extra.missing(row, unit, algorithm, metrics)):
+                            cells.append((unit, reduction, algorithm))
+                        else:
+                            found(bench, row)
+                if cells:
+                    work.append(Pending(bench, encoder, seed, cells))
+        return work
+
+
+def by_base(cells) -> dict[tuple, list]:
+    """(protocol unit, reduction, algorithm) cells grouped by what one work unit reduces once:
+    (base set name, reduction) -> [(protocol unit, algorithm)]."""
+    grouped: dict[tuple, list] = {}
+    for unit, reduction, algorithm in cells:
+        grouped.setdefault((unit.base_name, reduction), []).append((unit, algorithm))
+    return grouped
+
+
+def work_cells(grouped) -> tuple:
+    return tuple(Cell(u.name, u.rows, u.labels, u.k, a, u.levels) for u, a in grouped)
+
+
+def preflight(specs: Sequence[ModelSpec]) -> None:
+    """Options, model folders, mteb: names, backends, prompt names: one line each, before any encoding."""
+    for spec in specs:
+        encoders.preflight(spec.spec, **spec.options)
