@@ -33,3 +33,23 @@ def with_apart_model(store: Path, demo: Path, folder: Path) -> Path:
              configurations=["minibatch_kmeans:none"], results=copy, limit_splits=2, progress=False,
              cache_dir=folder / "cache")
     return copy
+
+
+MIXED_CONFIGURATIONS = ["minibatch_kmeans:none", "agglomerative:none", "dbstream:pca"]
+# A store as a user grows it: two models over seeds 42 and 1, a third later over seed 42 only.
+MIXED_BOTH_SEEDS = ["tfidf-lsa", {"spec": "tfidf-lsa", "name": "tfidf-lsa-16", "n_components": 16}]
+MIXED_ONE_SEED = {"spec": "tfidf-lsa", "name": "tfidf-lsa-8", "n_components": 8}
+
+
+def mixed_seed_store(demo: Path, folder: Path, late=(MIXED_ONE_SEED,)) -> Path:
+    """Two models over seeds 42 and 1, then ``late`` models over seed 42 only (written last, so
+    the newest seed set), on 2 splits of two demo datasets, with DBSTREAM on PCA (all noise)."""
+    from tecb_eval.grid.run import run_grid
+
+    store = folder / "mixed.jsonl"
+    datasets = [demo / d for d in DATASETS]
+    run_grid(datasets, MIXED_BOTH_SEEDS, configurations=MIXED_CONFIGURATIONS, results=store, limit_splits=2,
+             seeds=[42, 1], progress=False, cache_dir=folder / "cache")
+    run_grid(datasets, list(late), configurations=MIXED_CONFIGURATIONS, results=store, limit_splits=2,
+             seeds=[42], progress=False, cache_dir=folder / "cache")
+    return store

@@ -393,6 +393,6 @@ def test_fast_protocol_dots_have_the_tables_sd_over_draws_and_no_ranking(store):
             assert (end - start) / 2 == pytest.approx(100 * table.at[model, (ax.get_title(), "sd_splits")])
     legend = _legend_texts(fig)
     assert "not ranked against the best (the draws give no test)" in legend
-    assert not any("surely behind" in text for text in legend)
+    assert not any("the gap" in text for text in legend)
     assert "bootstrap draws per dataset" in _title(fig)
     _inside(fig)

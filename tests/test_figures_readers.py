@@ -101,5 +101,5 @@ def test_table2_promises_no_whiskers_over_one_split():
                     dataset_fingerprint=d, model_identity=m)
                for d in ("BlurbsClusteringS2S",) for m, v in (("a", 0.3), ("b", 0.2))]
     fig = figures.table2_figure(pd.DataFrame(pd_rows))
-    title = fig._suptitle.get_text()
+    title = " ".join(fig._suptitle.get_text().split())  # as wrapped to the figure's width
     assert "no interval over one split" in title and "bootstrap interval" not in title

@@ -76,9 +76,15 @@ def test_missing_store_and_figures_folder_are_one_line(store, tmp_path, capsys):
     assert not (tmp_path / "site").exists()
 
 
-def test_figures_are_drawn_and_other_outputs_embedded(store, tmp_path, capsys):
+def test_figures_are_drawn_and_other_outputs_embedded(store, demo_datasets, tmp_path, capsys):
+    """Table 3 one PNG per dataset; from --figures the PNGs of an export of the same store and of
+    no store (a layer sweep) are embedded, an older export's of another store is left out and
+    named, and a file name with # and ? is linked URL-encoded (round 4)."""
+    from urllib.parse import quote
+
     from PIL import Image
 
+    from reportstore import two_model_store
     from tecb_eval.cli import main
     from tecb_eval.reports import figures
 
@@ -86,15 +92,31 @@ def test_figures_are_drawn_and_other_outputs_embedded(store, tmp_path, capsys):
     extra.mkdir()
     fig = figures.new_figure()[0]
     fig.gca().plot([0, 1], [0, 1])
-    figures.save_figure(fig, extra / "layers.png")
+    figures.save_figure(fig, extra / "a#b?c.png")
+    export = tmp_path / "export"
+    assert main(["export", str(store), "--out", str(export)]) == 0
+    older = tmp_path / "older"
+    other = two_model_store(demo_datasets, tmp_path / "other-run", configurations=["minibatch_kmeans:none"])
+    assert main(["export", str(other), "--out", str(older)]) == 0
+    (older / "table2.png").rename(older / "stale-table2.png")
+    capsys.readouterr()
     out = tmp_path / "site"
-    assert main(["report", str(store), "--out", str(out), "--figures", str(extra)]) == 0
+    assert main(["report", str(store), "--out", str(out), "--figures", str(extra), "--figures", str(export),
+                 "--figures", str(older)]) == 0
     drawn = sorted(p.name for p in (out / "figures").iterdir())
-    assert drawn == ["extra-0-layers.png", "table2.png", "table3.png"]
+    assert drawn == ["extra-0-a#b?c.png", "extra-1-table3.png", "table2.png",
+                     "table3-BlurbsClusteringS2S.png", "table3-TenKGnadClusteringS2S.png"]
     for name in drawn:
         with Image.open(out / "figures" / name) as image:
-            assert image.size[0] > 100
-    assert "wrote 3 pages" in capsys.readouterr().out
+            # Shown at its own size on a page 1280 px wide (a Table 3 of every dataset is the export's).
+            assert 100 < image.size[0] <= (1120 if "extra-1" not in name else 10_000)
+    captured = capsys.readouterr()
+    assert "wrote 3 pages" in captured.out
+    (line,) = [line for line in captured.err.splitlines() if line.startswith("--figures: left out")]
+    assert "drawn from other results than these stores" in line and "older/stale-table2.png" in line
+    assert "the report draws it itself: export/table2.png" in line
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert f'src="figures/{quote("extra-0-a#b?c.png")}"' in index and "a%23b%3Fc" in index
 
 
 def test_help_ends_with_an_example(capsys):

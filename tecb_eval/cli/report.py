@@ -34,11 +34,15 @@ def _cmd_report(args) -> int:
 
 def _cmd_recommend(args) -> int:
     from tecb_eval.reports import compare, recommend
-    from tecb_eval.reports.versions import read_store, select
+    from tecb_eval.reports.ranking import shared_selection
+    from tecb_eval.reports.versions import read_store
 
     compare.check_settings(args.confidence, args.resamples, args.seed,
                            options={"confidence": "--confidence", "resamples": "--resamples", "seed": "--seed"})
-    frame, left_out = select(read_store(args.results), **selection(args), like_with_like=False)
+    # The report's leaderboard and recommend compare the same rows: every model on the cells they share.
+    chosen = shared_selection(read_store(args.results), **selection(args))
+    frame = chosen.rows
+    left_out = "\n".join(line for line in (chosen.left_out, *chosen.notes()) if line) or None
     if frame.empty:
         raise UserError(f"{args.results}: no results in the version chosen")
     found = recommend.recommend(frame, args.data, confidence=args.confidence, resamples=args.resamples,
@@ -54,8 +58,9 @@ def register(commands) -> None:
     report = commands.add_parser(
         "report", help="write a static HTML site of results stores (leaderboards, per-model pages)",
         description="Write a static site that works offline from file://: a leaderboard per dataset and view "
-                    "(mean V-measure of k-means on the embeddings, SD, bootstrap interval, coverage, best "
-                    "pipeline), a page per model (heat table of algorithm x reduction, AMI, ARI, noise fraction, "
+                    "(every model ranked by mean V-measure x100 of k-means on the embeddings over the split x seed "
+                    "cells they share, margin, SD, bootstrap interval, coverage, best pipeline and its gain; an "
+                    "average over datasets), a page per model (heat table of algorithm x reduction, AMI, ARI, noise fraction, "
                     "per-split scores), the figures and the provenance of every row.",
         epilog="example:\n  tecb-eval report results.jsonl --out site/ && xdg-open site/index.html")
     report.add_argument("results", type=Path, nargs="+", metavar="STORE",
@@ -66,8 +71,9 @@ def register(commands) -> None:
     report.add_argument("--reference", type=Path,
                         help="the authors' tecb-de-full-results.csv: the paper's figures beside ours")
     report.add_argument("--figures", type=Path, action="append", metavar="DIR",
-                        help="embed the PNG figures of this folder too (an export's Figure 1, a layer sweep, "
-                             "pre-training curves; repeatable)")
+                        help="embed the PNG figures of this folder too: an export's of the same stores (matched by "
+                             "the digest of the results each PNG records; others are left out, and named), a layer "
+                             "sweep, pre-training curves; repeatable")
     report.add_argument("--no-figures", action="store_true", help="leave out the Table 2 / 3 plots (faster)")
     selection_options(report)
     report.set_defaults(func=_cmd_report, interrupted=NOTHING_YET)

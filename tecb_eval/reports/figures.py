@@ -96,16 +96,47 @@ def suptitle(fig, text: str, fontsize: float = 10) -> None:
     fig.suptitle("\n".join(lines), fontsize=fontsize)
 
 
-def save_figure(fig, path: Path) -> Path:
+# A PNG drawn from results records which (``tecb-results``: :func:`results_digest` of its rows), so
+# that `tecb-eval report --figures` embeds an export's figures only when they show the report's
+# results; one drawn from no results store (a layer sweep, a training curve, a UMAP) records "none".
+RESULTS_KEY = "tecb-results"
+NOT_FROM_RESULTS = "none"
+DIGEST_FIELDS = ("model", "mteb_name", "algorithm", "reduction", "split", "seed", "seeds", "protocol", "profile",
+                 "dataset_fingerprint", "model_identity", "v_measure")
+
+
+def results_digest(frame: pd.DataFrame) -> str:
+    """SHA-256 (first 16 hex digits) of ``frame``'s results rows, independent of row and column order."""
+    import hashlib
+
+    present = [c for c in DIGEST_FIELDS if c in frame.columns]
+    lines = sorted("\x1f".join(map(repr, row)) for row in frame[present].astype(str).itertuples(index=False, name=None))
+    return hashlib.sha256("\n".join(["\x1f".join(present), *lines]).encode("utf-8")).hexdigest()[:16]
+
+
+def recorded_results(path: Path) -> str | None:
+    """The results digest a PNG records (:data:`RESULTS_KEY`), or None: written by another program
+    or an older tecb, or not a readable PNG."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            value = image.text.get(RESULTS_KEY) if hasattr(image, "text") else None
+    except (OSError, ValueError):
+        return None
+    return str(value) if value is not None else None
+
+
+def save_figure(fig, path: Path, results: pd.DataFrame | None = None) -> Path:
+    """Save ``fig`` as a PNG, recording the digest of the ``results`` rows it was drawn from."""
     plt = _pyplot()
     path = Path(path)
+    metadata = {**PNG_METADATA, RESULTS_KEY: results_digest(results) if results is not None else NOT_FROM_RESULTS}
     try:
-        atomic_save(path, lambda fh: fig.savefig(fh, format="png", dpi=120, metadata=PNG_METADATA), ".png")
+        atomic_save(path, lambda fh: fig.savefig(fh, format="png", dpi=120, metadata=metadata), ".png")
     finally:  # a failed save (a full disk, a refused folder) must not keep the figure in pyplot's registry
         plt.close(fig)
     return path
-
-
 
 
 def _config_label(config, sep: str = "\n") -> str:
@@ -187,7 +218,8 @@ def _title(first: str, frame: pd.DataFrame | None, demo_note: str | None, *, mod
 
 # -- Table 3 -------------------------------------------------------------------------------------
 def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, reference_label: str = "paper",
-                  demo_note: str | None = None, frame: pd.DataFrame | None = None, *, models: int | None = None):
+                  demo_note: str | None = None, frame: pd.DataFrame | None = None, *, models: int | None = None,
+                  datasets: list[str] | None = None):
     """Table 3 as bars, one panel per dataset on one shared y-axis: per configuration our figure
     (the mean over models) with whiskers of ± the SD over splits (averaged over models), and the
     paper's figure beside it where ``reference`` (the paper's Table 3) has the dataset. ``table``
@@ -202,13 +234,14 @@ def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, re
 
     means = table.xs("mean", axis=1, level="stat") if has_stats(table) else table
     sds = table.xs("sd_splits", axis=1, level="stat") if has_stats(table) else None
-    datasets = [c for c in means.columns if c != "avg"]
+    datasets = [c for c in means.columns if c != "avg" and (datasets is None or c in datasets)]
     configs = list(means.index)
     paper_shown = reference is not None and not demo_note
     unlike = _unlike_the_paper(frame)
     cols = 2 if len(datasets) == 4 else min(3, len(datasets))
     rows = math.ceil(len(datasets) / cols)
-    fig, axes = new_figure(rows, cols, figsize=(max(5.5, 0.42 * len(configs) + 1.5) * cols, 2.6 * rows + 2.6),
+    # A panel at most 9.2 in (1104 px) wide: a page 1280 px wide shows one dataset's panel at its own size.
+    fig, axes = new_figure(rows, cols, figsize=(min(9.2, max(5.5, 0.22 * len(configs) + 1.5)) * cols, 2.6 * rows + 2.6),
                            sharey=True, squeeze=False)
     ours_label = "this run: synthetic demo data, not comparable" if demo_note else "this run"
     ours_label += " (mean over models; whiskers ± SD over splits)" if sds is not None else " (mean over models)"
@@ -230,9 +263,9 @@ def table3_figure(table: pd.DataFrame, reference: pd.DataFrame | None = None, re
             for p, h in zip(pos, heights):
                 # A bar of height 0 and a bar that is not there look alike: say which it is.
                 if np.isnan(h):
-                    ax.text(p, 0.5, MISSING, rotation=90, ha="center", va="bottom", fontsize=6, color="#555555")
+                    ax.text(p, 0.5, MISSING, rotation=90, ha="center", va="bottom", fontsize=7, color="#555555")
                 elif round(h, 1) == 0:
-                    ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=6, color="#555555")
+                    ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=7, color="#555555")
             highest = max(highest, np.nanmax(np.append(heights + (np.nan_to_num(errors) if errors is not None else 0), 0)))
         held_back = paper_shown and dataset in reference.columns and dataset in unlike
         ax.set_title(dataset + (f"\n{unlike[dataset]}" if held_back else ""), fontsize=9)
@@ -290,9 +323,10 @@ def _unlike_the_paper(frame: pd.DataFrame | None) -> dict[str, str]:
 
 def plot_table3(table: pd.DataFrame, path: Path, reference: pd.DataFrame | None = None,
                 reference_label: str = "paper", demo_note: str | None = None, frame: pd.DataFrame | None = None,
-                models: int | None = None) -> Path:
+                models: int | None = None, datasets: list[str] | None = None) -> Path:
     """:func:`table3_figure`, saved as a PNG."""
-    return save_figure(table3_figure(table, reference, reference_label, demo_note, frame, models=models), path)
+    return save_figure(table3_figure(table, reference, reference_label, demo_note, frame, models=models,
+                                     datasets=datasets), path, frame)
 
 
 # -- one model against the authors --------------------------------------------------------------
@@ -341,9 +375,9 @@ def model_comparison_figure(ours: pd.DataFrame, theirs: pd.DataFrame, model: str
         for pos, values in ((x - offset, heights), (x + 0.2, theirs_h)) if like else ((x, heights),):
             for p, h in zip(pos, values):
                 if np.isnan(h):
-                    ax.text(p, 0.5, MISSING, rotation=90, ha="center", va="bottom", fontsize=6, color="#555555")
+                    ax.text(p, 0.5, MISSING, rotation=90, ha="center", va="bottom", fontsize=7, color="#555555")
                 elif round(h, 1) == 0:
-                    ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=6, color="#555555")
+                    ax.text(p, 0.5, "0", ha="center", va="bottom", fontsize=7, color="#555555")
         highest = max(highest, np.nanmax(np.append(heights + np.nan_to_num(errors), np.nan_to_num(theirs_h))))
         if not same or ax is axes[-1, 0]:
             _config_ticks(ax, configs)
@@ -361,7 +395,7 @@ def plot_model_comparison(ours: pd.DataFrame, theirs: pd.DataFrame, model: str, 
                           demo_note: str | None = None, frame: pd.DataFrame | None = None) -> Path | None:
     """:func:`model_comparison_figure`, saved as a PNG (None when there is nothing to compare)."""
     fig = model_comparison_figure(ours, theirs, model, demo_note, frame)
-    return None if fig is None else save_figure(fig, path)
+    return None if fig is None else save_figure(fig, path, frame)
 
 
 # -- Figure 1 ------------------------------------------------------------------------------------
@@ -462,8 +496,8 @@ def plot_umap_scatter(panels: list[tuple[str, np.ndarray, list[str]]], path: Pat
 # colour, marker, filled, legend text.
 TABLE2_MARKS = {
     "*": (OKABE_ITO[0], "D", True, "best on the dataset"),
-    "=": (OKABE_ITO[1], "o", False, "not surely behind the best (the paired difference does not hold)"),
-    "": (OKABE_ITO[5], "s", True, "surely behind the best (the paired difference holds)"),
+    "=": (OKABE_ITO[1], "o", False, "behind the best, but the gap could be chance"),
+    "": (OKABE_ITO[5], "s", True, "behind the best: the gap holds"),
     "?": (GREY, "x", True, "not paired with the best (no shared splits)"),
 }
 
@@ -484,10 +518,16 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
     models = sorted(set(kmeans.model))
     marks = against_best(kmeans, confidence=confidence)
     independent = independent_splits(kmeans)
-    fig, axes = new_figure(1, len(datasets), figsize=(max(8.0, 3.0 * len(datasets) + 1.6), 0.42 * len(models) + 2.5),
+    # At most three panels a row and 9.2 in (1104 px) wide: shown at its own size on a page 1280 px
+    # wide, the smallest text (7 pt) stays above 10 px.
+    cols = min(3, len(datasets))
+    rows = math.ceil(len(datasets) / cols)
+    fig, axes = new_figure(rows, cols, figsize=(min(9.2, max(6.0, 2.6 * cols + 1.6)), (0.42 * len(models) + 1.2) * rows + 1.3),
                            sharey=True, sharex=True, squeeze=False)
+    for ax in list(axes.flat)[len(datasets):]:
+        ax.set_visible(False)
     seen, highest = set(), 0.0
-    for ax, dataset in zip(axes[0], datasets):
+    for ax, dataset in zip(axes.flat, datasets):
         of = kmeans[kmeans.mteb_name == dataset]
         for y, model in enumerate(models):
             scores = of[of.model == model].set_index(["split", "seed"]).v_measure.sort_index()
@@ -524,16 +564,16 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
     suptitle(fig, _title(f"Table 2: k-means on the embeddings. {what}", kmeans, demo_note),
                  fontsize=10)
     handles, labels = [], []
-    for ax in axes[0]:
+    for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(2, len(labels)), frameon=False)
     return fig
 
 
 def plot_table2_dots(frame: pd.DataFrame, path: Path, demo_note: str | None = None, *,
                      confidence: float = 0.95) -> Path:
     """:func:`table2_figure`, saved as a PNG."""
-    return save_figure(table2_figure(frame, demo_note, confidence=confidence), path)
+    return save_figure(table2_figure(frame, demo_note, confidence=confidence), path, frame)

@@ -6,9 +6,13 @@
     OUT/models/<model>.html   per model: the algorithm x reduction heat table, every configuration's
                               V-measure, AMI, ARI and noise fraction (the paper's figure beside ours
                               where it ran the same), per-split scores
-    OUT/figures/*.png         Table 2 as dots with intervals, Table 3 as bars (the export's plots),
-                              per model against the authors (with ``reference``), and the PNGs of
-                              other outputs given with ``figures`` (Figure 1, layers, pre-training)
+    OUT/figures/*.png         Table 2 as dots with intervals, Table 3 as bars one per dataset (sized
+                              to be read at their own size on a page 1280 px wide), per model
+                              against the authors (with ``reference``), and the PNGs of other
+                              outputs given with ``figures`` that show these results (an export's,
+                              matched by the digest of its rows) or none (layers, pre-training)
+
+Every V-measure, AMI and ARI is shown x100 (the library's scores are 0..1), and every header says so.
 
 The pages are Jinja2 templates (``templates/`` beside this module) with autoescape on: any text a
 store holds (a model name, a path) is escaped by Jinja2, never by string formatting. Nothing is
@@ -26,7 +30,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_eval.files import WriteError, write_text
-from tecb_eval.reports import figures, leaderboard, tables, versions
+from tecb_eval.reports import figures, leaderboard, ranking, tables, versions
 
 REPORT = "tecb-eval report"  # the marker of a report folder
 TEMPLATES = Path(__file__).with_name("templates")
@@ -56,37 +60,64 @@ def _sort_value(value) -> str:
     return repr(float(value)) if leaderboard.finite(value) else ""
 
 
-def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: list[Path], draw: bool = True) -> list[dict]:
-    """The export's plots of ``frame`` (unless not ``draw``) and the PNGs of ``extra`` folders, in
-    ``folder``; each as {file, caption, model: the model whose page shows it too, or None}."""
+def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: list[Path], draw: bool = True,
+             exported: str | None = None, log=print) -> list[dict]:
+    """The report's plots of ``frame`` (unless not ``draw``) and the PNGs of ``extra`` folders that
+    show these results, in ``folder``; each as {file, caption, model: the model whose page shows it
+    too, or None}. ``exported``: the :func:`tecb_eval.reports.figures.results_digest` of the rows an
+    export of the same stores draws; a PNG recording other results (an older export, another store)
+    or none (another program, an older tecb) is left out, in one line."""
     out = _drawn(frame, folder, reference, demo) if draw else []
+    drawn = {f["file"] for f in out}
     # An export's Figure 1 of a model (figure1-<model>.png) goes on that model's page as well.
     figure1 = {f"figure1-{leaderboard.slug(m)}.png": m for m in sorted(frame.model.unique())}
+    skipped: dict[str, list[str]] = {}
     for index, source in enumerate(extra):
         for png in sorted(source.rglob("*.png")):
+            shown_as = f"{source.name}/{png.relative_to(source).as_posix()}"
+            recorded = figures.recorded_results(png)
+            if recorded is None:
+                skipped.setdefault("it records no results (another program or an older tecb)", []).append(shown_as)
+                continue
+            if recorded not in (exported, figures.NOT_FROM_RESULTS):
+                skipped.setdefault("drawn from other results than these stores", []).append(shown_as)
+                continue
+            if recorded == exported and png.name in drawn:
+                skipped.setdefault("the report draws it itself", []).append(shown_as)
+                continue
             name = f"extra-{index}-{'-'.join(png.relative_to(source).parts)}"
             shutil.copyfile(png, folder / name)
             out.append({"file": name, "caption": f"{png.relative_to(source)} from {source.name}/",
                         "model": figure1.get(png.name)})
+    if skipped:
+        log("--figures: left out " + "; ".join(f"{len(v)} PNG{'s' if len(v) != 1 else ''}, {why}: {', '.join(v)}"
+                                               for why, v in skipped.items()))
     return out
 
 
 def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dict]:
-    """The export's plots: Table 2 as dots, Table 3 as bars, each model beside the authors'."""
+    """The export's plots, Table 3 one per dataset (a page 1280 px wide shows each at its own size):
+    Table 2 as dots, Table 3 as bars, each model beside the authors'."""
     demo_title = tables.DEMO_TITLE if demo else None
     out = []
     kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
     if not kmeans.empty:
         figures.plot_table2_dots(frame, folder / "table2.png", demo_title)
-        out.append({"file": "table2.png", "caption": "Table 2 as dots: each model's mean V-measure of k-means on "
-                                                       "the embeddings with its 95 % bootstrap interval over splits"})
+        out.append({"file": "table2.png", "caption": "Table 2 as dots: per dataset, each ranked model's mean "
+                    "V-measure x100 of k-means on the embeddings, with its 95 % bootstrap interval over splits; "
+                    "the marker says whether the gap to the best holds"})
     t3 = tables.table3(frame, stats=True)
     ref_t3 = tables.paper_table3(reference) if reference is not None else None
     t3_models, _ = tables.table3_models(tables.one_version(frame))
-    figures.plot_table3(t3, folder / "table3.png", ref_t3, tables.PAPER_BARS_LABEL, demo_title, frame,
-                        models=t3_models.model.nunique())
-    out.append({"file": "table3.png", "caption": "Table 3 as bars: V-measure per algorithm and reduction, averaged "
-                                                 "over models" + (", beside the paper's" if ref_t3 is not None else "")})
+    paper_drawn = ref_t3 is not None and not demo
+    for dataset in tables.dataset_columns([c for c in tables.means_of(t3).columns if c != "avg"]):
+        name = f"table3-{leaderboard.slug(dataset)}.png"
+        figures.plot_table3(t3, folder / name, ref_t3, tables.PAPER_BARS_LABEL, demo_title, frame,
+                            models=t3_models.model.nunique(), datasets=[dataset])
+        out.append({"file": name, "caption": f"Table 3 on {dataset} as bars: V-measure x100 per algorithm / "
+                    "reduction, averaged over the ranked models, whiskers ± the SD over splits"
+                    + (", the paper's figure beside ours where this run covered the dataset as the paper did"
+                       if paper_drawn else "")})
     if reference is not None:
         means = tables.split_means(frame)
         for model in sorted(frame.model.unique()):
@@ -96,8 +127,8 @@ def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dic
             name = f"vs-authors-{leaderboard.slug(model)}.png"
             if figures.plot_model_comparison(means[means.model == model], reference[reference.model == theirs],
                                              model, folder / name, demo_title, frame) is not None:
-                out.append({"file": name, "caption": f"{model}: our configurations beside the authors' ({theirs})",
-                            "model": model})
+                out.append({"file": name, "caption": f"{model}: V-measure x100 of our configurations beside the "
+                            f"authors' ({theirs})", "model": model})
     return out
 
 
@@ -127,19 +158,26 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     extra = _check_extra(list(figure_folders))
     ref = tables.read_reference(reference) if reference is not None else None
     frame = leaderboard.combined([versions.read_store(s) for s in stores])
-    chosen, left_out = versions.select(frame, **(selection or {}), like_with_like=False)
-    chosen = chosen[[c for c in chosen.columns if c in SHOWN]]
+    selection_ = ranking.shared_selection(frame, **(selection or {}))
+    # What `tecb-eval export` of these stores draws (one version, like with like): its figures match.
+    exported = figures.results_digest(versions.select(frame, **(selection or {}))[0]) if extra else None
+    chosen = selection_.rows[[c for c in selection_.rows.columns if c in SHOWN]]
+    every = selection_.every[[c for c in selection_.every.columns if c in SHOWN]]
+    left_out = selection_.left_out
     if left_out:
         log(left_out)
-    synthetic = set(tables.synthetic_datasets(chosen))
-    boards = leaderboard.boards(chosen, synthetic)
-    pages = leaderboard.model_pages(chosen, synthetic, ref)
+    for line in selection_.notes():
+        log(line)
+    synthetic = set(tables.synthetic_datasets(every))
+    boards = leaderboard.boards(selection_, synthetic)
+    pages = leaderboard.model_pages(every, synthetic, ref)
     context = {
         "synthetic": bool(synthetic), "synthetic_datasets": sorted(synthetic), "SYNTHETIC": leaderboard.SYNTHETIC,
         "demo_note": tables.DEMO_NOTE, "left_out": left_out,
-        "provenance": leaderboard.provenance(chosen, stores, synthetic),
+        "provenance": leaderboard.provenance(every, stores, synthetic),
         "models": [{"model": p.model, "slug": p.slug} for p in pages],
-        "legend": tables.legend("2", chosen) if boards else "",
+        "legend": tables.legend("2", chosen) if not chosen.empty else "",
+        "averages": leaderboard.averages(boards),
     }
     env = _environment()
     written = []
@@ -148,7 +186,8 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
             folder = stage.work
             (folder / "figures").mkdir()
             (folder / "models").mkdir()
-            shown_figures = _figures(chosen, folder / "figures", ref, bool(synthetic), extra, draw_figures)
+            shown_figures = _figures(chosen, folder / "figures", ref, bool(synthetic), extra,
+                                     draw_figures and not chosen.empty, exported, log)
             stage.check()
             index = env.get_template("index.html.j2").render(**context, boards=boards, figures=shown_figures, root="")
             written.append(write_text(folder / "index.html", index))

@@ -4,14 +4,18 @@ and the provenance of the rows (:mod:`tecb_eval.reports.html` renders it).
 Every figure comes from the functions ``tecb-eval table`` and ``compare`` use, never a second
 computation: a leaderboard's means, SDs and markers are :func:`tecb_eval.reports.tables.table2`'s
 cells, its intervals :func:`tecb_eval.reports.compare.mean_interval`'s, a drill-down's cells
-:func:`tecb_eval.reports.tables.split_means`'. Values stay 0..1 here; the templates show them x100
-with two decimals through :func:`shown` (the tables' own formatting).
+:func:`tecb_eval.reports.tables.split_means`'. Values (V-measure, AMI, ARI) stay on the 0..1 scale
+here; the templates show them x100 with two decimals through :func:`shown` (the tables' own
+formatting), and every header says "x100".
 
-Like with like: one version per table first (:func:`tecb_eval.reports.versions.select`, which
-names what it left out). Within a dataset, the models ranked together are those measured on the
-same (split, seed) cells of the Table 2 configuration; a model measured on other cells (a run
-with ``--limit-splits``, units skipped) stands apart below the ranking, with its reason, instead of
-trimming every other model to its cells as the text tables do.
+The ranking criterion is one: the mean V-measure of k-means on the embeddings (the paper's Table 2
+configuration) over the cells the ranked models share; each row says its margin to the next model,
+and its best pipeline how much that gains over the ranked figure. Which rows are ranked is
+:func:`tecb_eval.reports.ranking.shared_selection`'s choice (``recommend`` makes the same): every
+model of the store appears, ranked on the (split, seed) cells the models share, or apart with its
+reason (other splits, no common seed, no Table 2 cell); rows of another build or protocol are
+named beside the leaderboard. A score that is 0 for a reason (every text noise, one cluster)
+carries that reason (:func:`tecb_eval.reports.scores.zero_reason`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import re
 import pandas as pd
 
 from tecb_eval.clustering.registry import NOISE_ALGORITHMS, TABLE2_CONFIGURATION
-from tecb_eval.reports import compare, tables, versions
+from tecb_eval.reports import compare, ranking, tables, versions
+from tecb_eval.reports import scores as scores_module
 
 TABLE2_CONFIG = TABLE2_CONFIGURATION  # the configuration the paper's Table 2 ranks models by
 DENSITY_ALGORITHMS = NOISE_ALGORITHMS  # the algorithms that leave texts unassigned (noise)
@@ -56,10 +61,24 @@ class Entry:
     best_config: tuple[str, str] | None = None
     best_mean: float = math.nan
     apart: str | None = None  # why this row is not ranked with the others
+    margin: float = math.nan  # ahead of the next model (0..1); none for the last
+    zero: str | None = None  # why the ranked figure is 0 (all noise, one cluster)
+    best_zero: str | None = None
 
     @property
     def coverage(self) -> str:
         return f"{self.covered} of {self.total} splits"
+
+    @property
+    def gain(self) -> float:
+        """What the best pipeline adds to the ranked figure (0..1)."""
+        return self.best_mean - self.mean if finite(self.best_mean) and finite(self.mean) else math.nan
+
+    @property
+    def standing(self) -> str:
+        """Against the best model, in plain words (the marker of ``tecb-eval table``)."""
+        return {"*": "best", "=": "behind, but the gap could be chance", "?": "no cell shared with the best",
+                }.get(self.marker, "behind: the gap holds")
 
 
 @dataclass
@@ -70,6 +89,30 @@ class Board:
     apart: list[Entry]
     independent: bool  # False: fast-protocol draws, no interval or ranking test
     cells: int  # (split, seed) cells the ranked models share
+    shared: str = ""  # those cells, protocol, profile and build in words
+    others: list[str] = field(default_factory=list)  # rows of other builds or protocols, not ranked
+
+    @property
+    def columns(self) -> dict[str, bool]:
+        """Which optional columns have a value in some row (a column of "–" alone is not drawn)."""
+        rows = self.ranked
+        return {"sd_splits": any(finite(e.sd_splits) for e in rows), "sd_seeds": any(finite(e.sd_seeds) for e in rows),
+                "interval": any(finite(e.low) for e in rows), "margin": any(finite(e.margin) for e in rows),
+                "standing": len(rows) > 1}
+
+
+@dataclass
+class Average:
+    """A model's mean over the datasets where it is ranked, as the paper's tables average (0..1)."""
+
+    model: str
+    mean: float
+    datasets: int
+    total: int
+
+    @property
+    def coverage(self) -> str:
+        return f"{self.datasets} of {self.total} datasets"
 
 
 @dataclass
@@ -83,6 +126,7 @@ class ConfigRow:
     noise: float
     splits: int
     paper: float = math.nan
+    zero: str | None = None  # why the V-measure is 0 (all noise, one cluster)
 
 
 @dataclass
@@ -94,6 +138,15 @@ class ModelDataset:
     reductions: list[str]
     split_rows: dict[str, list[dict]]  # "algorithm / reduction" -> per (split, seed) scores
     identity: str = ""  # the model's identity on this dataset (tfidf-lsa's names the corpus it was fitted on)
+
+    # A column whose every cell would be "–" is not drawn.
+    @property
+    def has_paper(self) -> bool:
+        return any(finite(c.paper) for c in self.configs)
+
+    @property
+    def has_noise(self) -> bool:
+        return any(finite(c.noise) for c in self.configs)
 
 
 @dataclass
@@ -122,10 +175,6 @@ def combined(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return joined.drop_duplicates(subset=keys, keep="last").reset_index(drop=True)
 
 
-def _cells(rows: pd.DataFrame) -> frozenset:
-    return frozenset(rows[list(versions.CELL)].itertuples(index=False, name=None))
-
-
 def _coverage(rows: pd.DataFrame, dataset: str) -> tuple[int, int]:
     return versions.coverage(rows)[dataset]
 
@@ -150,9 +199,11 @@ def main_cells(cells: dict) -> tuple[frozenset, list]:
     return main, groups[main]
 
 
-def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: bool, independent: bool) -> list[Entry]:
+def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: bool, independent: bool,
+             every: pd.DataFrame | None = None) -> list[Entry]:
     """Entries of the models in ``kmeans`` (their Table 2 rows), figures from ``tables.table2``;
-    ``means``: the dataset's :func:`tables.split_means`, for the best pipeline."""
+    ``means``: the dataset's :func:`tables.split_means`, for the best pipeline; ``every``: the rows
+    the means come from, for the note on a 0."""
     t2 = tables.table2(kmeans, stats=True, markers=markers)
     out = []
     for model in t2.index:
@@ -165,42 +216,77 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
         covered, total = _coverage(kmeans[kmeans.model == model], dataset)
         mine = means[means.model == model]
         config, best = best_config(dict(zip(zip(mine.algorithm, mine.reduction), mine["mean"])))
-        out.append(Entry(model=model, mean=float(cell["mean"]), sd_splits=float(cell["sd_splits"]),
-                         sd_seeds=float(cell["sd_seeds"]), low=low, high=high, covered=covered, total=total,
-                         marker=str(cell.get("marker", "") or "") if markers else "",
-                         best_config=config, best_mean=best))
-    return sorted(out, key=lambda e: (-e.mean, e.model))
-
-
-def boards(frame: pd.DataFrame, synthetic: set[str]) -> list[Board]:
-    """A leaderboard per dataset of ``frame`` (one version per table already: see the module)."""
-    out = []
-    for dataset in tables.dataset_columns(frame.mteb_name.unique()):
-        every = frame[frame.mteb_name == dataset]
-        means = tables.split_means(every)
-        kmeans = every[(every.algorithm == TABLE2_CONFIG[0]) & (every.reduction == TABLE2_CONFIG[1])]
-        if kmeans.empty:
-            continue
-        cells = {model: _cells(rows) for model, rows in kmeans.groupby("model", sort=True)}
-        main, compared = main_cells(cells)
-        independent = compare.independent_splits(kmeans)
-        ranked = _entries(kmeans[kmeans.model.isin(compared)], means, dataset, markers=True,
-                          independent=independent)
-        main_splits = len({split for split, _ in main})
-        apart = []
-        for model in sorted(set(cells) - set(compared)):
-            (entry,) = _entries(kmeans[kmeans.model == model], means, dataset, markers=False, independent=independent)
-            mine = len({split for split, _ in cells[model]})
-            entry.apart = (f"measured on other splits or seeds ({mine} splits, {len(cells[model])} split x seed cells; "
-                           f"the ranked models share {main_splits} splits, {len(main)} cells): not comparable with them")
-            apart.append(entry)
-        out.append(Board(dataset=dataset, synthetic=dataset in synthetic, ranked=ranked, apart=apart,
-                         independent=independent, cells=len(main)))
+        entry = Entry(model=model, mean=float(cell["mean"]), sd_splits=float(cell["sd_splits"]),
+                      sd_seeds=float(cell["sd_seeds"]), low=low, high=high, covered=covered, total=total,
+                      marker=str(cell.get("marker", "") or "") if markers else "",
+                      best_config=config, best_mean=best,
+                      zero=scores_module.zero_reason(kmeans[kmeans.model == model]))
+        if config is not None and every is not None:
+            entry.best_zero = scores_module.zero_reason(
+                every[(every.model == model) & (every.algorithm == config[0]) & (every.reduction == config[1])])
+        out.append(entry)
+    out = sorted(out, key=lambda e: (-e.mean, e.model))
+    for ahead, behind in zip(out, out[1:]):
+        ahead.margin = ahead.mean - behind.mean
     return out
 
 
+def _apart_entry(rows: pd.DataFrame, dataset: str, model: str, why: str, independent: bool) -> Entry:
+    """A model not ranked: its own Table 2 figure where it has one, else only its best pipeline."""
+    means = tables.split_means(rows)
+    kmeans = rows[(rows.algorithm == TABLE2_CONFIG[0]) & (rows.reduction == TABLE2_CONFIG[1])]
+    if not kmeans.empty:
+        (entry,) = _entries(kmeans, means, dataset, markers=False, independent=independent, every=rows)
+    else:
+        config, best = best_config(dict(zip(zip(means.algorithm, means.reduction), means["mean"])))
+        covered, total = _coverage(rows, dataset)
+        entry = Entry(model=model, mean=math.nan, sd_splits=math.nan, sd_seeds=math.nan, low=math.nan,
+                      high=math.nan, covered=covered, total=total, best_config=config, best_mean=best)
+        if config is not None:
+            entry.best_zero = scores_module.zero_reason(rows[(rows.algorithm == config[0])
+                                                             & (rows.reduction == config[1])])
+    entry.apart = why
+    return entry
+
+
+def boards(chosen, synthetic: set[str]) -> list[Board]:
+    """A leaderboard per dataset: ``chosen`` is :func:`tecb_eval.reports.ranking.shared_selection`'s
+    answer, or a frame it is computed from (see the module)."""
+    selection = chosen if isinstance(chosen, ranking.Selection) else ranking.shared_selection(chosen)
+    every = selection.every if selection.every is not None else selection.rows
+    out = []
+    for dataset in tables.dataset_columns(list(selection.datasets)):
+        shared = selection.datasets[dataset]
+        rows = selection.rows[selection.rows.mteb_name == dataset]
+        kmeans = rows[(rows.algorithm == TABLE2_CONFIG[0]) & (rows.reduction == TABLE2_CONFIG[1])]
+        mine = every[every.mteb_name == dataset]
+        independent = compare.independent_splits(mine)
+        ranked = (_entries(kmeans, tables.split_means(rows), dataset, markers=True, independent=independent,
+                           every=rows) if not kmeans.empty else [])
+        apart = [_apart_entry(mine[mine.model == model], dataset, model, why, independent)
+                 for model, why in shared.apart.items()]
+        out.append(Board(dataset=dataset, synthetic=dataset in synthetic, ranked=ranked, apart=apart,
+                         independent=independent, cells=shared.cells,
+                         shared=shared.describe() if shared.ranked else "", others=list(shared.others)))
+    return out
+
+
+def averages(boards_: list[Board]) -> list[Average]:
+    """Each ranked model's mean over the datasets it is ranked on, with that coverage; models on
+    every dataset first (only theirs compare), then by the mean."""
+    total = sum(1 for b in boards_ if b.ranked)
+    found: dict[str, list[float]] = {}
+    for board in boards_:
+        for entry in board.ranked:
+            found.setdefault(entry.model, []).append(entry.mean)
+    out = [Average(model, sum(v) / len(v), len(v), total) for model, v in found.items()]
+    return sorted(out, key=lambda a: (-a.datasets, -a.mean, a.model))
+
+
 def _per_split(rows: pd.DataFrame) -> list[dict]:
-    columns = ["split", "seed", "v_measure", "ami", "ari", "noise_fraction", "n_clusters_found"]
+    # Only a density algorithm leaves texts unassigned: elsewhere the noise column would be all 0.
+    noise = ["noise_fraction"] if set(rows.algorithm) & set(DENSITY_ALGORITHMS) else []
+    columns = ["split", "seed", "v_measure", "ami", "ari", *noise, "n_clusters_found"]
     present = [c for c in columns if c in rows.columns]
     return rows.sort_values(["split", "seed"], kind="stable")[present].to_dict("records")
 
@@ -249,7 +335,9 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
                         paper = float(hit.v_measure.iloc[0])
                 configs.append(ConfigRow(algorithm, reduction, get("v_measure"), get("v_measure", 1), get("ami"),
                                          get("ari"), get("noise_fraction") if algorithm in DENSITY_ALGORITHMS
-                                         else math.nan, int(get("v_measure", 2)), paper))
+                                         else math.nan, int(get("v_measure", 2)), paper,
+                                         scores_module.zero_reason(rows[(rows.algorithm == algorithm)
+                                                                        & (rows.reduction == reduction)])))
             split_rows = {}
             best, _ = best_config({(c.algorithm, c.reduction): c.v_measure for c in configs})
             for config in dict.fromkeys([TABLE2_CONFIG, best]):
@@ -280,6 +368,7 @@ def provenance(frame: pd.DataFrame, stores: list[Path], synthetic: set[str]) -> 
         location = sorted(set(rows.dataset_location.astype(str))) if "dataset_location" in rows.columns else []
         datasets.append({
             "dataset": dataset, "fingerprint": ", ".join(sorted(set(rows.dataset_fingerprint.astype(str)))),
+            "short_fingerprint": ", ".join(sorted({f[:12] for f in rows.dataset_fingerprint.astype(str)})),
             "location": ", ".join(location), "splits": "{} of {}".format(*versions.coverage(rows)[dataset]),
             "protocol": ", ".join(sorted(set(rows.protocol.astype(str)))),
             "profile": ", ".join(sorted(set(rows.profile.astype(str)))),

@@ -24,6 +24,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_eval.clustering import registry
 from tecb_eval.reports import compare, leaderboard, tables, versions
+from tecb_eval.reports.scores import zero_reason
 
 
 
@@ -52,6 +53,7 @@ class Recommendation:
     lead_holds: bool | None = None  # None: no runner-up to test the lead against
     left_out: list[str] = field(default_factory=list)
     bertopic: str = ""
+    zero: str | None = None  # why the best pipeline's V-measure is 0 (every text noise, one cluster)
 
     @property
     def pipeline(self) -> str:
@@ -135,7 +137,9 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
     runner = lead = holds = None
     sentence = "no runner-up: the results hold one pipeline on the cells compared"
     if len(ranked) > 1:
-        second = ranked[1]
+        # The runner-up is the best pipeline of another model, as the leaderboard ranks models; a
+        # store of one model compares that model's pipelines.
+        second = next((r for r in ranked[1:] if r.model != best.model), ranked[1])
         theirs = compared[(compared.model == second.model) & (compared.algorithm == second.algorithm)
                           & (compared.reduction == second.reduction)]
         result = compare.paired_difference(
@@ -143,7 +147,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
             model_b=_name(second.model, second.algorithm, second.reduction), confidence=confidence,
             resamples=resamples, seed=seed, independent=independent)
         runner = {"model": second.model, "algorithm": second.algorithm, "reduction": second.reduction,
-                  "mean": float(second.mean)}
+                  "mean": float(second.mean), "zero": zero_reason(theirs)}
         lead = _jsonable(result.record())
         sentence = result.sentence()
         holds = result.holds
@@ -159,7 +163,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         n_clusters=clusters if "n_clusters" in algorithm_params else [], mean=float(best.mean), low=low, high=high,
         sd=float(best.sd), splits=int(best.splits), seeds=int(best.seeds), noise_fraction=noise,
         confidence=confidence, runner_up=runner,
-        lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out)
+        lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out, zero=zero_reason(mine))
     recommendation.bertopic = bertopic_snippet(recommendation)
     return recommendation
 
@@ -333,11 +337,12 @@ def text(recommendations: list[Recommendation], left_out: str | None = None) -> 
                 f"    reduction: {r.reduction}" + (f" ({reduction})" if reduction else ""),
                 f"    algorithm: {r.algorithm} ({params})",
                 f"  V-measure x100: {leaderboard.shown(r.mean)}{interval}; SD over splits {leaderboard.shown(r.sd)} "
-                f"({r.splits} splits x {r.seeds} seed{'s' if r.seeds != 1 else ''})"]
+                f"({r.splits} splits x {r.seeds} seed{'s' if r.seeds != 1 else ''})"
+                + (f"; 0 because: {r.zero}" if r.zero else "")]
         if r.runner_up:
             u = r.runner_up
             out.append(f"  runner-up: {u['model']}, {u['reduction']} reduction, {u['algorithm']} "
-                       f"({leaderboard.shown(u['mean'])})")
+                       f"({leaderboard.shown(u['mean'])}" + (f"; 0 because: {u['zero']}" if u.get("zero") else "") + ")")
         out.append(f"  lead: {r.lead_sentence}")
         if r.noise_fraction is not None:
             out.append(f"  noise fraction: {r.noise_fraction:.2f} of the texts left unassigned by {r.algorithm} "

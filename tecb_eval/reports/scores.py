@@ -1,5 +1,5 @@
 """Tables of the scores beyond one flat V-measure: per level of a label hierarchy, and the density
-clusterings' DBCV beside their V-measure and noise fraction (``tecb-eval table --levels`` and
+clusterings' DBCV beside their V-measure (x100 in the tables, 0..1 in the rows) and noise fraction (``tecb-eval table --levels`` and
 ``--density``).
 
 Both read one version of the results (:func:`tecb_eval.reports.versions.select`), as every table
@@ -95,3 +95,25 @@ def levels_note(metric: str = "v_measure") -> str:
             "the texts that carry the level, clustered with k = its number of labels and scored against it; mean "
             "over the splits that have the level and over seeds. Rows without per-level "
             "scores (older datasets or runs) are not measured and left out.")
+
+
+def zero_reason(rows: pd.DataFrame) -> str | None:
+    """Why the V-measure of ``rows`` (one model, dataset and configuration) is 0, in a few words,
+    or None when it is not 0 or no reason is recorded. A V-measure of 0 (on the 0..1 scale, 0.00 as
+    the tables print it x100) is no bad clustering but none at all: every text left as noise (a
+    density algorithm that found no dense region, e.g. DBSTREAM on PCA), or one cluster for all."""
+    if rows.empty or "v_measure" not in rows.columns or round(float(rows.v_measure.mean()) * 100, 2) != 0:
+        return None
+    nothing = pd.Series(False, index=rows.index)
+    all_noise, one = nothing.copy(), nothing.copy()
+    if "noise_fraction" in rows.columns:
+        all_noise |= rows.noise_fraction.astype(float).fillna(0) >= 0.999
+    if "n_clusters_found" in rows.columns:
+        found = rows.n_clusters_found.astype(float)
+        all_noise |= found.fillna(-1) == 0
+        one |= found.fillna(2) <= 1
+    if all_noise.all():
+        return "every text left as noise: no cluster found"
+    if (all_noise | one).all():
+        return "one cluster (or none) for all texts"
+    return None
