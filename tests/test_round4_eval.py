@@ -206,17 +206,23 @@ def test_a_sample_copied_over_another_key_is_discarded_and_drawn_again(demo_data
     from tecb_eval.grid.samples import SampleCache, same_sample, sample_key
     from tecb_eval.mteb.sampling import fast_sample
 
+    from tecb_eval.mteb.levels import first_paths
+
     bench = tecb_data.load(demo_datasets / DATASET)
     cache = SampleCache(tmp_path)
-    cache.get(bench, 7)
+    seven = cache.get(bench, 7)
+    cache.levels(bench, 7, seven.texts)
     folder = tmp_path / "samples"
-    # Seed 7's draw copied over seed 42's name: its row numbers index this dataset's rows as well.
-    shutil.copyfile(folder / f"{sample_key(bench, 7)}.npz", folder / f"{sample_key(bench, 42)}.npz")
+    # Seed 7's draws copied over seed 42's names: their row numbers index this dataset's rows as well.
+    for suffix in ("", ".levels"):
+        shutil.copyfile(folder / f"{sample_key(bench, 7)}{suffix}.npz", folder / f"{sample_key(bench, 42)}{suffix}.npz")
     capsys.readouterr()
     later = SampleCache(tmp_path)
     assert later.lookup(bench, 42) is None
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "drawn for key" in error and sample_key(bench, 42) in error
+    assert later.lookup_levels(bench, 42, seven.texts, first_paths(bench)) is None
+    assert "drawn for key" in capsys.readouterr().err
     assert same_sample(later.get(bench, 42), fast_sample(bench, 42)) and later.drawn == 1
     assert same_sample(SampleCache(tmp_path).lookup(bench, 7), fast_sample(bench, 7))  # the original stays
 
