@@ -193,3 +193,82 @@ def test_ctrl_c_leaves_the_earlier_report_as_it_was(store, tmp_path):
         "run the same command again")
     after = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     assert after == before and not (tmp_path / "site.partial").exists()
+
+
+@pytest.fixture(scope="module")
+def mixed(demo_datasets, tmp_path_factory):
+    from reportstore import mixed_seed_store
+
+    return mixed_seed_store(demo_datasets, tmp_path_factory.mktemp("mixed"))
+
+
+def test_models_over_other_seed_sets_are_ranked_on_the_seed_they_share(mixed, capsys):
+    """Two models over seeds 42 and 1, a third later over 42 only: all three are ranked, on seed
+    42, and recommend's runner-up is another model (issue 45: before, only the newest showed)."""
+    from tecb_eval.cli import main
+    from tecb_eval.reports.leaderboard import boards
+    from tecb_eval.reports.ranking import shared_selection
+    from tecb_eval.reports.versions import read_store
+
+    chosen = shared_selection(read_store(mixed))
+    for board in boards(chosen, set()):
+        assert sorted(e.model for e in board.ranked) == ["tfidf-lsa", "tfidf-lsa-16", "tfidf-lsa-8"]
+        assert board.apart == [] and "seed 42" in board.shared and board.cells == 2
+        margins = [e.margin for e in board.ranked]
+        assert margins[-1] != margins[-1] and all(m >= 0 for m in margins[:-1])  # NaN for the last
+    assert set(chosen.rows.seed) == {42} and set(chosen.rows.seeds) == {"42"}
+    capsys.readouterr()
+    assert main(["recommend", str(mixed), "--format", "json", "--resamples", "999"]) == 0
+    found = json.loads(capsys.readouterr().out)["recommendations"]
+    assert len(found) == 2
+    for r in found:
+        assert r["runner_up"] is not None and r["runner_up"]["model"] != r["model"]
+        assert r["seeds"] == 1
+
+
+def test_models_and_datasets_without_a_shared_cell_stand_apart(mixed, demo_datasets, tmp_path, capsys):
+    """A model that ran only Ward, a dataset with no Table 2 cell, and rows of another protocol:
+    each is on the page with its reason, not only in the navigation and provenance."""
+    import shutil
+
+    from tecb_eval.cli import main
+    from tecb_eval.grid.run import run_grid
+
+    fast = tmp_path / "fast.jsonl"
+    run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"],
+             protocol="fast", results=fast, progress=False, cache_dir=tmp_path / "cache")
+    store = tmp_path / "more.jsonl"
+    shutil.copyfile(mixed, store)
+    run_grid([demo_datasets / "blurbs-clustering-s2s"], [{"spec": "tfidf-lsa", "name": "ward-only", "n_components": 4}],
+             configurations=["agglomerative:none"], results=store, limit_splits=2, seeds=[42], progress=False,
+             cache_dir=tmp_path / "cache")
+    run_grid([demo_datasets / "blurbs-clustering-p2p"], ["tfidf-lsa"], configurations=["hdbscan:pca"], results=store,
+             limit_splits=1, seeds=[42], progress=False, cache_dir=tmp_path / "cache")
+    capsys.readouterr()
+    out = tmp_path / "site"
+    assert main(["report", str(fast), str(store), "--out", str(out), "--no-figures"]) == 0
+    err = capsys.readouterr().err
+    assert "ward-only not ranked: no minibatch_kmeans:none cell" in err
+    index = (out / "index.html").read_text(encoding="utf-8")
+    s2s = index[index.index('">BlurbsClusteringS2S <span'):]
+    assert "ward-only" in s2s[:s2s.index("</section>")]
+    assert "protocol fast" in s2s[:s2s.index('<table class="sortable leaderboard"')]  # named by the board
+    p2p = index[index.index('">BlurbsClusteringP2P <span'):]
+    p2p = p2p[:p2p.index("</section>")]
+    assert "No model ran Minibatch k-Means" in p2p and "hdbscan / pca" in p2p
+    assert 'class="sortable leaderboard"' not in p2p
+
+
+def test_a_score_of_zero_says_why(mixed, capsys):
+    """DBSTREAM on PCA puts every demo text in one cluster: its 0 has a reason; a cell of all noise
+    has its own; a real score has none (the pages show it: tests/test_report_browser.py)."""
+    from tecb_eval.reports.scores import zero_reason
+    from tecb_eval.reports.versions import read_store
+
+    rows = read_store(mixed)
+    dbstream = rows[(rows.algorithm == "dbstream") & (rows.reduction == "pca")]
+    assert (dbstream.v_measure == 0).all() and zero_reason(dbstream) == "one cluster (or none) for all texts"
+    noise = dbstream.assign(noise_fraction=1.0, n_clusters_found=0)
+    assert zero_reason(noise) == "every text left as noise: no cluster found"
+    kmeans = rows[(rows.algorithm == "minibatch_kmeans")]
+    assert zero_reason(kmeans) is None
