@@ -41,7 +41,7 @@ def _cmd_recommend(args) -> int:
                            options={"confidence": "--confidence", "resamples": "--resamples", "seed": "--seed"})
     # The report's leaderboard and recommend compare the same rows: every model on the cells they share.
     chosen = shared_selection(read_store(args.results), **selection(args))
-    frame = chosen.rows
+    frame = recommend.rows_to_recommend(chosen)
     left_out = "\n".join(line for line in (chosen.left_out, *chosen.notes()) if line) or None
     if frame.empty:
         raise UserError(f"{args.results}: no results in the version chosen")

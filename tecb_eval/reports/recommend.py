@@ -99,6 +99,18 @@ def recommend(frame: pd.DataFrame, datasets=None, *, confidence: float = compare
     return [_recommend_one(frame[frame.mteb_name == d], d, d in synthetic, confidence, resamples, seed) for d in have]
 
 
+def rows_to_recommend(selection) -> pd.DataFrame:
+    """The rows ``recommend`` compares, from :func:`tecb_eval.reports.ranking.shared_selection`: the
+    ranked models' rows on the cells they share, as the leaderboard ranks them; a dataset where no
+    model has a Table 2 cell (a store of ``hdbscan:umap`` only) has no ranking, and its pipelines
+    are compared on the cells most of them share (:func:`_recommend_one`)."""
+    rows, every = selection.rows, selection.every
+    if every is None or every.empty:
+        return rows
+    unranked = every[~every.mteb_name.isin(set(rows.mteb_name))] if not rows.empty else every
+    return pd.concat([rows, unranked], ignore_index=True) if not unranked.empty else rows
+
+
 def _check_names(rows: pd.DataFrame, dataset: str) -> None:
     """Rows whose algorithm or reduction this tecb does not know (a newer tecb's store, or a damaged
     one) get one line, not a KeyError half-way through a snippet."""
