@@ -2,6 +2,9 @@
 
 Shared by the grid and by evaluation during pre-training: every unique text across all given
 datasets and splits is encoded exactly once, then each split is clustered from those vectors.
+
+Scale: every score here is scikit-learn's, 0..1 (a V-measure of 0.036). The tables, pages and
+``recommend`` print it x100 with two decimals, as the paper does (3.60), and say "V-measure x100".
 """
 
 from __future__ import annotations
@@ -33,13 +36,13 @@ def split_matrix(split, vectors: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[str], seed: int = 42) -> float:
-    """MTEB v1: MiniBatchKMeans with k = number of labels, batch 500, n_init auto, then V-measure."""
+    """MTEB v1: MiniBatchKMeans with k = number of labels, batch 500, n_init auto, then V-measure (0..1)."""
     predicted = make_algorithm("minibatch_kmeans", len(set(labels)), seed).fit_predict(embeddings)
     return float(v_measure_score(labels, predicted))
 
 
 def evaluate_kmeans(benchmarks: Sequence, encode: Callable[[list[str]], np.ndarray], seed: int = 42) -> list[dict]:
-    """V-measure per (dataset, split) with k-means, encoding every unique text once."""
+    """V-measure (0..1) per (dataset, split) with k-means, encoding every unique text once."""
     vectors = encode_unique(benchmarks, encode)
     rows = []
     for bench in benchmarks:

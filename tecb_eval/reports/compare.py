@@ -1,5 +1,8 @@
 """How sure is a ranking? Paired comparisons of two models over the same splits and seeds.
 
+Scores are on the 0..1 scale here (a V-measure of 0.036); a sentence or table shows them x100
+("V-measure points", "V-measure x100"), as the paper prints them.
+
 For a dataset, model A's and B's scores are paired by (split, seed): same texts, same seed of
 reduction and clustering. Their difference A - B is summarised as the mean over splits of each
 split's mean over seeds, which is the difference of the two models' Table 2 figures when both ran
