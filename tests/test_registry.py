@@ -155,9 +155,18 @@ def test_the_snippet_loads_minilm_from_the_offline_package_and_names_stop_words(
 
 
 def test_a_folder_model_and_a_hub_model_are_named_as_the_grid_read_them():
-    folder = _snippet(_recommendation("st:my-model#0123abcd|pooling=Pooling|layer=last|max_length=128",
-                                      "minibatch_kmeans", "none"))
-    assert "SentenceTransformer('my-model')" in folder and "put its path here" in folder
+    identity = "st:my-model#0123abcd|pooling=Pooling|layer=last|max_length=128"
+    folder = _snippet(_recommendation(identity, "minibatch_kmeans", "none", model_location="/models/my-model"))
+    assert "SentenceTransformer('/models/my-model')" in folder and "put its path here" not in folder
+    # A store written before rows said where the folder was: its name, and a comment that says so.
+    older = _snippet(_recommendation(identity, "minibatch_kmeans", "none"))
+    assert "SentenceTransformer('my-model')" in older and "put its path here" in older
+    plain = _snippet(_recommendation("hf:bert#0123abcd|pooling=mean|layer=last|max_length=512",
+                                     "minibatch_kmeans", "none", model_location="/models/bert"))
+    assert "SentenceTransformer('/models/bert')" in plain and "does not take" not in plain
+    layer = _snippet(_recommendation("hf:bert#0123abcd|pooling=mean|layer=6|max_length=512",
+                                     "minibatch_kmeans", "none", model_location="/models/bert"))
+    assert "does not take" in layer
     hub = _snippet(_recommendation("st:org/model@abc123|pooling=Pooling|layer=last|max_length=128",
                                    "minibatch_kmeans", "none"))
     assert "SentenceTransformer('org/model', revision='abc123')" in hub
@@ -249,3 +258,39 @@ def test_resamples_past_a_million_are_refused(tmp_path, demo_datasets, capsys):
     capsys.readouterr()
     error = one_line_error(capsys, ["recommend", str(store), "--resamples", "99999999999"])
     assert "--resamples 99999999999" in error and "1000000" in error
+
+
+@pytest.mark.slow
+def test_a_folder_model_is_loaded_from_its_path_even_with_a_newline_in_it(demo_datasets, tmp_path, capsys):
+    """The grid records where it read a model folder; the snippet loads it from there, as printed, and
+    a folder whose name holds a newline (round 4 S1) stays inside a string literal."""
+    import tecb_data
+    from conftest import save_tiny_bert, text_vocabulary
+    from tecb_eval.cli import main
+    from tecb_eval.grid.run import run_grid
+
+    data = demo_datasets / "blurbs-clustering-s2s"
+    split = tecb_data.load(data).splits[0]
+    folder = save_tiny_bert(tmp_path / f"evil\n{EVIL}\n#", text_vocabulary(list(split.texts)), hidden_size=16)
+    store = tmp_path / "folder.jsonl"
+    run_grid([data], [{"spec": str(folder), "name": "tiny"}], configurations=["minibatch_kmeans:none"],
+             results=store, limit_splits=1, progress=False, cache_dir=tmp_path / "cache")
+    rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
+    assert {r["model_location"] for r in rows} == {str(folder.resolve())}
+    capsys.readouterr()
+    assert main(["recommend", str(store), "--format", "json"]) == 0
+    code = json.loads(capsys.readouterr().out)["recommendations"][0]["bertopic"]
+    _runs_harmlessly(code, tmp_path)
+    assert f"SentenceTransformer({str(folder.resolve())!r})" in code
+    namespace = {"docs": list(split.texts)}
+    exec(compile(code, "folder-snippet", "exec"), namespace)  # noqa: S102 - our own output, checked above
+    assert len(namespace["topics"]) == len(split.texts)
+    assert not (tmp_path / "PWNED").exists() and not Path("PWNED").exists()
+
+
+def test_the_names_import_without_scikit_learn():
+    """The command line lists the names for its help without importing an estimator library."""
+    code = ("import sys, tecb_eval.clustering.names as n; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'umap', 'hdbscan', 'river')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]"

