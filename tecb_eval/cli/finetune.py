@@ -80,7 +80,10 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "datasets to score for transfer")
     p.add_argument("--method", action="append", choices=METHODS,
                    help=f"repeatable (default all: {', '.join(METHODS)})")
-    p.add_argument("--protocol", choices=PROTOCOLS, default=PROTOCOLS[0])
+    p.add_argument("--protocol", choices=PROTOCOLS, default=PROTOCOLS[0],
+                   help="leave-one-genre-out: Blurbs, each fold trains on the books of the other genres and "
+                        "scores the held-out genre; transfer: train on Blurbs, score every split of the other --data "
+                        f"(default {PROTOCOLS[0]})")
     p.add_argument("--folds", type=int, help="run only the first N folds")
     p.add_argument("--seeds", type=parse_seeds, nargs="+", action=SeedsAction, metavar="SEED",
                    help="training seeds, e.g. 42 or 42,1,2 (default 42)")

@@ -261,7 +261,8 @@ def grid_options(p: argparse.ArgumentParser) -> None:
                    help="local worker processes (default: every core, or $TECB_JOBS, and this process for a grid "
                         "too small to pay for workers; 1: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run on a Dask distributed cluster instead, e.g. tcp://host:8786 (see README)")
+                   help="run on a Dask distributed cluster instead, e.g. tcp://host:8786 (see the manual's page "
+                        "\"Scale and execution\")")
     p.add_argument("--scheduler-timeout", type=float, default=SCHEDULER_TIMEOUT, metavar="SECONDS", action=_Given,
                    help=f"with --scheduler: how long to wait for the Dask scheduler (default {SCHEDULER_TIMEOUT:g})")
     p.add_argument("--memory-limit", metavar="SIZE",

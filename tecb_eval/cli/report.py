@@ -62,7 +62,7 @@ def register(commands) -> None:
                     "cells they share, margin, SD, bootstrap interval, coverage, best pipeline and its gain; an "
                     "average over datasets), a page per model (heat table of algorithm x reduction, AMI, ARI, noise fraction, "
                     "per-split scores), the figures and the provenance of every row.",
-        epilog="example:\n  tecb-eval report results.jsonl --out site/ && xdg-open site/index.html")
+        epilog="example:\n  tecb-eval report results.jsonl --out report/ && xdg-open report/index.html")
     report.add_argument("results", type=Path, nargs="+", metavar="STORE",
                         help="results stores (JSONL); a later store's rows count as newer")
     report.add_argument("--out", type=Path, required=True,
