@@ -19,6 +19,8 @@ while renaming, a journal) that the next build cleans up once that process is go
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -30,6 +32,7 @@ from typing import Iterable
 
 from tecb_data import publication
 from tecb_data.errors import UserError, VerificationError
+from tecb_data.outputs import created_folder, write_failed
 
 MANIFEST = "manifest.json"
 CARD = "README.md"
@@ -145,8 +148,12 @@ def _as_mkdir_would(folder: Path) -> None:
 
 
 def _filesystem_error(where: Path, exc: OSError) -> UserError:
+    # A file in a temporary folder that is removed on the way out is no help to name: name --out.
+    named = exc.filename if exc.filename and TMP_PREFIX not in str(exc.filename) else None
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or named is None:
+        return write_failed(f"--out {where}", exc, "cannot write the dataset")
     what = exc.strerror or str(exc) or type(exc).__name__
-    return UserError(f"{exc.filename or where}: cannot write the dataset ({what}); choose a writable --out")
+    return UserError(f"{named}: cannot write the dataset ({what}); choose a writable --out")
 
 
 @dataclass(frozen=True)
@@ -175,12 +182,18 @@ def write_datasets(out: Path, datasets: list[Dataset]) -> list[Path]:
     names = [d.name for d in datasets]
     if len(set(names)) != len(names):
         raise ValueError(f"dataset names repeat: {names}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise UserError(f"--out {out}: a file, not a folder; choose another --out") from None
-    except OSError as exc:
-        raise UserError(f"--out {out}: cannot create the output folder ({exc.strerror})") from None
+    with contextlib.ExitStack() as made:
+        try:
+            # A build that publishes nothing (a full disk, Ctrl-C) leaves no empty OUT it created.
+            made.enter_context(created_folder(out))
+        except FileExistsError:
+            raise UserError(f"--out {out}: a file, not a folder; choose another --out") from None
+        except OSError as exc:
+            raise UserError(f"--out {out}: cannot create the output folder ({exc.strerror})") from None
+        return _write_into(out, datasets, names)
+
+
+def _write_into(out: Path, datasets: list[Dataset], names: list[str]) -> list[Path]:
     remove_stale_temporaries(out)
     for name in names:
         check_replaceable(out / name)

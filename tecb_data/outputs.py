@@ -136,6 +136,41 @@ def _what_to_do(exc: OSError) -> str:
     return "free space there, or choose a folder on another disk" if exc.errno in _FULL else "choose a writable folder"
 
 
+def write_failed(where: str, exc: OSError, doing: str = "cannot write there") -> UserError:
+    """The one line for an OSError while writing ``where`` (an option and its path): what failed, in
+    words (a full disk named as one), and what to do."""
+    return UserError(f"{where}: {doing} ({_reason(exc)}); {_what_to_do(exc)}")
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist, deepest first."""
+    missing = []
+    for path in [folder, *folder.parents]:
+        if path.exists() or path.is_symlink():
+            break
+        missing.append(path)
+    return missing
+
+
+@contextlib.contextmanager
+def created_folder(folder: str | Path) -> Iterator[Path]:
+    """Create ``folder`` (and its parents) for a command's output; if the body fails or is
+    interrupted, the folders created here that are still empty are removed again: a command that
+    wrote nothing (a full disk, Ctrl-C) leaves no empty ``--out`` behind."""
+    folder = Path(folder)
+    made = _missing_parents(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield folder
+    except BaseException:
+        for path in made:  # deepest first; one that holds anything now (another run's) stays
+            try:
+                path.rmdir()
+            except OSError:
+                break
+        raise
+
+
 def _is_empty_folder(folder: Path) -> bool:
     """Empty, or holding only an empty marker (what a run that found the disk full while marking its
     folder left before this was cleaned up): nothing of anyone's is lost by replacing it."""
@@ -160,7 +195,7 @@ def check_replaceable(folder: str | Path, command: str, *, overwrite: bool, opti
     if _is_empty_folder(folder):
         return
     if written_by(folder) != command:
-        raise UserError(f"{option} {folder}: already exists and was not written by `{command}` (no {MARKER}); "
+        raise UserError(f"{option} {folder}: already exists and was not written by `{command}` ({_whose(folder)}); "
                         "it is never replaced: choose another output folder, or move it away yourself")
     if not overwrite:
         raise UserError(f"{option} {folder}: already exists and is not empty (an earlier `{command}` output); "
@@ -174,6 +209,12 @@ def check_replaceable(folder: str | Path, command: str, *, overwrite: bool, opti
         raise UserError(f"{option} {folder}: an earlier `{command}` output, but it now also holds files that command "
                         f"did not write ({shown}); --overwrite never deletes them: move them away or choose another "
                         "output folder")
+
+
+def _whose(folder: Path) -> str:
+    """Why ``folder`` is not a command's own, in words: another command's marker, or none."""
+    other = written_by(folder)
+    return f"its {MARKER} says `{other}` wrote it" if other is not None else f"no {MARKER}"
 
 
 def mark_files(folder: str | Path, command: str) -> None:
@@ -217,7 +258,7 @@ def remove_own(folder: str | Path, command: str, *, what: str = "folder") -> Non
             os.close(fd)
         return
     raise UserError(f"{folder}: the {what} `{command}` would use is in the way and was not written by it "
-                    f"(no {MARKER}); move it away or choose another output folder")
+                    f"({_whose(folder) if folder.is_dir() else 'a file'}); move it away or choose another output folder")
 
 
 def _move_in(work: Path, target: Path) -> None:
@@ -397,7 +438,7 @@ def check_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pat
     if (work.exists() or work.is_symlink()) and not (work.is_dir() and not work.is_symlink()
                                                      and (_is_empty_folder(work) or written_by(work) == command)):
         raise UserError(f"{work}: the work folder `{command}` would use is in the way and was not written by it "
-                        f"(no {MARKER}); move it away or choose another output folder")
+                        f"({_whose(work) if work.is_dir() else 'a file'}); move it away or choose another output folder")
     existing = next(p for p in [target.parent, *target.parent.parents] if p.exists())
     try:
         # Creating a file is the only test that agrees with the file system (ACLs, read-only mounts,
@@ -525,12 +566,13 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
         check_replaceable(target, command, overwrite=overwrite, option=option, listed=True)
     kept = _kept(target, keep)
     work = target.with_name(target.name + ".partial")
-    with _Interrupts() as interrupts:
+    # Folders made for OUT that stay empty (a full disk, Ctrl-C before anything was published) go again.
+    with contextlib.ExitStack() as parents, _Interrupts() as interrupts:
         resumed = resume is not None and _begun_for(work, command, resume)
         made = False
         try:
             if not resumed:
-                target.parent.mkdir(parents=True, exist_ok=True)
+                parents.enter_context(created_folder(target.parent))
                 remove_own(work, command, what="work folder")  # left by a killed run
                 work.mkdir()  # the mode mkdir gives under the umask, as the folder's final mode
                 made = True

@@ -503,3 +503,118 @@ def test_outputs_and_caches_follow_the_umask(data, stores, tiny_bert, tmp_path, 
     assert any(p.suffix == ".npy" for p in (tmp_path / "cache").rglob("*"))  # a reduction was cached
     modes = _modes(*folders, results)
     assert set(modes) == {("dir", oct(0o777 & ~umask)), ("file", oct(0o666 & ~umask))}, modes
+
+
+# --- staged_output: the one way a command publishes its folder (issue 42) -----------------------
+
+def _stage(out: Path, body, **options) -> None:
+    from tecb_data.outputs import staged_output
+
+    with staged_output(out, "tecb-eval sample", overwrite=False, **options) as stage:
+        body(stage)
+
+
+def test_staged_output_resumes_the_partial_folder_begun_for_the_same_key(tmp_path):
+    out = tmp_path / "out"
+    key = {"model": "m", "settings": {"steps": 2}}
+
+    def first(stage):
+        assert not stage.resumed
+        (stage.work / "unit-1.txt").write_text("done\n")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _stage(out, first, resume=key, keep_partial=(KeyboardInterrupt,))
+    partial = out.with_name("out.partial")
+    assert (partial / "unit-1.txt").is_file() and not out.exists()
+
+    def other_key(stage):  # another key is not resumed: its partial folder is begun again
+        assert not stage.resumed and not (stage.work / "unit-1.txt").exists()
+        (stage.work / "unit-1.txt").write_text("again\n")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _stage(out, other_key, resume={**key, "model": "n"}, keep_partial=(KeyboardInterrupt,))
+
+    def resumed(stage):
+        assert not stage.resumed  # the partial folder now belongs to key "n"
+        (stage.work / "unit-1.txt").write_text("done\n")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _stage(out, resumed, resume=key, keep_partial=(KeyboardInterrupt,))
+
+    def finish(stage):
+        assert stage.resumed and (stage.work / "unit-1.txt").read_text() == "done\n"
+        (stage.work / "unit-2.txt").write_text("done\n")
+
+    _stage(out, finish, resume=key)
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "unit-1.txt", "unit-2.txt"]  # no key.json left
+    assert json.loads((out / MARKER).read_text())["files"] == ["unit-1.txt", "unit-2.txt"]
+    assert not partial.exists()
+
+
+def test_staged_output_keeps_the_partial_folder_only_where_the_command_asks(tmp_path):
+    class Diverged(Exception):
+        pass
+
+    def fails(stage):
+        (stage.work / "checkpoint").write_text("x")
+        raise Diverged
+
+    for keep, left in (((Diverged,), True), ((), False)):
+        out = tmp_path / f"out-{left}"
+        with pytest.raises(Diverged):
+            _stage(out, fails, keep_partial=keep)
+        assert out.with_name(out.name + ".partial").joinpath("checkpoint").is_file() is left
+        assert not out.exists()
+
+
+def test_overwrite_replaces_only_what_the_marker_lists_and_names_another_command(tmp_path):
+    from tecb_data.errors import UserError
+    from tecb_data.outputs import staged_output
+
+    out = tmp_path / "out"
+    _stage(out, lambda stage: (stage.work / "a.txt").write_text("1"))
+    with pytest.raises(UserError, match="pass --overwrite"):
+        _stage(out, lambda stage: None)
+    with staged_output(out, "tecb-eval sample", overwrite=True) as stage:
+        (stage.work / "b.txt").write_text("2")
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "b.txt"]
+    # A report's folder given to another command: the refusal names who wrote it, not a missing marker.
+    report = tmp_path / "site"
+    _stage(report, lambda stage: (stage.work / "index.html").write_text("<p>"))
+    with pytest.raises(UserError) as refused:
+        with staged_output(report, "tecb-eval finetune", overwrite=True):
+            pass
+    assert "`tecb-eval sample` wrote it" in str(refused.value) and f"no {MARKER}" not in str(refused.value)
+
+
+def test_a_full_disk_in_a_staged_output_leaves_no_folder_it_created(tmp_path):
+    from tecb_data.errors import UserError
+
+    out = tmp_path / "new" / "deeper" / "out"
+
+    def full(stage):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(stage.work / "model.safetensors"))
+
+    with pytest.raises(UserError, match="the disk is full"):
+        _stage(out, full)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_build_on_a_full_disk_leaves_no_empty_out_folder(tmp_path, monkeypatch, capsys):
+    """The disk fills while the first data file is written (our own writer fails as a full disk
+    makes it fail): one line naming --out and the full disk, and no OUT folder the build created."""
+    from tecb_data import cli as data_cli
+    from tecb_data import layout
+
+    def full(path, chunks):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(layout, "_write_text", full)
+    out = tmp_path / "new" / "out"
+    assert data_cli.main(["build", "--source", "blurbs", "--input", str(demo_input("blurbs")), "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(f"tecb-data: error: --out {out}: ") and "the disk is full" in error, error
+    assert list(tmp_path.iterdir()) == []
