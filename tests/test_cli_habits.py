@@ -135,3 +135,76 @@ def test_cheap_examples_really_run(tmp_path, monkeypatch, capsys):
     assert ran
     out = capsys.readouterr().out
     assert "blurbs-clustering-s2s" in out
+
+
+# --- one module for errors, one for running a command (issue 42) and its messages (round 4) ------
+
+def test_errors_holds_errors_only_and_no_command_catches_ctrl_c_itself():
+    """The runner says what Ctrl-C left (each command through ``args.interrupted``); errors.py is
+    the errors a user can cause, nothing else."""
+    import ast
+    from pathlib import Path
+
+    import tecb_data.errors as errors
+
+    tree = ast.parse(Path(errors.__file__).read_text())
+    defined = [node for node in tree.body if not isinstance(node, (ast.Expr, ast.ImportFrom, ast.Import))]
+    assert all(isinstance(node, ast.ClassDef) for node in defined), [ast.dump(n)[:60] for n in defined]
+    assert all(issubclass(getattr(errors, node.name), Exception) for node in defined)
+    root = Path(eval_cli.__file__).parent
+    for module in [*sorted(root.glob("*.py")), Path(data_cli.__file__)]:
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.ExceptHandler) and node.type is not None:
+                caught = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+                assert "KeyboardInterrupt" not in caught, f"{module.name}:{node.lineno} catches Ctrl-C itself"
+
+
+def test_no_docstring_carries_a_dated_measurement():
+    """A figure with its date belongs in docs/benchmarks.md, which a docstring links to; a docstring
+    says what a thing is and does."""
+    import ast
+    import re
+    from pathlib import Path
+
+    dated = re.compile(r"\b20\d\d-\d\d-\d\d\b|\brun of 20\d\d|\(measured\b|, measured\)")
+    found = []
+    for package in ("tecb_data", "tecb_eval"):
+        for module in sorted((Path(__file__).resolve().parents[1] / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(module.read_text())):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    doc = ast.get_docstring(node) or ""
+                    found += [f"{module.name}: {line.strip()}" for line in doc.splitlines() if dated.search(line)]
+    assert found == []
+
+
+@pytest.mark.parametrize("command", [["table"], ["recommend"], ["report", "--out", "{out}"], ["compare"]])
+def test_a_folder_given_as_results_is_called_a_folder(command, tmp_path, capsys):
+    from conftest import one_line_error
+
+    argv = [command[0], str(tmp_path), *(c.format(out=tmp_path.parent / "site") for c in command[1:])]
+    if command[0] == "compare":
+        argv = ["compare", str(tmp_path), "--model", "a", "--model", "b"]
+    error = one_line_error(capsys, argv)
+    assert "is a folder, not a results file" in error and "no such" not in error, error
+
+
+def test_figures_naming_a_file_says_it_is_a_file(tmp_path, capsys):
+    from conftest import one_line_error
+
+    picture = tmp_path / "figure.png"
+    picture.write_bytes(b"\x89PNG")
+    error = one_line_error(capsys, ["report", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "site"),
+                                    "--figures", str(picture)])
+    assert f"--figures {picture}: is a file, not a folder" in error, error
+
+
+def test_a_cache_file_holding_python_objects_is_named_so_not_with_numpy_s_advice(tmp_path, capsys):
+    import numpy as np
+
+    from tecb_eval.grid.cache import load_or_discard
+
+    path = tmp_path / "sample.npz"
+    np.savez(path, chosen=np.array([{"a": 1}], dtype=object))
+    assert load_or_discard(path, "chosen") is None and not path.exists()
+    warning = capsys.readouterr().err
+    assert "holds Python objects" in warning and "allow_pickle" not in warning, warning

@@ -97,3 +97,26 @@ def test_ctrl_c_in_a_reading_command_says_that_commands_state(demo_datasets, tmp
     args = parser().parse_args([argv[0], str(tmp_path / "r.jsonl"), *argv[1:]])
     said = what_was_left(args, lambda: "no cell had finished")
     assert "cell" not in said and "nothing was written" in said
+
+
+@pytest.mark.parametrize("command", [["table"], ["recommend"], ["compare", "--model", "a", "--model", "b"],
+                                     ["report", "--out", "{out}"]])
+def test_ctrl_c_while_a_reading_command_opens_the_store_says_its_own_sentence(tmp_path, monkeypatch, capsys, command):
+    """Ctrl-C as the command reads the store (its first second): exit 130 and that command's line."""
+    from tecb_eval.cli import main
+    from tecb_eval.grid import store
+
+    results = tmp_path / "r.jsonl"
+    results.write_text("")
+
+    def ctrl_c(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store.ResultsStore, "__init__", ctrl_c)
+    argv = [c.format(out=tmp_path / "site") for c in command]
+    assert main([argv[0], str(results), *argv[1:]]) == 130
+    said = capsys.readouterr().err
+    assert said.startswith("tecb-eval: interrupted; ") and said.count("\n") == 1, said
+    # The grid's sentence is about cells; a reading command wrote nothing, a report changed nothing.
+    assert "cell" not in said and ("nothing was written" in said or "site was changed" in said), said
+    assert not (tmp_path / "site").exists()

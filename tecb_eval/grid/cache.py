@@ -59,8 +59,16 @@ def load_or_discard(path: Path, *members: str):
         with np.load(path, allow_pickle=False) as data:
             return tuple(data[name] for name in members)
     except _UNREADABLE as exc:
-        discard_damaged(path, type(exc).__name__ if not str(exc) else str(exc).splitlines()[0])
+        discard_damaged(path, _unreadable_why(exc))
         return None
+
+
+def _unreadable_why(exc: Exception) -> str:
+    """What numpy found, in the cache's words: its advice to pass allow_pickle=True is the one thing
+    never to do with a file that may have been put there (unpickling runs code)."""
+    if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
+        return "it holds Python objects, not numbers; never unpickled, since that could run code"
+    return type(exc).__name__ if not str(exc) else str(exc).splitlines()[0]
 
 
 class Embeddings:

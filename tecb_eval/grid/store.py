@@ -552,10 +552,17 @@ def rows_frame(rows: list[dict]) -> pd.DataFrame:
     return frame.sort_values([c for c in order if c in frame.columns], kind="stable").reset_index(drop=True)
 
 
+def no_results_file(path: Path) -> UserError:
+    """The one line for a results path that is not a file: a folder is named as one, as `run` does."""
+    if path.is_dir():
+        return UserError(f"{path}: is a folder, not a results file; name a .jsonl file (e.g. {path / 'results.jsonl'})")
+    return UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+
+
 def read_results(path: Path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+        raise no_results_file(path)
     frame = ResultsStore(path).frame()
     if frame.empty:
         raise UserError(f"{path}: holds no results yet")

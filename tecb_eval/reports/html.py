@@ -134,6 +134,9 @@ def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dic
 
 def _check_extra(extra: list[Path]) -> list[Path]:
     for folder in extra:
+        if Path(folder).exists() and not Path(folder).is_dir():
+            raise UserError(f"--figures {folder}: is a file, not a folder; name the folder that holds the PNG "
+                            "figures (an export, a layer sweep or a pre-training output)")
         if not Path(folder).is_dir():
             raise UserError(f"--figures {folder}: no such folder; name a folder of PNG figures (an export, a layer "
                             "sweep or a pre-training output)")

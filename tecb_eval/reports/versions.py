@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.errors import UserError
-from tecb_eval.grid.store import ResultsStore, rows_frame, seed_set_name
+from tecb_eval.grid.store import ResultsStore, no_results_file, rows_frame, seed_set_name
 
 ORDER = "store_order"  # position of a row's cell in the store: later lines are newer
 CHOICES = "--protocol/--profile/--seeds/--fingerprint/--model-identity"
@@ -34,7 +34,7 @@ def read_store(path: Path) -> pd.DataFrame:
     """The results store as a frame, each row with its ``store_order`` (0 = written first)."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+        raise no_results_file(path)
     store = ResultsStore(path)  # rows unlike the grid's are skipped there, with a warning naming their lines
     rows = [{**row, ORDER: i} for i, row in enumerate(store.rows)]
     if not rows and store.skipped:
