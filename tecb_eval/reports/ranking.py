@@ -85,6 +85,19 @@ def _complete(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _newest_per_model(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, dataset) the rows of its newest seed set and identity: those of its row written
+    last (``store_order``); without one, the largest (seed set, identity), so never the frame's order."""
+    fields = ["model", "mteb_name", "seeds", "model_identity"]
+    ordered = rows.assign(_order=rows[versions.ORDER] if versions.ORDER in rows.columns else 0,
+                          _seeds=rows.seeds.astype(str), _identity=rows.model_identity.astype(str))
+    newest = ordered.sort_values(["_order", "_seeds", "_identity"], kind="stable").groupby(
+        ["model", "mteb_name"], sort=False).tail(1)
+    wanted = set(newest[fields].itertuples(index=False, name=None))
+    keep = [key in wanted for key in rows[fields].itertuples(index=False, name=None)]
+    return rows[keep]
+
+
 def _keys(rows: pd.DataFrame) -> set:
     return set(rows[list(ROW_KEY)].astype(str).itertuples(index=False, name=None))
 
@@ -151,10 +164,10 @@ def shared_selection(frame: pd.DataFrame, *, protocol: str | None = None, profil
     same = whole[(whole.protocol == wanted_protocol) & (whole.profile == wanted_profile)
                  & (whole.dataset_fingerprint == whole.mteb_name.map(builds))]
     if seeds is None:
-        # Each model at its own newest seed set and identity (select on its rows alone).
-        parts = [versions.select(rows, identities=identities, like_with_like=False)[0]
-                 for _, rows in same.groupby("model", sort=True)]
-        version = _complete(pd.concat(parts)) if parts else version
+        if identities:  # the identities asked for, as select chose them
+            asked_identity = set(zip(version.model, version.mteb_name, version.model_identity))
+            same = same[[key in asked_identity for key in zip(same.model, same.mteb_name, same.model_identity)]]
+        version = _newest_per_model(same)
     out, datasets = [], {}
     algorithm, reduction = TABLE2_CONFIGURATION
     for dataset in sorted(version.mteb_name.unique()):
