@@ -239,3 +239,21 @@ def test_profiles_differ_only_in_dbstream_and_old_stores_read_as_current(demo, t
                            for row in current.to_dict("records")))
     again = run_grid([folder], ["tfidf-lsa"], results=old, **common)
     assert set(again.profile) == {"current"} and len(ResultsStore(old).rows) == len(current)
+
+
+def test_metrics_on_a_store_of_another_build_says_so_instead_of_running_a_new_grid(demo, tmp_path):
+    """Round 4, E1: --metrics fills in stored rows; a store whose rows of the dataset are all of
+    another build has none to fill in, and a full new grid is not what was asked."""
+    folder = demo / "tenkgnad-clustering-s2s"
+    store = tmp_path / "r.jsonl"
+    args = dict(configurations=["minibatch_kmeans:none"], limit_splits=1, results=store, progress=False,
+                log=lambda line: None)
+    run_grid([folder], ["tfidf-lsa"], **args)
+    rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
+    store.write_text("".join(json.dumps({**r, "dataset_fingerprint": "0" * 64}, sort_keys=True) + "\n" for r in rows),
+                     encoding="utf-8")
+    before = store.read_bytes()
+    with pytest.raises(UserError, match=r"^--metrics level: the results store holds \S+ only from another build"):
+        run_grid([folder], ["tfidf-lsa"], metrics=["level"], **args)
+    assert store.read_bytes() == before
+    assert len(run_grid([folder], ["tfidf-lsa"], **args)) == 1  # without --metrics: this build's grid, as before

@@ -102,7 +102,8 @@ class Plan:
                 log(f"note: {bench.location} is the same dataset build as {twin.location}; evaluated once")
                 continue
             self.benchmarks.append(bench)
-        self.models = [model_spec(m) for m in models]
+        # run_grid hands the specs check_options made: each model goes through model_spec once per run.
+        self.models = [m if isinstance(m, ModelSpec) else model_spec(m) for m in models]
         self.configurations = configurations
         self.protocol = protocol
         # Several seeds: every reduction, clustering and fast-protocol sample varies with the seed;
@@ -170,6 +171,22 @@ class Plan:
                 if cells:
                     work.append(Pending(bench, encoder, seed, cells))
         return work
+
+
+def check_backfill(plan: Plan, store, metrics) -> None:
+    """``--metrics`` fills in rows the store holds: a store whose rows of a dataset are all of
+    another build (its fingerprint differs) has nothing to fill in, and would silently get a full
+    new grid instead (round 4, E1). One line, before any work."""
+    if not metrics:
+        return
+    for bench in plan.benchmarks:
+        builds = {row.get("dataset_fingerprint") for row in store.rows if row.get("dataset") == bench.name}
+        if builds and bench.fingerprint not in builds:
+            other = sorted(str(b)[:12] for b in builds)
+            raise UserError(f"--metrics {','.join(metrics)}: the results store holds {bench.name} only from another "
+                            f"build (dataset fingerprint {', '.join(other)}; {bench.location} is "
+                            f"{bench.fingerprint[:12]}), so there is nothing to fill in: give that build's folder, "
+                            "or leave out --metrics to run this build's grid")
 
 
 def by_base(cells) -> dict[tuple, list]:

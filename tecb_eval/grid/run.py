@@ -32,7 +32,7 @@ from tecb_eval.grid.cache import ReductionCache
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
-from tecb_eval.grid.plan import Plan, check_options, preflight
+from tecb_eval.grid.plan import Plan, check_backfill, check_options, preflight
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.seeds import DEFAULT_SEED
 from tecb_eval.grid.store import ResultsStore, check_results, rows_frame
@@ -65,6 +65,7 @@ class Grid:
                          limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log)
         self.store = store
         self.metrics = tuple(metrics)
+        check_backfill(self.plan, store, self.metrics)
         self.progress = progress
         self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
                                      timeout=scheduler_timeout)
