@@ -45,12 +45,13 @@ def _run_grid(args, models, datasets, configurations=None):
     )
 
 
-def _export(args, frame, datasets, models) -> int:
+def _export(args, frame, datasets, models, said: frozenset = frozenset()) -> int:
     from tecb_data.outputs import published
     from tecb_eval.reports.export import export_all, figure1, interrupted_state
 
     since = len(published())
-    log = lambda message: print(message, file=sys.stderr)  # noqa: E731
+    # ``said``: notes the tables printed above already (the demo's); the export does not repeat them.
+    log = lambda message: None if message in said else print(message, file=sys.stderr)  # noqa: E731
 
     def figures1(folder: Path) -> list[Path]:
         if args.no_figure1:
@@ -118,8 +119,9 @@ def _cmd_demo(args) -> int:
     datasets = dataset_folders(args.data)
     frame = _run_grid(args, [parse_model(m) for m in models], datasets)
     print(f"Note: {DEMO_NOTE}\n")
-    print_tables(frame)
-    code = _export(args, frame, datasets, [parse_model(m) for m in models])
+    said = {DEMO_NOTE}  # each note once: not again above each table, nor in the export's log
+    print_tables(frame, said=said)
+    code = _export(args, frame, datasets, [parse_model(m) for m in models], said=frozenset(said))
     print(f"Note: {DEMO_NOTE}", file=sys.stderr)
     return code
 

@@ -219,11 +219,17 @@ def _add(out: list[str], seen: dict, item: str, given: str) -> None:
     out.append(item)
 
 
-def print_tables(frame, fmt: str = "md", selection: dict | None = None) -> None:
+def print_tables(frame, fmt: str = "md", selection: dict | None = None, said: set | None = None) -> None:
+    """Print the tables as `table` and `export` write them. ``said``: note lines already printed; each
+    table leaves them out and adds its own, so that a command printing several tables says each note
+    once (the demo). None: every table carries its whole note, as the files keep it."""
     from tecb_eval.reports import tables as report
 
     # The same tables as `table` and `export` write: one version, its seeds' spread, the markers.
     for table, note in report.tables(frame, selection=selection).values():
+        if said is not None:
+            note = "\n".join(line for line in (note or "").splitlines() if line not in said) or None
+            said.update(note.splitlines() if note else ())
         print(report.format_table(table, fmt, note=note))
 
 
