@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from contextlib import closing
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Callable
@@ -238,6 +239,7 @@ def build_table(
     min_chars: int = 1,
     min_per_label: int = 1,
     language_filter: bool = False,
+    similar_labels: str = "stop",
     seed: int = DEFAULT_SEED,
     views: tuple[str, ...] | None = None,
     paired: bool = False,
@@ -251,6 +253,8 @@ def build_table(
     as the child) or ``label_path`` (``"parent > child"``) the Blurbs-style one. ``splits`` and the
     fraction range default to the paper's. ``licence`` (a Hub licence id) and ``citation`` (a BibTeX
     file) are needed to push, not to build. ``report`` writes the removed records' examples as JSON.
+    ``similar_labels``: labels that read as one (case, look-alike characters) stop the build
+    (``"stop"``), stay apart (``"keep"``) or become the most frequent spelling (``"merge"``).
     """
     as_columns = lambda value: tuple(c.strip() for c in value.split(",") if c.strip()) if isinstance(value, str) \
         else tuple(value or ())
@@ -259,9 +263,10 @@ def build_table(
         label_parent=label_parent, label_path=label_path, path_sep=path_sep, id=id,
         columns=as_columns(columns) if columns is not None else None, delimiter=delimiter, quotechar=quotechar,
         format=input_format, split=split, min_chars=min_chars, min_per_label=min_per_label, language=language,
-        language_filter=language_filter,
+        language_filter=language_filter, similar_labels=similar_labels,
     )
     source.check()
+    table.check_no_control("--name", name, "a dataset name")
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
     wanted = tuple(views) if views else source.views
@@ -302,8 +307,12 @@ def build_table(
         "label_parent": source.label_parent, "label_path": source.label_path,
         "path_sep": source.path_sep if source.label_path else None, "id": source.id,
         "min_chars": source.min_chars, "min_per_label": source.min_per_label,
-        "language_filter": source.language_filter,
+        "language_filter": source.language_filter, "similar_labels": source.similar_labels,
     }
+    command = table_command(
+        Path(input_path).name, name=name, source=source, language=language, licence=licence, citation=citation,
+        description=description, pretty_name=pretty_name, source_url=source_url, splits=splits,
+        min_fraction=min_fraction, max_fraction=max_fraction, seed=seed, views=views, paired=paired)
     extra = {"language": language, "license": licence, "citation": citation_text, "table": definition}
     items = {item.id: item for item in result.items}
     if paired:
@@ -311,7 +320,8 @@ def build_table(
     prepared = [
         prepare(spec, made[spec.view], items, seed=seed, inputs=result.inputs, report=result.report,
                 manifest_extra=extra, recipe=recipe,
-                card_context={"table": definition, "report": result.report, "language": language})
+                card_context={"table": definition, "report": result.report, "language": language,
+                              "command": shlex.join(command)})
         for spec in specs
     ]
     if progress:
@@ -322,6 +332,50 @@ def build_table(
                     "datasets": [manifest["dataset"] for _, manifest in built]}
         _write_report(Path(report), layout.json_document(document))
     return built
+
+
+def table_command(input_name: str, *, name: str, source: table.TableSource, language: str, licence: str,
+                  citation, description, pretty_name, source_url, splits, min_fraction, max_fraction: float,
+                  seed: int, views, paired: bool) -> list[str]:
+    """The `tecb-data build` command (as argv) that builds this table again from a copy of the input
+    and the citation file in the current folder, for the card: every option that shapes the data or
+    the card, never a machine's path (the card of the same table and seed is the same file anywhere)."""
+    argv = ["tecb-data", "build", "--source", "table", "--input", _as_argument(input_name), "--name", name]
+    if source.text:
+        argv += ["--text", ",".join(source.text)]
+    if source.text_p2p:
+        argv += ["--text-p2p", ",".join(source.text_p2p)]
+    if source.label_path:
+        argv += ["--label-path", source.label_path] + (["--path-sep", source.path_sep] if source.path_sep != ">" else [])
+    else:
+        argv += ["--label", source.label] + (["--label-parent", source.label_parent] if source.label_parent else [])
+    given = [("--id", source.id), ("--columns", ",".join(source.columns) if source.columns is not None else None),
+             ("--delimiter", source.delimiter), ("--quotechar", source.quotechar), ("--format", source.format),
+             ("--input-split", source.split), ("--language", language if language != "de" else None),
+             ("--similar-labels", source.similar_labels if source.similar_labels != "stop" else None),
+             ("--min-chars", source.min_chars if source.min_chars != 1 else None),
+             ("--min-per-label", source.min_per_label if source.min_per_label != 1 else None),
+             ("--splits", splits), ("--min-fraction", min_fraction),
+             ("--max-fraction", max_fraction if max_fraction != 1.0 else None),
+             ("--licence", licence if licence != "unknown" else None),
+             ("--citation", _as_argument(Path(citation).name) if citation is not None else None),
+             ("--description", description), ("--pretty-name", pretty_name), ("--source-url", source_url)]
+    for option, value in given:
+        if value is not None:
+            argv += [option, str(value)]
+    if source.language_filter:
+        argv.append("--language-filter")
+    argv += ["--seed", str(seed)]
+    for view in views or ():
+        argv += ["--view", view]
+    if paired:
+        argv.append("--paired")
+    return argv + ["--out", "out"]
+
+
+def _as_argument(file_name: str) -> str:
+    """A file name as a command's argument: one that starts with '-' would read as an option."""
+    return f"./{file_name}" if file_name.startswith("-") else file_name
 
 
 def check_out_beside_inputs(out: Path, names, inputs) -> None:

@@ -4,7 +4,6 @@ and checking the metadata the Hub validates with huggingface_hub's own card clas
 from __future__ import annotations
 
 import re
-import shlex
 from importlib import resources
 
 import jinja2
@@ -58,8 +57,6 @@ def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     environment.filters["yaml"] = yaml_scalar
     environment.filters["code"] = code_span
-    # A command a reader pastes into a shell: every value a user named (a column, a separator) quoted for it.
-    environment.filters["shell"] = lambda value: shlex.quote(str(value))
     environment.globals["fence_for"] = fence_for
     return environment
 

@@ -373,3 +373,19 @@ def test_a_build_leaves_the_temporary_folder_of_a_live_concurrent_build_alone(tm
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@pytest.mark.slow
+def test_the_registry_sources_labels_need_no_respelling_and_none_read_as_one():
+    """The table source's label rule (round 4, W1) would change no label of the published datasets:
+    their builds stay byte-identical with it or without it."""
+    from tecb_data.labels import fold_key, normalise
+    from tecb_data.sources import tenkgnad
+
+    genres = {part for line in shared_file("germeval2019/hierarchy.txt").read_text(encoding="utf-8").splitlines()
+              for part in line.split("\t") if part}
+    categories = {item.labels["category"] for item in tenkgnad.read(shared_file("10kgnad/test.csv")).items}
+    assert len(genres) > 300 and len(categories) == 9
+    for labels in (genres, categories):
+        assert all(normalise(label) == (label, ()) for label in labels)
+        assert len({fold_key(label) for label in labels}) == len(labels)

@@ -176,7 +176,8 @@ def test_cleaning_counts_every_removed_row_by_reason_whatever_the_order(tmp_path
     report = manifest["report"]
     assert report == {"rows_read": 55, "kept": 47, "removed_empty_text": 1, "removed_too_short": 1,
                       "removed_other_language": 0, "removed_exact_duplicate": 2, "removed_conflicting_duplicate": 2,
-                      "removed_rare_label": 2}
+                      "removed_rare_label": 2, "labels_respelled_nfc": 0, "labels_respelled_format_characters": 0,
+                      "labels_respelled_whitespace": 0, "labels_merged": 0, "labels_kept_apart": 0}
     assert report["rows_read"] == report["kept"] + sum(v for k, v in report.items() if k.startswith("removed_"))
     card = (a / layout.CARD).read_text(encoding="utf-8")
     assert "55 rows read, 47 kept" in card and "| conflicting duplicate (same text, other labels; none kept) | 2 |" in card
@@ -410,3 +411,72 @@ def test_the_germeval_dev_set_as_a_table_builds_the_blurbs_splits_and_members(tm
         theirs = layout.read_split_rows(source_folder)
         # Texts equal up to whitespace, which the table source collapses as the 10kGNAD source does.
         assert [[collapse_spaces(t) for t in texts] for texts, _ in theirs] == [texts for texts, _ in ours]
+
+
+# -- round 4: what the card writes as a command, names with control characters, UTF-16 -------------
+
+def test_the_cards_command_is_the_build_argv_and_runs_again_to_the_same_files(tmp_path, monkeypatch):
+    """Every value quoted for the shell (a column with spaces and '&', a description with quotes, '$'
+    and a backtick): shlex.split gives back the argv that built it, and that argv builds the same
+    folder again from copies of the input and the citation file in the current folder."""
+    import shlex
+
+    records = [{"Titel des Buches": r["title"], "Sachgebiet & Thema": r["label"], "Kennung": r["id"]} for r in rows()]
+    source = write_csv(tmp_path / "meine tabelle.csv", records)
+    (tmp_path / "ref.bib").write_text(BIBTEX, encoding="utf-8")
+    options = ["--name", "news", "--text", "Titel des Buches", "--label", "Sachgebiet & Thema", "--id", "Kennung",
+               "--min-chars", "3", "--licence", "cc-by-4.0", "--citation", "ref.bib",
+               "--description", "Nachrichten \"aus\" $HOME und `uname`; it's 100% echt.", "--seed", "7"]
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["build", "--source", "table", "--input", str(source), *options, "--out", str(tmp_path / "a"),
+                     "--quiet"]) == 0
+    card = (tmp_path / "a" / "news-s2s" / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"Built with `tecb` \S+ \((`+) ?(.*?) ?\1\)", card).group(2)
+    argv = shlex.split(command)
+    expected = ["tecb-data", "build", "--source", "table", "--input", "meine tabelle.csv", "--name", "news",
+                "--text", "Titel des Buches", "--label", "Sachgebiet & Thema", "--id", "Kennung", "--min-chars", "3",
+                "--licence", "cc-by-4.0", "--citation", "ref.bib", "--description",
+                "Nachrichten \"aus\" $HOME und `uname`; it's 100% echt.", "--seed", "7", "--out", "out"]
+    assert argv == expected
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "meine tabelle.csv").write_bytes(source.read_bytes())
+    (again / "ref.bib").write_text(BIBTEX, encoding="utf-8")
+    monkeypatch.chdir(again)
+    assert cli.main(argv[1:] + ["--quiet"]) == 0
+    assert files(again / "out" / "news-s2s") == files(tmp_path / "a" / "news-s2s")
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--text", "Titel\nimport os"), ("--text", "title,bo\tdy"), ("--label", "la\rbel"),
+    ("--label-parent", "par\x1bent"), ("--id", "i\x00d"), ("--name", "news\n"), ("--columns", "id,ti\ntle,label"),
+])
+def test_a_name_with_a_control_character_is_refused_where_it_is_given(tmp_path, option, value):
+    argv = {"--name": "news", "--text": "title", "--label": "label", "--id": "id"}
+    argv[option] = value
+    done = run_cli_here("build", "--source", "table", "--input", str(write_csv(tmp_path / "t.csv", rows())),
+                        *[w for pair in argv.items() for w in pair], "--out", str(tmp_path / "out"))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert option in lines[0] and "control character" in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt, bom", [("tsv", True), ("csv", True), ("tsv", False), ("jsonl", False)])
+def test_a_utf16_table_is_named_utf16_with_what_to_do(tmp_path, fmt, bom):
+    records = rows()
+    if fmt == "jsonl":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(records[0]), delimiter="\t" if fmt == "tsv" else ",")
+        writer.writeheader()
+        writer.writerows(records)
+        text = buffer.getvalue()
+    path = tmp_path / f"unicode.{fmt}"
+    path.write_bytes(text.encode("utf-16") if bom else text.encode("utf-16-le"))
+    with pytest.raises(UserError) as caught:
+        build_table(path, tmp_path / "out", name="news", text="title", label="label")
+    message = str(caught.value)
+    assert "UTF-16" in message and "re-save it as UTF-8" in message and "binary" not in message
+    assert "\n" not in message

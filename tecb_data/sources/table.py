@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from tecb_data import labels as spellings
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
 from tecb_data.sources import InputFile, SourceResult, collapse_spaces, csv_reader
@@ -42,6 +43,9 @@ SNIFF_CHARS = 1 << 16
 # what was checked and not only what happened to occur.
 REASONS = ("empty_text", "too_short", "other_language", "exact_duplicate", "conflicting_duplicate", "rare_label")
 EXAMPLES_PER_REASON = 10
+# What to do with labels that differ but look the same to a reader (``--similar-labels``): stop the
+# build naming both spellings, keep them as two labels, or merge them into the most frequent one.
+SIMILAR_LABELS = ("stop", "keep", "merge")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class TableSource:
     min_per_label: int = 1
     language: str = "de"
     language_filter: bool = False  # drop records langdetect does not find in ``language``
+    similar_labels: str = "stop"  # one of SIMILAR_LABELS
 
     @property
     def hierarchical(self) -> bool:
@@ -104,15 +109,40 @@ class TableSource:
             raise UserError(f"--language {self.language!r}: give an ISO 639-1 code such as de")
         if self.columns is not None and len(set(self.columns)) != len(self.columns):
             raise UserError(f"--columns {','.join(self.columns)}: a name repeats")
+        if self.similar_labels not in SIMILAR_LABELS:
+            raise UserError(f"--similar-labels {self.similar_labels!r}: choose one of {', '.join(SIMILAR_LABELS)}")
+        for option, names in (("--text", self.text), ("--text-p2p", self.text_p2p), ("--label", (self.label,)),
+                              ("--label-parent", (self.label_parent,)), ("--label-path", (self.label_path,)),
+                              ("--id", (self.id,)), ("--columns", self.columns or ())):
+            for name in names:
+                check_no_control(option, name, "a column name")
+        # A tab may separate the levels of a path; a line break or other control character would end
+        # the card's line that names the separator.
+        if self.label_path is not None and self.path_sep != "\t":
+            check_no_control("--path-sep", self.path_sep, "a separator")
+
+
+def check_no_control(option: str, value: str | None, what: str) -> None:
+    """A name a user gives (a column, a dataset name) that holds a control character (a line break, a
+    tab, Unicode category Cc) is refused where it is given: it would end a line of the card, of a
+    Markdown table or of the command a reader pastes."""
+    if value is None:
+        return
+    bad = next((c for c in value if unicodedata.category(c) == "Cc" or c in "\u2028\u2029"), None)
+    if bad is not None:
+        said = {"\n": " (a line break)", "\r": " (a carriage return)", "\t": " (a tab)"}.get(bad, "")
+        raise UserError(f"{option} {value[:40]!r}: {what} with the control character U+{ord(bad):04X}{said}; "
+                        "give it without one (rename the column in the table if it is spelled so there)")
 
 
 @dataclass
 class _Record:
-    id: str
+    id: str | None  # None until the labels are settled, where it is a digest of texts and labels
     texts: dict[str, str]
     labels: dict[str, str | None]
     path: tuple[str, ...]
     where: str  # "row 5 (line 6)": for messages and report examples
+    deeper: tuple[str, ...] = ()  # --label-path levels below the child: kept in the path for provenance
 
 
 @dataclass
@@ -153,10 +183,31 @@ def _what_it_is(raw: bytes) -> str:
     return "binary data"
 
 
+def _utf16_or_32(raw: bytes) -> str | None:
+    """The encoding of a UTF-16 or UTF-32 text (by its byte-order mark, or, without one, by the zero
+    bytes every ASCII character brings), or None. A spreadsheet's "Unicode text" export is UTF-16."""
+    for bom, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                      (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
+        if raw.startswith(bom):
+            return name
+    head = raw[:SNIFF_CHARS - SNIFF_CHARS % 4]
+    if len(head) >= 4 and len(head) % 2 == 0:
+        even, odd = head[0::2], head[1::2]
+        # Latin text in UTF-16: one of each byte pair is zero (nearly) everywhere, the other nearly never.
+        for zeros, letters in ((odd, even), (even, odd)):
+            if zeros.count(0) >= 0.9 * len(zeros) and letters.count(0) <= 0.1 * len(letters):
+                return "UTF-16"
+    return None
+
+
 def _text_of(path: Path, raw: bytes, fmt: str) -> str:
     """The file as text; a binary file or one that is not UTF-8 is named with its line and position."""
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8):]
+    wide = _utf16_or_32(raw)
+    if wide is not None:
+        raise UserError(f"{path}: {wide} text, not UTF-8; re-save it as UTF-8 (a spreadsheet: \"CSV UTF-8\"; "
+                        f"or `iconv -f {wide.lower()} -t utf-8 {path.name} > utf8-{path.name}`)")
     if b"\x00" in raw[:SNIFF_CHARS] or raw.startswith(PARQUET_MAGIC):
         raise UserError(f"{path}: not a {fmt.upper()} text file, it is {_what_it_is(raw)}")
     try:
@@ -401,19 +452,28 @@ def _joined(path: Path, where: str, columns: tuple[str, ...], row: dict) -> str:
     return " ".join(part for part in (collapse_spaces(_cell(path, where, c, row)) for c in columns) if part)
 
 
-def _label(path: Path, where: str, column: str, row: dict, what: str = "label") -> str:
-    value = collapse_spaces(_cell(path, where, column, row))
+def _respelled(value: str, changes: Counter) -> str:
+    """A label as :func:`tecb_data.labels.normalise` spells it, its changes counted."""
+    value, changed = spellings.normalise(value)
+    changes.update(changed)
+    return value
+
+
+def _label(path: Path, where: str, column: str, row: dict, what: str = "label", changes: Counter | None = None) -> str:
+    value = _respelled(_cell(path, where, column, row), changes if changes is not None else Counter())
     if not value:
         raise UserError(f"{path}: {where}, column {column!r}: empty {what}; fill it in or remove the row")
     return value
 
 
-def _labels(path: Path, where: str, source: TableSource, row: dict) -> tuple[dict, tuple[str, ...]]:
+def _labels(path: Path, where: str, source: TableSource, row: dict,
+            changes: Counter) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
+    """(labels by level, the record's label path, the path's levels below the child)."""
     if source.label_path is not None:
         column = source.label_path
         value = _cell(path, where, column, row, allow_list=True)
         parts = value if isinstance(value, list) else value.split(source.path_sep)
-        parts = [collapse_spaces(p) for p in parts]
+        parts = [_respelled(p, changes) for p in parts]
         if not any(parts):
             raise UserError(f"{path}: {where}, column {column!r}: empty label path; fill it in or remove the row")
         if not all(parts):
@@ -421,13 +481,65 @@ def _labels(path: Path, where: str, source: TableSource, row: dict) -> tuple[dic
                             f"(separator {source.path_sep!r}; pass --path-sep)")
         # The recipe has two levels: the first element is the parent, the second the child; deeper
         # levels stay in the record's path for provenance.
-        return {"top": parts[0], "fine": parts[1] if len(parts) > 1 else None}, (" > ".join(parts),)
+        labels = {"top": parts[0], "fine": parts[1] if len(parts) > 1 else None}
+        return labels, _path_of(labels, tuple(parts[2:])), tuple(parts[2:])
     if source.label_parent is not None:
-        top = _label(path, where, source.label_parent, row, "parent label")
-        fine = _label(path, where, source.label, row, "child label")
-        return {"top": top, "fine": fine}, (f"{top} > {fine}",)
-    category = _label(path, where, source.label, row)
-    return {"category": category}, (category,)
+        top = _label(path, where, source.label_parent, row, "parent label", changes)
+        fine = _label(path, where, source.label, row, "child label", changes)
+        return {"top": top, "fine": fine}, _path_of({"top": top, "fine": fine}), ()
+    category = _label(path, where, source.label, row, changes=changes)
+    return {"category": category}, (category,), ()
+
+
+def _path_of(labels: dict, deeper: tuple[str, ...] = ()) -> tuple[str, ...]:
+    if "category" in labels:
+        return (labels["category"],)
+    return (" > ".join(p for p in (labels["top"], labels["fine"], *deeper) if p),)
+
+
+def _settle_similar_labels(path: Path, source: TableSource, records: list[_Record]) -> dict:
+    """Labels of one level that differ but fold together (:func:`tecb_data.labels.fold_key`) stop
+    the build naming both spellings and where each first occurs; ``--similar-labels merge`` makes
+    them the most frequent spelling (then the first in code point order), ``keep`` leaves them apart.
+    Returns the counts for the build report."""
+    merged = kept_apart = 0
+    columns = {"category": source.label, "top": source.label_path or source.label_parent,
+               "fine": source.label_path or source.label}
+    for level in (("top", "fine") if source.hierarchical else ("category",)):
+        first_at: dict[str, str] = {}
+        frequency: Counter = Counter()
+        for record in records:
+            value = record.labels.get(level)
+            if value:
+                first_at.setdefault(value, record.where)
+                frequency[value] += 1
+        groups: dict[str, list[str]] = defaultdict(list)
+        for value in sorted(first_at):
+            groups[spellings.fold_key(value)].append(value)
+        similar = [group for _, group in sorted(groups.items()) if len(group) > 1]
+        if not similar:
+            continue
+        if source.similar_labels == "stop":
+            a, b = sorted(similar[0], key=lambda v: (-frequency[v], v))[:2]
+            what = {"top": "parent labels", "fine": "child labels"}.get(level, "labels")
+            more = f" (and {len(similar) - 1} more such group(s))" if len(similar) > 1 else ""
+            raise UserError(
+                f"{path}: column {columns[level]!r}: the {what} {a!r} ({first_at[a]}) and {b!r} ({first_at[b]}) read "
+                f"as one label: {spellings.how_they_fold(a, b)}{more}; correct the table, or pass --similar-labels "
+                "merge (one label, the most frequent spelling) or --similar-labels keep (separate labels)")
+        if source.similar_labels == "keep":
+            kept_apart += sum(len(group) for group in similar)
+            continue
+        spelling = {value: sorted(group, key=lambda v: (-frequency[v], v))[0] for group in similar for value in group}
+        for record in records:
+            value = record.labels.get(level)
+            if value in spelling and spelling[value] != value:
+                record.labels[level] = spelling[value]
+                merged += 1
+    if merged:
+        for record in records:
+            record.path = _path_of(record.labels, record.deeper)
+    return {"labels_merged": merged, "labels_kept_apart": kept_apart}
 
 
 def record_id(texts: dict[str, str], labels: dict[str, str | None]) -> str:
@@ -437,7 +549,8 @@ def record_id(texts: dict[str, str], labels: dict[str, str | None]) -> str:
     return hashlib.blake2b(payload.encode("utf-8"), digest_size=8).hexdigest()
 
 
-def _records(path: Path, source: TableSource, progress=None) -> tuple[list[_Record], list[str] | None]:
+def _records(path: Path, source: TableSource, progress=None) -> tuple[list[_Record], list[str] | None, dict]:
+    """The rows as records with settled labels, the column names, and the label counts for the report."""
     header, rows = read_rows(path, source)
     if header is not None:
         missing = [c for c in source.needed_columns() if c not in header]
@@ -447,25 +560,31 @@ def _records(path: Path, source: TableSource, progress=None) -> tuple[list[_Reco
             where = "line 1 (header)" if input_format(path, source.format) in ("csv", "tsv") and source.columns is None else "columns"
             raise UserError(f"{path}: {where}: no column {missing[0]!r}; the table has {shown}{hint}")
     records = []
+    changes: Counter = Counter()
     for where, row in rows:
         texts = {}
         if source.text:
             texts["s2s"] = _joined(path, where, source.text, row)
         if source.text_p2p:
             texts["p2p"] = _joined(path, where, source.text_p2p, row)
-        labels, label_path = _labels(path, where, source, row)
+        labels, label_path, deeper = _labels(path, where, source, row, changes)
+        identifier = None
         if source.id is not None:
             identifier = collapse_spaces(_cell(path, where, source.id, row))
             if not identifier:
                 raise UserError(f"{path}: {where}, column {source.id!r}: empty id; every row needs one")
-        else:
-            identifier = record_id(texts, labels)
-        records.append(_Record(identifier, texts, labels, label_path, where))
+        records.append(_Record(identifier, texts, labels, label_path, where, deeper))
         if progress is not None:
             progress.update(1)
     if not records:
         raise UserError(f"{path}: no records (only a header row, or an empty file)")
-    return records, header
+    counts = {f"labels_respelled_{change}": changes[change] for change in spellings.CHANGES}
+    counts.update(_settle_similar_labels(path, source, records))
+    # Ids from the labels as they are published: a label written two ways is one record's label.
+    for record in records:
+        if record.id is None:
+            record.id = record_id(record.texts, record.labels)
+    return records, header, counts
 
 
 def _check_label_column(path: Path, source: TableSource, records: list[_Record]) -> None:
@@ -558,14 +677,14 @@ def read_table(path: Path, source: TableSource, progress=None) -> tuple[SourceRe
     source.check()
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
-    records, _ = _records(path, source, progress)
+    records, _, label_counts = _records(path, source, progress)
     _check_label_column(path, source, records)
     removals = _Removals()
     records = _unique_ids(path, source, records, removals)
     kept = clean(records, source, removals)
     # Every row read is kept or removed under one reason: the report adds up.
     removed = {f"removed_{reason}": removals.counts[reason] for reason in REASONS}
-    report = {"rows_read": len(kept) + sum(removed.values()), "kept": len(kept), **removed}
+    report = {"rows_read": len(kept) + sum(removed.values()), "kept": len(kept), **removed, **label_counts}
     if source.hierarchical:
         parents = defaultdict(set)
         for record in kept:
