@@ -25,7 +25,7 @@ TABLE_OPTIONS = {
     "language": "language", "licence": "licence", "citation": "citation", "description": "description",
     "pretty_name": "pretty_name", "source_url": "source_url", "splits": "splits", "min_fraction": "min_fraction",
     "max_fraction": "max_fraction", "min_chars": "min_chars", "min_per_label": "min_per_label",
-    "language_filter": "language_filter", "report": "report",
+    "language_filter": "language_filter", "similar_labels": "similar_labels", "report": "report",
 }
 
 
@@ -279,6 +279,9 @@ def parser() -> argparse.ArgumentParser:
     tab.add_argument("--language", help="ISO 639-1 language of the texts (default de)")
     tab.add_argument("--language-filter", action="store_true", default=None,
                      help="drop rows langdetect does not find in --language (counted as other_language)")
+    tab.add_argument("--similar-labels", choices=["keep", "merge"],
+                     help="labels that read as one (case, ligatures, look-alike letters) stop the build; "
+                          "keep: leave them separate labels, merge: make them their most frequent spelling")
     tab.add_argument("--licence", "--license", dest="licence", help="Hub licence id of the data, e.g. cc-by-4.0 "
                      "(needed to push)")
     tab.add_argument("--citation", type=Path, help="file with the source's BibTeX entry (needed to push)")
