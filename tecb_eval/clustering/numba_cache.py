@@ -1,6 +1,6 @@
 """UMAP's compiled numba code kept on disk, so a process after the first loads it instead of
-compiling it again (about 10 s for a first UMAP fit in a fresh process on a quiet core, 0.5 s with
-the code on disk). Every UMAP we run goes through here: grid units and their worker processes
+compiling it again (what that saves a fresh process: docs/benchmarks.md, "UMAP's compiled code on
+disk"). Every UMAP we run goes through here: grid units and their worker processes
 (``tecb_eval.grid.work``) and the UMAP reducer of ``tecb_eval.clustering.algorithms``."""
 
 from __future__ import annotations
@@ -28,12 +28,11 @@ def keep_compiled_umap() -> None:
     """Keep UMAP's compiled numba code on disk, so a process after the first loads it instead of
     compiling it again.
 
-    Every worker process compiles UMAP's and pynndescent's numba functions on its first UMAP: about
-    30 s on a quiet core (measured: bench/bench_scale200k.py, 190 s on a core shared six ways), a
-    second worker's worth of that for every worker, on each run. pynndescent asks numba to cache
-    most of its functions; umap-learn asks for one. Numba's own switch for the rest is its
-    ``enable_caching`` on each function, before the first call; the code compiled and then cached
-    is the code that would run, so the bits do not change. A few functions cannot be cached (numba
+    Every worker process compiles UMAP's and pynndescent's numba functions on its first UMAP, seconds
+    of every worker's time on each run (docs/benchmarks.md, "UMAP's compiled code on disk").
+    pynndescent asks numba to cache most of its functions; umap-learn asks for one. Numba's own
+    switch for the rest is its ``enable_caching`` on each function, before the first call; the code
+    compiled and then cached is the code that would run, so the bits do not change. A few functions cannot be cached (numba
     says why: "dynamic globals") and still compile in every process.
     """
     import importlib

@@ -152,9 +152,10 @@ def one_thread():
     """Limit BLAS/OpenMP (threadpoolctl), numba and joblib to one thread for the unit that follows.
 
     joblib: HDBSCAN computes its core distances with ``joblib.Parallel(n_jobs=4)``, which starts
-    a pool of 4 processes in every worker on its first fit (16 s of a 19.5 s HDBSCAN on 50,000
-    points, measured) and then runs 4 processes per worker beside the others. joblib's sequential
-    backend runs them in the unit's own thread: the same core distances, the same labels.
+    a pool of 4 processes in every worker on its first fit and then runs 4 processes per worker
+    beside the others, on cores the other workers hold (docs/benchmarks.md, "HDBSCAN's joblib
+    pool"). joblib's sequential backend runs them in the unit's own thread: the same core
+    distances, the same labels.
     """
     import contextlib
 

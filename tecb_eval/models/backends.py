@@ -92,10 +92,10 @@ def _ort_transformer(session, input_names, config, model_path: Path):
 
 def quantized(path: Path) -> Path:
     """The export with its MatMul weights quantized to int8 per output channel, activations
-    quantized per batch as they come (ONNX Runtime's ``quantize_dynamic``): 1.61x the float
-    torch backend's speed on P2P and 1.42x on S2S for MiniLM on a quiet 2-core machine, V-measure
-    within 0.17 points on average (``bench/bench_backend.py``, run of 2026-11-23). Activation scales are computed over each batch, so a text's vector
-    depends a little on the texts batched with it, as with any dynamic int8."""
+    quantized per batch as they come (ONNX Runtime's ``quantize_dynamic``): the backend that is
+    faster than float torch at nearly the same V-measure (docs/benchmarks.md, "Encoding backends").
+    Activation scales are computed over each batch, so a text's vector depends a little on the texts
+    batched with it, as with any dynamic int8."""
     import logging
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
