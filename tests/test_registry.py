@@ -218,6 +218,10 @@ def test_store_values_of_the_wrong_type_are_refused_not_written_as_code():
                                 algorithm_params={"batch_size": {"__class__": 1}, "n_clusters": 4})
     with pytest.raises(UserError, match="algorithm parameter batch_size"):
         _snippet(bad_param)
+    not_finite = _recommendation(_identities()["tfidf-lsa"], "minibatch_kmeans", "none",
+                                 algorithm_params={"batch_size": float("inf"), "n_clusters": 4})
+    with pytest.raises(UserError, match="algorithm parameter batch_size"):
+        _snippet(not_finite)
 
 
 def test_a_hostile_store_through_the_command_gives_one_line(tmp_path, demo_datasets, capsys):

@@ -234,7 +234,8 @@ def _chosen(algorithm: str, params: dict, n_clusters: int | None, r: "Recommenda
     for k, v in params.items():
         if k not in defaults or k == "n_clusters" or defaults[k] == v:
             continue
-        if not isinstance(v, _SCALARS) and r is not None:
+        # repr(inf) and repr(nan) are no Python literals: such a value would break the printed code.
+        if r is not None and (not isinstance(v, _SCALARS) or isinstance(v, float) and not math.isfinite(v)):
             raise _bad_value(r, f"algorithm parameter {k}", v)
         chosen[k] = v
     if "n_clusters" in defaults and n_clusters is not None:
