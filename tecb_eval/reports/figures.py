@@ -552,6 +552,10 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
         ax.grid(axis="x", alpha=0.3)
     axes[0, 0].set_yticks(range(len(models)))
     axes[0, 0].set_yticklabels(models, fontsize=8)
+    for ax in list(axes.flat)[:len(datasets)]:
+        # Every panel keeps its value scale: the last row may leave a panel above with none below it.
+        ax.tick_params(axis="x", labelbottom=True)
+        ax.tick_params(axis="y", labelsize=8)
     axes[0, 0].set_ylim(len(models) - 0.5, -0.5)  # the first model on top
     axes[0, 0].set_xlim(*value_limit(highest))
     one_split = int(kmeans.groupby(["mteb_name", "model"]).split.nunique().max()) < 2

@@ -82,7 +82,8 @@ def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: li
             if recorded not in (exported, figures.NOT_FROM_RESULTS):
                 skipped.setdefault("drawn from other results than these stores", []).append(shown_as)
                 continue
-            if recorded == exported and png.name in drawn:
+            # The report draws the export's Table 2 / 3 and authors' plots itself (Table 3 one per dataset).
+            if recorded == exported and (png.name in drawn or png.name == "table3.png" and draw):
                 skipped.setdefault("the report draws it itself", []).append(shown_as)
                 continue
             name = f"extra-{index}-{'-'.join(png.relative_to(source).parts)}"
