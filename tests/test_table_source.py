@@ -450,6 +450,7 @@ def test_the_cards_command_is_the_build_argv_and_runs_again_to_the_same_files(tm
 @pytest.mark.parametrize("option, value", [
     ("--text", "Titel\nimport os"), ("--text", "title,bo\tdy"), ("--label", "la\rbel"),
     ("--label-parent", "par\x1bent"), ("--id", "i\x00d"), ("--name", "news\n"), ("--columns", "id,ti\ntle,label"),
+    ("--pretty-name", "News\n---\nlicense: mit"), ("--description", "Zwei\tSpalten"),
 ])
 def test_a_name_with_a_control_character_is_refused_where_it_is_given(tmp_path, option, value):
     argv = {"--name": "news", "--text": "title", "--label": "label", "--id": "id"}
