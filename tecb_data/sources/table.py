@@ -20,6 +20,7 @@ import io
 import json
 import math
 import re
+import shlex
 import sys
 import unicodedata
 from collections import Counter, defaultdict
@@ -207,7 +208,7 @@ def _text_of(path: Path, raw: bytes, fmt: str) -> str:
     wide = _utf16_or_32(raw)
     if wide is not None:
         raise UserError(f"{path}: {wide} text, not UTF-8; re-save it as UTF-8 (a spreadsheet: \"CSV UTF-8\"; "
-                        f"or `iconv -f {wide.lower()} -t utf-8 {path.name} > utf8-{path.name}`)")
+                        f"or `iconv -f {wide.lower()} -t utf-8 {shlex.quote(path.name)} > {shlex.quote('utf8-' + path.name)}`)")
     if b"\x00" in raw[:SNIFF_CHARS] or raw.startswith(PARQUET_MAGIC):
         raise UserError(f"{path}: not a {fmt.upper()} text file, it is {_what_it_is(raw)}")
     try:
