@@ -115,8 +115,10 @@ def _snippet(r) -> str:
 def _identities() -> dict[str, str]:
     from tecb_eval.models.encoders import get_encoder
 
-    tfidf = get_encoder("tfidf-lsa", seed=42).fit_corpus([f"Text Nummer {i}" for i in range(5)])
-    return {"tfidf-lsa": tfidf.identity, "minilm-l6": get_encoder("minilm-l6").identity,
+    corpus = [f"Text Nummer {i}" for i in range(5)]
+    tfidf = get_encoder("tfidf-lsa", seed=42).fit_corpus(corpus)
+    narrow = get_encoder("tfidf-lsa", seed=42, n_components=16).fit_corpus(corpus)
+    return {"tfidf-lsa": tfidf.identity, "tfidf-lsa-16": narrow.identity, "minilm-l6": get_encoder("minilm-l6").identity,
             "use-multilingual": get_encoder("use-multilingual").identity}
 
 
@@ -131,10 +133,18 @@ def test_every_snippet_runs_as_printed_offline_on_a_small_corpus(demo_datasets, 
     cases = [("tfidf-lsa", a, "pca") for a in registry.ALGORITHMS]
     cases += [("tfidf-lsa", "minibatch_kmeans", r) for r in registry.REDUCTIONS if r != "pca"]
     cases += [(m, "minibatch_kmeans", "none") for m in ("minilm-l6", "use-multilingual")]
+    # PCA+UMAP clips its PCA to the embeddings' length too: 16 LSA dimensions on 40 texts, and a sentence model.
+    cases += [(m, "minibatch_kmeans", "pca50+umap") for m in ("tfidf-lsa-16", "minilm-l6")]
     docs = sorted(load_dataset(demo_datasets / "blurbs-clustering-s2s").splits[0].texts)[:40]
     script = ["import json, sys", f"docs = {docs!r}", "found = []"]
-    for i, (model, algorithm, reduction) in enumerate(cases):
-        code = _snippet(_recommendation(identities[model], algorithm, reduction))
+    # A lead that does not hold adds the runner-up as the snippet's first line: it runs too.
+    runner = {"model": "minilm-l6", "algorithm": "hdbscan", "reduction": "umap", "mean": 0.29}
+    recommendations = [_recommendation(identities[m], a, r) for m, a, r in cases]
+    recommendations.append(_recommendation(identities["tfidf-lsa"], "minibatch_kmeans", "none",
+                                           runner_up=runner, lead_holds=False))
+    cases.append(("tfidf-lsa", "minibatch_kmeans", "none"))
+    for i, r in enumerate(recommendations):
+        code = _snippet(r)
         script += [f"namespace = {{'docs': docs}}", f"exec(compile({code!r}, 'snippet-{i}', 'exec'), namespace)",
                    "found.append(len(namespace['topics']))"]
     script.append("print(json.dumps(found))")

