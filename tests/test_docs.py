@@ -36,8 +36,8 @@ RUN_HERE = {
         "test_readme_tour_runs_as_printed",
     "tecb-data stats out/blurbs-clustering-s2s": "test_readme_tour_runs_as_printed",
     "tecb-eval run --data out/blurbs-clustering-s2s --model minilm-l6 --config minibatch_kmeans:none --limit-splits 2 "
-    "--results results.jsonl": "test_readme_tour_runs_as_printed",
-    "tecb-eval table results.jsonl --table 2": "test_readme_tour_runs_as_printed",
+    "--results out/results.jsonl": "test_readme_tour_runs_as_printed",
+    "tecb-eval report out/results.jsonl --out out/report": "test_readme_tour_runs_as_printed",
     "tecb-data push out/blurbs-clustering-s2s --repo-id ORG/blurbs-clustering-s2s --dry-run":
         "test_readme_tour_runs_as_printed",
     "tecb-data build --source reddit --ids ../shared/data/reddit/submission_ids.txt --out datasets/ --praw-site tecb":
@@ -178,7 +178,11 @@ def test_readme_tour_runs_as_printed(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     printed = {command: run_command(command, work, env) for command in commands_run_by("test_readme_tour_runs_as_printed")}
     assert (work / "out" / "blurbs-clustering-s2s" / "manifest.json").exists()
-    assert (work / "results.jsonl").exists()
+    # Everything the tour writes is in out/, which .gitignore names: a clone stays clean after it.
+    ignored = (REPO / ".gitignore").read_text().split()
+    assert "/out/" in ignored and ".tecb-cache/" in ignored
+    assert {p.name for p in work.iterdir()} <= {"out", ".tecb-cache"}, sorted(p.name for p in work.iterdir())
+    assert (work / "out" / "results.jsonl").exists() and (work / "out" / "report" / "index.html").exists()
     outputs = "\n".join(r.stdout + r.stderr for r in printed.values())
     assert "| minilm-l6 |" in outputs and "nothing was sent" in outputs
 
