@@ -42,6 +42,7 @@ def _run_grid(args, models, datasets, configurations=None):
         results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
         jobs=args.jobs, scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout,
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
+        encode_on=getattr(args, "encode_on", None),
     )
 
 
@@ -159,6 +160,9 @@ def register(commands) -> None:
                      help="also fill in these scores (repeatable: they add up) on rows the results store already holds without them (rows "
                           "written before them): per-level scores (level) and DBCV (dbcv); those cells are run "
                           "again from the caches, the rest are kept")
+    run.add_argument("--encode-on", choices=["any", "gpu"],
+                     help="with --scheduler: encode on any Dask worker (default), or only on workers started with "
+                          "--resources GPU=1")
     run.add_argument("--format", choices=["md", "csv", "latex"], default="md",
                      help="format of the tables printed (default md)")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "

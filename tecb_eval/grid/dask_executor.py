@@ -165,7 +165,7 @@ class DaskExecutor:
             except Exception as error:  # noqa: BLE001 -- sorted into lost or not just below
                 exc = error
             if result is None:
-                if exc is not None and not lost and not _worker_lost(exc):
+                if exc is not None and not lost and not worker_lost(exc):
                     raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
                 attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
                 if attempts[task.unit.key] >= DASK_MAX_ATTEMPTS:
@@ -229,7 +229,7 @@ class DaskExecutor:
             self._client_log.setLevel(self._client_log_level)
 
 
-def _worker_lost(exc: BaseException) -> bool:
+def worker_lost(exc: BaseException) -> bool:
     """The unit failed because its worker died, or its scattered input went with one."""
     # FutureCancelledError: the scheduler forgot the unit (its input, or its finished result, died
     # with a worker before we gathered it).

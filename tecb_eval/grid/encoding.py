@@ -14,6 +14,7 @@ from typing import Callable
 
 from tecb_data.progress import Progress
 from tecb_eval.grid.cache import EmbeddingStore
+from tecb_eval.grid.cluster_encode import binding, runs_on_cluster
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Pending
 from tecb_eval.models.spec import ModelRun, ModelSpec, open_model
@@ -27,6 +28,7 @@ class Encoding:
         self.cache_dir, self.protocol, self.seed = cache_dir, protocol, seed
         self.ledger, self.progress, self.log = ledger, progress, log
         self._opened = opened
+        self.cluster = None  # a ClusterEncoder (tecb_eval.grid.cluster_encode): encode tasks on Dask
 
     def open(self, spec: ModelSpec) -> ModelRun:
         opened, self._opened = self._opened, None
@@ -63,13 +65,14 @@ class Encoding:
         started = time.perf_counter()
         for item in work:
             if item.encoder.identity in needed:
-                self._encode(run, item.encoder, needed.pop(item.encoder.identity), stores[item.encoder.identity])
+                self._encode(run, item, needed.pop(item.encoder.identity), stores[item.encoder.identity])
         self.ledger.add_wall("encode", time.perf_counter() - started)
         for name, todo in missing_before.items():
             self.ledger.of(name)["encoded"] += len(todo)
         return {identity: store.embeddings() for identity, store in stores.items()}
 
-    def _encode(self, run: ModelRun, encoder, texts: list[str], store: EmbeddingStore) -> None:
+    def _encode(self, run: ModelRun, item: Pending, texts: list[str], store: EmbeddingStore) -> None:
+        encoder = item.encoder
         todo = store.missing(texts)
         if not todo:
             return
@@ -78,7 +81,11 @@ class Encoding:
         before = dict(counted) if isinstance(counted, dict) else None
         with Progress(total=len(todo), desc=f"encoding with {run.spec.name}", unit="texts",
                       enabled=self.progress) as bar:
-            store.encode_missing(todo, encoder.encode, progress=bar.update)
+            if self.cluster is not None and runs_on_cluster(run.spec, encoder):
+                bound_to = binding(run.encoder, item.bench, self.protocol)
+                self.cluster.encode(run.spec, self.seed, bound_to, encoder, todo, store, progress=bar.update)
+            else:
+                store.encode_missing(todo, encoder.encode, progress=bar.update)
         if before is not None and counted["texts"] > before["texts"]:
             # Text past the model's max_length is not encoded: said, never silent.
             prompt = " with its prompt" if getattr(encoder, "prompt", None) else ""

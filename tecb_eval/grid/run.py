@@ -29,6 +29,7 @@ from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.grid import executors, scheduling, work as work_module
 from tecb_eval.grid.cache import ReductionCache
+from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
@@ -54,7 +55,7 @@ class Grid:
                  profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
                  scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
-                 samples: SampleCache | None = None, opened: ModelRun | None = None):
+                 samples: SampleCache | None = None, opened: ModelRun | None = None, encode_on: str | None = None):
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
@@ -70,6 +71,8 @@ class Grid:
         self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
                                      timeout=scheduler_timeout)
         self.ledger = Ledger()
+        # On a Dask cluster the encode tasks go there too; "gpu": only to workers with Dask's GPU resource.
+        self.encode_resources = {"GPU": 1} if encode_on == "gpu" else None
         self.rows: list[dict] = []
         self.reductions = ReductionCache(self.cache_dir)
         self.encoding = Encoding(cache_dir=self.cache_dir, protocol=protocol, seed=self.plan.seed, ledger=self.ledger,
@@ -99,6 +102,8 @@ class Grid:
             interrupt = stack.enter_context(Interruptible())
             if executor is None:
                 executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
+            if getattr(executor, "client", None) is not None:
+                self.encoding.cluster = ClusterEncoder(executor.client, self.log, self.encode_resources)
             bar = stack.enter_context(Progress(total=self.plan.total_cells(), desc="grid cells", unit="cells",
                                                enabled=self.progress))
             # Loading (an ONNX export), one long encoding batch, one long unit: a line every 30 s still.
@@ -150,6 +155,7 @@ def run_grid(
     progress: bool = True,
     metrics: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
+    encode_on: str | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -178,6 +184,10 @@ def run_grid(
     ``metrics`` (``("level", "dbcv")``, ``--metrics``): cells whose stored row lacks per-level scores
     or DBCV that the cell has today (a row written before them) are run again from the caches and
     their rows replaced; without it such rows are kept as they are ("not measured").
+
+    With ``scheduler``, a sentence-transformers model named by text is encoded on the cluster too,
+    in shards of its missing texts (:mod:`tecb_eval.grid.cluster_encode`); ``encode_on="gpu"``
+    (``--encode-on gpu``) sends those shards only to workers started with ``--resources GPU=1``.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
     options = check_options(models, protocol=protocol, seed=seed, seeds=seeds, limit_splits=limit_splits,
@@ -185,6 +195,11 @@ def run_grid(
                             configurations=configurations)
     jobs_chosen = jobs is not None or bool(os.environ.get("TECB_JOBS", "").strip())
     jobs = scheduling.check_jobs(jobs, scheduler)
+    if encode_on not in ENCODE_ON:
+        raise UserError(f"encode_on={encode_on!r} (--encode-on): choose from {', '.join(e for e in ENCODE_ON if e)}")
+    if encode_on == "gpu" and scheduler is None:
+        raise UserError("--encode-on gpu sends encode tasks to Dask workers with a GPU resource: give --scheduler "
+                        "ADDRESS too, or leave it out to encode here")
     memory = scheduling.parse_memory(memory_limit)
     if not datasets:
         raise UserError("no datasets given")
@@ -222,7 +237,7 @@ def run_grid(
         grid = Grid(datasets, options.models, configurations=options.configurations, protocol=protocol,
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
-                    opened=opened)
+                    opened=opened, encode_on=encode_on)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs

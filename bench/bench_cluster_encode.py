@@ -1,0 +1,153 @@
+"""Encode tasks on a Dask cluster (issue 44): what two workers give over one, a warm cluster
+against MTEB's own ``mteb.evaluate``, and the same scores everywhere.
+
+- (a) the encode phase of a P2P grid (GermEval 2019 dev set built as Blurbs P2P, minilm-l6,
+  2 legacy splits, k-means) on one single-core Dask worker against two single-core workers, each
+  pinned to its own core with ``taskset`` (a stand-in for two machines);
+- (b) on a warm cluster (workers started with ``--preload tecb_eval.grid.cluster_encode``, the
+  model loaded by a first run), a second model's `tecb-eval run --scheduler` on Blurbs S2S against
+  MTEB's ``mteb.evaluate`` in a fresh process (bench_vs_mteb.py's), alternating;
+- (c) three models in one command against MTEB evaluating the same three: not here yet (it needs
+  three sentence-transformers models in the offline cache; the same model under three names would
+  come from the embedding cache);
+- (d) the scores of (a)'s grid in this process, with ``--jobs 2`` and on Dask: equal or not.
+
+Every figure is a wall clock in seconds; the runs alternate ``--repeat`` times and the medians
+are printed.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_cluster_encode.py [--repeat 3] [--only a,d]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_vs_mteb import TECB_EVAL, env, mtebs  # noqa: E402
+from benchdata import BLURBS_DEV, REPO  # noqa: E402
+
+DASK = REPO / ".venv" / "bin" / "dask"
+PRELOAD = "tecb_eval.grid.cluster_encode"
+
+
+@contextlib.contextmanager
+def cluster(cores: list[int], work: Path):
+    """A scheduler and one single-threaded worker per core in ``cores``, each pinned with taskset."""
+    address_file = work / f"scheduler-{'-'.join(map(str, cores))}.json"
+    procs = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--dashboard-address", ":0", "--scheduler-file", str(address_file)],
+                              env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        while not address_file.is_file():
+            time.sleep(0.2)
+        for core in cores:
+            procs.append(subprocess.Popen(
+                ["taskset", "-c", str(core), str(DASK), "worker", "--scheduler-file", str(address_file),
+                 "--nworkers", "1", "--nthreads", "1", "--preload", PRELOAD, "--dashboard-address", ":0"],
+                env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        import json
+
+        from distributed import Client
+
+        address = json.loads(address_file.read_text())["address"]
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(len(cores), timeout=120)
+        yield address
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=20)
+
+
+def run(data: Path, cache: Path, results: Path, *extra: str, models=("minilm-l6",)) -> dict:
+    """One `tecb-eval run`: its wall clock, its encode phase and its rows' V-measures."""
+    started = time.perf_counter()
+    args = [str(TECB_EVAL), "run", "--data", str(data), "--config", "minibatch_kmeans:none", "--results",
+            str(results), "--cache-dir", str(cache), "--quiet", "--no-figure1", *extra]
+    for model in models:
+        args += ["--model", model]
+    done = subprocess.run(args, capture_output=True, text=True, env=env())
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"tecb-eval run failed:\n{done.stderr[-3000:]}")
+    import json
+
+    rows = sorted((r["model"], r["split"], r["seed"], r["v_measure"])
+                  for r in map(json.loads, results.read_text().splitlines()))
+    phase = re.search(r"wall clock of this run: encode ([\d.]+) s", done.stderr)
+    return {"wall": wall, "encode": float(phase.group(1)) if phase else float("nan"), "rows": rows,
+            "score": 100 * statistics.fmean(r[3] for r in rows)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="a,b,d", help="which parts to run (a,b,d)")
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    if not BLURBS_DEV.is_file():
+        print(f"skipped: {BLURBS_DEV} is absent (the shared GermEval data)")
+        return 0
+    sys.path.insert(0, str(REPO))
+    from tecb_data.build import build
+
+    work = Path(tempfile.mkdtemp(prefix="bench-cluster-encode-"))
+    figures: dict[str, list[float]] = {}
+
+    def note(name: str, figure: dict) -> None:
+        figures.setdefault(name, []).append(figure["wall"] if "encode" not in figure else figure["encode"])
+        print(f"  {name}: {figures[name][-1]:.1f} s" + (f", score {figure['score']:.2f}" if "score" in figure else "")
+              + f" (load {os.getloadavg()[0]:.1f})", flush=True)
+
+    try:
+        built = {f.name: f for f, _ in build("blurbs", BLURBS_DEV, work / "data", views=("s2s", "p2p"))}
+        s2s, p2p = built["blurbs-clustering-s2s"], built["blurbs-clustering-p2p"]
+        legacy = ("--protocol", "legacy", "--limit-splits", "2")
+        scores = {}
+        for i in range(args.repeat):
+            print(f"round {i + 1} of {args.repeat}", flush=True)
+            if "a" in parts or "d" in parts:
+                for cores in ([0], [0, 1]):
+                    with cluster(cores, work) as address:
+                        tag = f"{len(cores)} worker{'s' if len(cores) > 1 else ''}"
+                        out = run(p2p, work / f"a{i}-{tag}", work / f"a{i}-{tag}.jsonl", *legacy, "--scheduler", address)
+                        note(f"(a) P2P encode phase, {tag}", out)
+                        scores[f"Dask, {tag}"] = out["rows"]
+            if "d" in parts and i == 0:
+                scores["this process"] = run(p2p, work / "d1", work / "d1.jsonl", *legacy, "--jobs", "1")["rows"]
+                scores["--jobs 2"] = run(p2p, work / "d2", work / "d2.jsonl", *legacy, "--jobs", "2")["rows"]
+            if "b" in parts:
+                with cluster([0, 1], work) as address:
+                    fast = ("--protocol", "fast", "--scheduler", address)
+                    run(s2s, work / f"warm{i}", work / f"warm{i}.jsonl", *fast)  # loads MiniLM on the workers, untimed
+                    # As bench_vs_mteb's second model: the fast sample stored by a first model (untimed).
+                    run(s2s, work / f"b{i}", work / f"b{i}-first.jsonl", *fast, models=("tfidf-lsa",))
+                    note("(b) warm cluster, a second model S2S", run(s2s, work / f"b{i}", work / f"b{i}.jsonl", *fast))
+                    note("(b) MTEB evaluate S2S, fresh process", mtebs(s2s))
+        print("medians:")
+        for name, values in figures.items():
+            print(f"  {name}: {statistics.median(values):.1f} s over {len(values)}")
+        if scores:
+            reference = next(iter(scores.values()))
+            for name, rows in scores.items():
+                print(f"  (d) scores {name}: {'equal' if rows == reference else 'DIFFERENT'} ({len(rows)} rows)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
