@@ -80,7 +80,7 @@ def _no_formula(text: str) -> list[list[str]]:
     for row in parsed:
         for cell in row:
             assert not cell.startswith(("=", "+", "@", "\t", "\r")), cell
-            if cell.startswith("-"):
+            if cell.startswith("-") and cell != "-":  # "-" alone: the reference table's "no reduction"
                 float(cell)  # a negative number stays a number; "-2+3" and "-inf" are quoted
     return parsed
 

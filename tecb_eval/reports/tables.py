@@ -643,7 +643,10 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 
 def _csv_cell(value):
     """A text cell a spreadsheet would run as a formula gets a leading ``'``; a number stays a number."""
-    if not isinstance(value, str) or not value.startswith(_FORMULA_START) or _PLAIN_NUMBER.match(value):
+    # A lone sign is no formula: "-" is the reference table's spelling of "no reduction", and a
+    # spreadsheet reads it as text; quoting it would change a column the authors' tools read.
+    if (not isinstance(value, str) or not value.startswith(_FORMULA_START) or _PLAIN_NUMBER.match(value)
+            or value in ("-", "+")):
         return value
     return "'" + value
 
