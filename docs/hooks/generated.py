@@ -5,11 +5,19 @@ A page writes a marker on a line of its own and the build puts the table there:
 - ``<!-- tecb:algorithms -->`` and ``<!-- tecb:reductions -->``: the clustering registry's entries
   (``tecb_eval.clustering.registry``), with the defaults the grid sets and the equivalent outside tecb;
 - ``<!-- tecb:changelog -->``: the repository's ``CHANGELOG.md`` (outside ``docs/``, so MkDocs cannot
-  link it), its first heading dropped.
+  link it), its first heading dropped;
+- ``<!-- tecb:fields module.Class -->``: a dataclass's fields, their types, defaults and the comment
+  beside each in the source (fields carry no docstrings, so mkdocstrings shows none of this);
+- ``<!-- tecb:row-schema -->``: the fields of a results-store row, from the store's own lists
+  (``tecb_eval.grid.store``), which are what reading a store checks.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,15 +75,71 @@ def changelog() -> str:
     return "\n".join(lines)
 
 
+def _comments(cls) -> dict[str, str]:
+    """field -> the comment on its line (or on the lines just above it) in the class's source."""
+    found, above = {}, []
+    for line in inspect.getsource(cls).splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            above.append(stripped.lstrip("# "))
+            continue
+        match = re.match(r"\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$", line)
+        if match and not stripped.startswith(("def ", "@", "return")):
+            found[match.group(1)] = " ".join([*above, match.group(2) or ""]).strip()
+        above = []
+    return found
+
+
+def fields_table(path: str) -> str:
+    module, _, name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    comments = _comments(cls)
+    rows = ["| field | type | default | what it is |", "| --- | --- | --- | --- |"]
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f"`{f.default!r}`"
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f"`{f.default_factory()!r}`"
+        else:
+            default = "required"
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        rows.append(f"| `{f.name}` | `{_cell(kind)}` | {_cell(default)} | {_cell(comments.get(f.name, ''))} |")
+    return "\n".join(rows)
+
+
+def row_schema() -> str:
+    from tecb_eval.grid import store
+
+    groups = [(store.TEXT_FIELDS, "text"), (store.COUNT_FIELDS, "count (an integer, 0 or more)"),
+              (store.OPTIONAL_TEXT_FIELDS, "text or null, where present"), (store.FLAG_FIELDS, "true or false"),
+              (store.SCORE_FIELDS, "score"), (tuple(store.SCORE_RANGES), "score")]
+    # The two key fields no type list of the store names.
+    kinds: dict[str, str] = {name: "" for name in store.KEY_FIELDS}
+    kinds.update(seeds="text: the run's seed set, sorted, e.g. `1,2,42`", seed="integer: this row's seed")
+    for names, kind in groups:
+        for name in names:
+            kinds[name] = kinds.get(name) or kind
+    rows = ["| field | in the cell's key | kind | range |", "| --- | --- | --- | --- |"]
+    for name, kind in kinds.items():
+        low_high = store.SCORE_RANGES.get(name)
+        shown = f"{low_high[0]:g} to {low_high[1]:g}" if low_high else ""
+        key = "yes" if name in store.KEY_FIELDS else ""
+        default = " (missing in older stores: see below)" if name in store.FIELD_DEFAULTS else ""
+        rows.append(f"| `{name}` | {key} | {kind or 'text or integer'}{default} | {shown} |")
+    return "\n".join(rows)
+
+
 MARKERS = {
     "<!-- tecb:algorithms -->": algorithms_table,
     "<!-- tecb:reductions -->": reductions_table,
     "<!-- tecb:changelog -->": changelog,
+    "<!-- tecb:row-schema -->": row_schema,
 }
+FIELDS = re.compile(r"<!-- tecb:fields ([\w.]+) -->")
 
 
 def on_page_markdown(markdown, **kwargs):
     for marker, render in MARKERS.items():
         if marker in markdown:
             markdown = markdown.replace(marker, render())
-    return markdown
+    return FIELDS.sub(lambda match: fields_table(match.group(1)), markdown)

@@ -222,7 +222,22 @@ def compare(frame: pd.DataFrame, model_a: str, model_b: str, datasets=None, *,
     """A - B per dataset (default: every dataset both models have) for one configuration (default:
     k-means on the embeddings, Table 2's). ``frame`` should hold one version per table
     (:func:`tecb_eval.reports.versions.select`), so that pairs are on the same build and seeds;
-    ``store``, the rows it was selected from, lets an error name a model's other versions."""
+    ``store``, the rows it was selected from, lets an error name a model's other versions.
+
+    :param frame: results rows (``tecb_eval.reports.versions.read_store``), one version per table
+    :param model_a: the model named first (the difference is A - B)
+    :param model_b: the other model
+    :param datasets: MTEB names to compare on; None: every dataset both models have
+    :param algorithm: the configuration's algorithm (a name of the clustering registry)
+    :param reduction: the configuration's reduction
+    :param metric: a score column of the rows (``v_measure``, ``ami``, ``ari``), 0..1
+    :param confidence: level of the bootstrap interval of the difference (0.95)
+    :param resamples: bootstrap and sign-flip resamples, at least 2 / (1 - confidence)
+    :param seed: seed of the resampling, a non-negative integer
+    :param store: the rows ``frame`` was selected from, for the error naming other versions
+    :returns: one :class:`Comparison` per dataset: the paired difference, its interval, the
+        sign-flip p-value and whether the difference holds
+    """
     check_settings(confidence, resamples, seed)
     if model_a == model_b:
         raise UserError(f"compare two different models (got {model_a!r} twice)")

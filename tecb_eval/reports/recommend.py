@@ -89,7 +89,17 @@ def _scores(rows: pd.DataFrame) -> pd.Series:
 def recommend(frame: pd.DataFrame, datasets=None, *, confidence: float = compare.DEFAULT_CONFIDENCE,
               resamples: int = compare.DEFAULT_RESAMPLES, seed: int = compare.DEFAULT_SEED) -> list[Recommendation]:
     """A recommendation per dataset of ``frame`` (one version per table: see the module), or of the
-    ``datasets`` named (MTEB names)."""
+    ``datasets`` named (MTEB names).
+
+    :param frame: results rows, one version per table (:func:`rows_to_recommend`)
+    :param datasets: MTEB names; None: every dataset of ``frame``
+    :param confidence: level of the intervals and of the paired test of the lead (0.95)
+    :param resamples: bootstrap and sign-flip resamples, at least 2 / (1 - confidence)
+    :param seed: seed of the resampling, a non-negative integer
+    :returns: one :class:`Recommendation` per dataset: the best pipeline, its interval, the
+        runner-up, whether the lead holds; :func:`text`, :func:`as_json` and
+        :func:`bertopic_snippet` show it
+    """
     synthetic = set(tables.synthetic_datasets(frame))
     have = tables.dataset_columns(frame.mteb_name.unique())
     if datasets:
@@ -392,6 +402,12 @@ def text(recommendations: list[Recommendation], left_out: str | None = None) -> 
 
 
 def as_json(recommendations: list[Recommendation], left_out: str | None = None) -> str:
+    """The recommendations as one JSON object, as ``tecb-eval recommend --format json`` prints it:
+    ``synthetic``, ``note``, ``left_out`` and one record per dataset (scores 0..1, the snippet as text).
+
+    :param recommendations: what :func:`recommend` returned
+    :param left_out: the line naming rows that were not compared, or None
+    """
     return json.dumps({"synthetic": any(r.synthetic for r in recommendations),
                        "note": tables.DEMO_NOTE if any(r.synthetic for r in recommendations) else None,
                        "left_out": left_out, "recommendations": [r.record() for r in recommendations]},
