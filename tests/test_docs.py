@@ -313,3 +313,62 @@ def test_each_card_carries_the_bibtex_of_its_sources(demo_datasets):
         for view in ("s2s", "p2p"):
             card = (demo_datasets / f"{source}-clustering-{view}" / "README.md").read_text()
             assert recipes.BENCHMARK_CITATION in card and citation in card, f"{source}-{view}"
+
+
+# --- issue 46: every feature has a page ----------------------------------------------------------
+
+def test_the_nav_has_the_pages_of_issue_46():
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text().replace("!ENV", "")).get("nav")
+    pages = set(re.findall(r"[\w-]+\.md", str(nav)))
+    assert {"results.md", "datasets.md", "components.md", "paper-results.md", "faq.md", "changelog.md"} <= pages
+
+
+def test_the_dataset_catalogue_gives_mtebs_published_figures_and_our_recipes_licences():
+    """Every row of the catalogue against MTEB's descriptive statistics and tecb_data's registry."""
+    import json
+
+    from tecb_data.recipes import DATASETS
+
+    stats_dir = SHARED_DATA.parent / "reference" / "mteb-descriptive-stats"
+    rows = {cells[1]: cells for cells in (
+        [c.strip() for c in line.strip("|").split("|")] for line in (DOCS / "datasets.md").read_text().splitlines()
+        if line.startswith("| `"))}
+    splits = {"Blurbs": "28", "TenKGnad": "10"}
+    for name in ("BlurbsClusteringS2S", "BlurbsClusteringP2P", "TenKGnadClusteringS2S", "TenKGnadClusteringP2P"):
+        cells = rows[name]
+        spec = next(s for s in DATASETS.values() if s.mteb_name == name)
+        assert cells[0].startswith(f"`{spec.name}`") and spec.name in cells[2], cells
+        test = json.loads((stats_dir / f"{name}.json").read_text())["test"]
+        assert cells[3] == splits[name.split("Clustering")[0]]
+        assert cells[4] == f"{test['num_samples']:,}" and cells[5] == str(test["label_statistics"]["unique_labels"])
+        assert cells[6] == f"{test['text_statistics']['average_text_length']:,.1f}"
+        assert cells[7] == {"cc-by-nc-4.0": "CC BY-NC 4.0", "cc-by-nc-sa-4.0": "CC BY-NC-SA 4.0"}[spec.license]
+        assert spec.source_url in cells[8]
+
+
+def test_the_papers_tables_on_the_results_page_are_what_table_paper_prints(capsys):
+    from tecb_eval.cli import main
+
+    reference = SHARED_DATA.parent / "reference" / "tecb-de-full-results.csv"
+    page = (DOCS / "paper-results.md").read_text()
+    assert "tecb-eval table --paper --reference ../shared/reference/tecb-de-full-results.csv" in page
+    shown = page.split("<!-- paper-tables: begin -->\n", 1)[1].split("\n<!-- paper-tables: end -->", 1)[0]
+    assert main(["table", "--paper", "--reference", str(reference)]) == 0
+    assert shown.strip() == capsys.readouterr().out.strip()
+
+
+def test_the_generated_tables_name_every_registry_entry():
+    sys.path.insert(0, str(DOCS / "hooks"))
+    try:
+        import generated
+    finally:
+        sys.path.remove(str(DOCS / "hooks"))
+    from tecb_eval.clustering.registry import ALGORITHMS, REDUCTIONS
+
+    algorithms, reductions = generated.algorithms_table(), generated.reductions_table()
+    assert all(f"| `{name}` |" in algorithms for name in ALGORITHMS)
+    assert all(f"| `{name}` |" in reductions for name in REDUCTIONS)
+    assert "`batch_size=500`" in algorithms and "`n_neighbors=15`" in reductions
+    page = (DOCS / "components.md").read_text()
+    assert "<!-- tecb:algorithms -->" in page and "<!-- tecb:reductions -->" in page
+    assert "| `dbcv` |" in generated.row_schema() and "| `name` |" in generated.fields_table("tecb_data.load.Benchmark")
