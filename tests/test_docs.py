@@ -366,7 +366,7 @@ def test_the_generated_tables_name_every_registry_entry():
     from tecb_eval.clustering.registry import ALGORITHMS, REDUCTIONS
 
     algorithms, reductions = generated.algorithms_table(), generated.reductions_table()
-    assert all(f"| `{name}` |" in algorithms for name in ALGORITHMS)
+    assert all(f"| `{name}`, " in algorithms for name in ALGORITHMS)
     assert all(f"| `{name}` |" in reductions for name in REDUCTIONS)
     assert "`batch_size=500`" in algorithms and "`n_neighbors=15`" in reductions
     page = (DOCS / "components.md").read_text()

@@ -35,19 +35,19 @@ def _params(values: dict) -> str:
 def algorithms_table() -> str:
     from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY
 
-    rows = ["| name (`--algorithm`) | the paper's name | what it is | number of clusters | noise | "
-            "parameters the grid sets | equivalent outside tecb | left out with |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| name (`--algorithm`), the paper's | what it is | parameters the grid sets | "
+            "equivalent outside tecb | not run on |", "| --- | --- | --- | --- | --- |"]
     for entry in ALGORITHMS_REGISTRY.values():
-        k = "k = the split's number of labels" if entry.takes_k else "its own"
+        # k is the split's number of labels; a density algorithm finds its own and labels noise -1.
         extra = {**({"n_clusters": "k"} if entry.takes_k else {}), **entry.defaults}
         params = ", ".join(f"`{key}={value}`" if key == "n_clusters" else f"`{key}={value!r}`"
                            for key, value in extra.items()) or "its library's defaults"
+        if entry.labels_noise:
+            params += "; noise: label -1"
         equivalent = f"`{entry.equivalent.import_line}`" + (f" ({entry.equivalent.note})" if entry.equivalent.note else "")
-        skipped = ", ".join(f"`{name}`" for name in entry.skipped_with) or "—"
-        rows.append(f"| `{entry.name}` | {_cell(entry.paper_name)} | {_cell(entry.description)} | {k} | "
-                    f"{'yes (label -1)' if entry.labels_noise else 'no'} | {_cell(params)} | {_cell(equivalent)} | "
-                    f"{skipped} |")
+        skipped = ", ".join(f"`{name}` (unless named)" for name in entry.skipped_with) or "—"
+        rows.append(f"| `{entry.name}`, {_cell(entry.paper_name)} | {_cell(entry.description)} | {_cell(params)} | "
+                    f"{_cell(equivalent)} | {skipped} |")
     return "\n".join(rows)
 
 
