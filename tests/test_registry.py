@@ -33,6 +33,7 @@ def test_every_algorithm_builds_and_fits_a_tiny_matrix(name):
     if not entry.labels_noise:
         assert (labels >= 0).all()
     assert entry.memory(30, 3, 3, "matrix") > 0 and entry.cost(30, 3, 3, "matrix") > 0
+    assert entry.words and registry.in_words(name, "none").startswith(entry.words)
     module = __import__(entry.equivalent.module, fromlist=[entry.equivalent.name])
     assert hasattr(module, entry.equivalent.name)
 

@@ -65,6 +65,7 @@ class Algorithm:
     cost: Callable[[int, int, int, str], float]  # the same -> relative run time, to start long units first
     skipped_with: tuple[str, ...] = ()  # reductions the paper left out with it (run only when named)
     defaults: dict = field(default_factory=dict)  # what the grid sets beside k and the seed
+    words: str = ""  # how a page or a table says it in a sentence ("Minibatch k-Means on the embeddings")
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Reduction:
     equivalent: Equivalent | None  # None: no reducer (BERTopic's BaseDimensionalityReduction)
     snippet: Callable[[dict], tuple[list[str], str]]  # checked parameters -> (imports, the line for umap_model)
     defaults: dict = field(default_factory=dict)
+    words: str = ""  # what the algorithm runs on, in a sentence
     compiles_umap: bool = False  # runs UMAP, whose numba code a process keeps on disk before the first fit
     needs_dims: bool = False  # its snippet reads ``dims``, the embeddings' length, which the snippet sets first
 
@@ -161,20 +163,20 @@ ALGORITHMS_REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
               labels_noise=False, takes_k=True, side_by_side=True, build=_kmeans,
               equivalent=Equivalent("sklearn.cluster", "MiniBatchKMeans"),
               memory=_labels_memory, cost=_centroid_cost,
-              defaults={"batch_size": KMEANS_BATCH_SIZE, "n_init": "auto"}),
+              defaults={"batch_size": KMEANS_BATCH_SIZE, "n_init": "auto"}, words="Minibatch k-Means"),
     Algorithm("agglomerative", "agglomerative", "agglom.", "agglomerative clustering, Ward linkage, k = the number of labels",
               labels_noise=False, takes_k=True, side_by_side=False, build=_ward,
               equivalent=Equivalent("sklearn.cluster", "AgglomerativeClustering"),
-              memory=_ward_memory, cost=_ward_cost, defaults={"linkage": "ward"}),
+              memory=_ward_memory, cost=_ward_cost, defaults={"linkage": "ward"}, words="Ward agglomerative clustering"),
     Algorithm("hdbscan", "hdbscan", "HDBSCAN", "HDBSCAN with its defaults (finds its own number of clusters; noise)",
               labels_noise=True, takes_k=False, side_by_side=True, build=_hdbscan,
               equivalent=Equivalent("hdbscan", "HDBSCAN"), memory=_labels_memory, cost=_centroid_cost,
-              skipped_with=("none",)),
+              skipped_with=("none",), words="HDBSCAN"),
     Algorithm("dbstream", "dbstream", "DBSTREAM", "river's streaming DBSTREAM with its defaults (noise)",
               labels_noise=True, takes_k=False, side_by_side=True, build=_dbstream,
               equivalent=Equivalent("tecb_eval.clustering.estimators", "DBSTREAMClusterer",
                                     note="river's DBSTREAM with scikit-learn's face"),
-              memory=_labels_memory, cost=lambda m, dim, k, path: m * 4e-4, skipped_with=("none",)),
+              memory=_labels_memory, cost=lambda m, dim, k, path: m * 4e-4, skipped_with=("none",), words="DBSTREAM"),
 )}
 
 
@@ -242,20 +244,20 @@ _UMAP_DEFAULTS = {"n_components": 2, "n_neighbors": UMAP_NEIGHBOURS, "metric": "
 REDUCTIONS_REGISTRY: dict[str, Reduction] = {r.name: r for r in (
     Reduction("none", "-", "none", "no reduction: the embeddings as the model gives them", build=_no_reducer,
               keeps_below=0, reduced_dim=lambda d: d, memory=lambda n, d: 0, cost=lambda n, d: 0.0,
-              equivalent=None, snippet=_snippet_none),
+              equivalent=None, snippet=_snippet_none, words="the embeddings"),
     Reduction("pca", "pca", "PCA", "PCA to 2 components", build=_pca, keeps_below=2, reduced_dim=lambda d: 2,
               memory=lambda n, d: 0, cost=lambda n, d: n * d * 1e-7,
               equivalent=Equivalent("sklearn.decomposition", "PCA"), snippet=_snippet_pca,
-              defaults={"n_components": 2}),
+              defaults={"n_components": 2}, words="PCA of the embeddings"),
     Reduction("umap", "umap", "UMAP", "UMAP to 2 components, cosine, 15 neighbours", build=_umap, keeps_below=0,
               reduced_dim=lambda d: 2, memory=_umap_memory, cost=lambda n, d: n * 2e-3,
               equivalent=Equivalent("umap", "UMAP"), snippet=_snippet_umap, defaults=_UMAP_DEFAULTS,
-              compiles_umap=True),
+              compiles_umap=True, words="UMAP of the embeddings"),
     Reduction("pca50+umap", "pca+umap", "PCA+UMAP", "PCA to 50 components, then UMAP to 2", build=_pca_umap,
               keeps_below=0, reduced_dim=lambda d: 2, memory=_umap_memory, cost=lambda n, d: n * 2e-3,
               equivalent=Equivalent("umap", "UMAP", note="after sklearn.decomposition.PCA(n_components=50)"),
               snippet=_snippet_pca_umap, defaults={**_UMAP_DEFAULTS, "pre_components": PCA_PRE_COMPONENTS},
-              compiles_umap=True, needs_dims=True),
+              compiles_umap=True, needs_dims=True, words="PCA+UMAP of the embeddings"),
 )}
 
 ALGORITHMS = tuple(ALGORITHMS_REGISTRY)
@@ -283,3 +285,8 @@ def reduction(name: str) -> Reduction:
         return REDUCTIONS_REGISTRY[name]
     except (KeyError, TypeError):
         raise UserError(f"unknown reduction {name!r}; choose from {', '.join(REDUCTIONS)}") from None
+
+
+def in_words(algorithm_name: str, reduction_name: str) -> str:
+    """A configuration as a page says it: "Minibatch k-Means on the embeddings"."""
+    return f"{algorithm(algorithm_name).words} on {reduction(reduction_name).words}"

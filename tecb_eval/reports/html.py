@@ -30,6 +30,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_eval.files import WriteError, write_text
+from tecb_eval.clustering import registry
 from tecb_eval.reports import figures, leaderboard, ranking, tables, versions
 
 REPORT = "tecb-eval report"  # the marker of a report folder
@@ -47,6 +48,7 @@ def _environment():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
+    env.globals["TABLE2_WORDS"] = registry.in_words(*registry.TABLE2_CONFIGURATION)  # the ranked configuration, as the registry words it
     env.filters["x100"] = leaderboard.shown
     env.filters["heat"] = leaderboard.heat_colour
     env.filters["num"] = _sort_value
