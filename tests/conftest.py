@@ -272,3 +272,24 @@ def wait_for_claim(claim: Path, stop, timeout: float = 600) -> tuple[int, str] |
         return None
     pid, key = claim.read_text().split(" ", 1)
     return int(pid), key
+
+
+@pytest.fixture(scope="module")
+def kept_environment():
+    """This process's environment as it was, put back when the module is done: a Dask LocalCluster
+    sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, ... in it, which every later subprocess of the test
+    session would inherit (and BLAS threads change tfidf-lsa's vectors)."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(kept_environment):
+    """A real Dask LocalCluster: two single-threaded worker processes on 127.0.0.1."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  host="127.0.0.1", silence_logs=40) as local:
+        yield local

@@ -40,6 +40,15 @@ def modules(root: Path, package: str) -> dict[str, Path]:
     return found
 
 
+def imported_from(name: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` in module ``name`` imports from, relative levels resolved."""
+    if not node.level:
+        return node.module or ""
+    anchor = name.split(".") if is_package else name.split(".")[:-1]
+    anchor = anchor[: len(anchor) - (node.level - 1)]
+    return ".".join(anchor + ([node.module] if node.module else []))
+
+
 def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
     """module -> the modules of ``packages`` it imports (a ``from X import name`` counts as X.name
     where that is a module, else as X)."""
@@ -55,12 +64,7 @@ def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    anchor = name.split(".") if is_package else name.split(".")[:-1]
-                    anchor = anchor[: len(anchor) - (node.level - 1)]
-                    base = ".".join(anchor + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
+                base = imported_from(name, is_package, node)
                 targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
             for target in targets:
                 while target and target not in known:  # `import a.b.c` of a module or its attribute
@@ -243,12 +247,7 @@ def private_names_across_modules(root: Path, packages: tuple[str, ...]) -> list[
                     if alias.name in known:
                         bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    anchor = name.split(".") if is_package else name.split(".")[:-1]
-                    anchor = anchor[: len(anchor) - (node.level - 1)]
-                    base = ".".join(anchor + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
+                base = imported_from(name, is_package, node)
                 if base not in known:
                     continue
                 for alias in node.names:

@@ -40,20 +40,13 @@ def folder(tmp_path_factory):
     return out / "tenkgnad-clustering-s2s"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _keep_environment():
-    # LocalCluster sets OMP_NUM_THREADS and friends in this process's environment: put it back.
-    saved = dict(os.environ)
-    yield
-    os.environ.clear()
-    os.environ.update(saved)
-
-
 @pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  host="127.0.0.1", silence_logs=40) as local:
-        yield local
+def cluster(dask_cluster):
+    return dask_cluster
+
+
+# The module's own LocalClusters (the shared one, and a GPU-labelled one) leave the environment as they found it.
+pytestmark = pytest.mark.usefixtures("kept_environment")
 
 
 @pytest.fixture(scope="module")

@@ -68,22 +68,14 @@ def grid_data(demo, tmp_path_factory):
     return [build("blurbs", replica, root / "data", views=("s2s",))[0][0], demo[1]]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _keep_environment():
-    # LocalCluster sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, ... in this process's environment,
-    # which every later subprocess of the test session would inherit (and BLAS threads change
-    # tfidf-lsa's vectors): put it back.
-    saved = dict(os.environ)
-    yield
-    os.environ.clear()
-    os.environ.update(saved)
-
-
 @pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  host="127.0.0.1", silence_logs=40) as local:
-        yield local
+def cluster(dask_cluster):
+    return dask_cluster
+
+
+# Every LocalCluster of this module (the shared one, and a bare one a test starts) leaves the
+# environment as it found it.
+pytestmark = pytest.mark.usefixtures("kept_environment")
 
 
 @pytest.fixture(scope="module")

@@ -73,18 +73,6 @@ class Selection:
         return out
 
 
-def _complete(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.copy()
-    if "profile" not in frame.columns:
-        frame["profile"] = "current"
-    if "seeds" not in frame.columns:
-        frame["seeds"] = [seed_set_name([s]) for s in frame["seed"]]
-    for name in ("protocol", "dataset_fingerprint", "model_identity"):
-        if name not in frame.columns:
-            frame[name] = ""
-    return frame
-
-
 def _newest_per_model(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (model, dataset) the rows of its newest seed set and identity: those of its row written
     last (``store_order``); without one, the largest (seed set, identity), so never the frame's order."""
@@ -157,10 +145,10 @@ def shared_selection(frame: pd.DataFrame, *, protocol: str | None = None, profil
     chosen, left_out = versions.select(frame, **asked, like_with_like=False)
     if chosen.empty:
         return Selection(chosen, {}, left_out, chosen)
-    version = _complete(chosen)
+    version = versions.with_version_fields(chosen)
     wanted_protocol, wanted_profile = version.protocol.iloc[0], version.profile.iloc[0]
     builds = dict(version.groupby("mteb_name").dataset_fingerprint.first())
-    whole = _complete(frame)
+    whole = versions.with_version_fields(frame)
     same = whole[(whole.protocol == wanted_protocol) & (whole.profile == wanted_profile)
                  & (whole.dataset_fingerprint == whole.mteb_name.map(builds))]
     if seeds is None:

@@ -45,7 +45,7 @@ def read_store(path: Path) -> pd.DataFrame:
     return rows_frame(rows)
 
 
-def _complete(frame: pd.DataFrame) -> pd.DataFrame:
+def with_version_fields(frame: pd.DataFrame) -> pd.DataFrame:
     """The version fields on every row (frames built by hand or from old stores may lack some)."""
     frame = frame.copy()
     if "profile" not in frame.columns:
@@ -112,7 +112,7 @@ def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | N
     choosing for the datasets / models it matches."""
     if frame.empty:
         return frame, None
-    rows = _complete(frame)
+    rows = with_version_fields(frame)
     if seeds is not None:
         items = seeds.split(",") if isinstance(seeds, str) else list(seeds)
         try:
@@ -226,9 +226,9 @@ def versions(frame: pd.DataFrame) -> pd.DataFrame:
     """Every version in ``frame``: one row per (model, dataset, protocol, profile, seed set,
     dataset build, model identity) with its row and split counts and whether :func:`select` shows
     it by default (``shown``)."""
-    rows = _complete(frame)
+    rows = with_version_fields(frame)
     chosen, _ = select(frame)
-    shown_keys = set(map(tuple, _complete(chosen)[list(VERSION_KEY)].astype(str).to_numpy()))
+    shown_keys = set(map(tuple, with_version_fields(chosen)[list(VERSION_KEY)].astype(str).to_numpy()))
     out = []
     for key, group in rows.groupby(list(VERSION_KEY), sort=True):
         out.append({**dict(zip(VERSION_KEY, key)), "rows": len(group), "splits": group.split.nunique(),
