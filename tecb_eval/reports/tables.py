@@ -573,7 +573,9 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
             if any(match(m) for m in t2.index):
                 t2_note = [beside_paper_note("2", means_of(t2), [], paper, demo)]
                 t2 = beside_paper(t2, paper, match)
-        out["table2"] = (t2, "\n".join([*t2_note, legend("2", frame), *tail]))
+        kmeans = frame[(frame.algorithm == TABLE2_CONFIGURATION[0]) & (frame.reduction == TABLE2_CONFIGURATION[1])]
+        out["table2"] = (t2, "\n".join([*t2_note, legend("2", frame), *zero_notes(kmeans, ["model", "mteb_name"]),
+                                        *tail]))
     t3 = table3(frame, stats=True)
     t3_note = [DEMO_NOTE] if demo else []
     t3_models, t3_left = table3_models(frame)
@@ -581,8 +583,22 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
         paper = paper_table3(reference)
         t3_note = [beside_paper_note("3", means_of(t3), t3_models.model.unique(), paper, demo)]
         t3 = beside_paper(t3, paper)
-    out["table3"] = (t3, "\n".join([*t3_note, legend("3", frame), *tail, *([t3_left] if t3_left else [])]))
+    out["table3"] = (t3, "\n".join([*t3_note, legend("3", frame), *zero_notes(frame, ["algorithm", "reduction", "mteb_name"]),
+                                    *tail, *([t3_left] if t3_left else [])]))
     return out
+
+
+def zero_notes(frame: pd.DataFrame, keys: list[str]) -> list[str]:
+    """One line per cell of a table whose V-measure is 0 for a reason (every text noise, one
+    cluster: :func:`tecb_eval.reports.scores.zero_reason`), so a 0.00 is not read as a bad score."""
+    from tecb_eval.reports.scores import zero_reason
+
+    lines = []
+    for key, rows in frame.groupby(keys, sort=True):
+        why = zero_reason(rows)
+        if why:
+            lines.append(f"0.00 for {' / '.join(map(str, key))}: {why}.")
+    return lines
 
 
 # -- formatting ----------------------------------------------------------------------------------
