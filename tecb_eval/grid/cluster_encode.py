@@ -111,7 +111,7 @@ def _evict() -> None:
 
 
 def held_models() -> list[str]:
-    """The models this worker holds, oldest first (what `tecb-eval workers` and tests ask)."""
+    """The models this worker holds, oldest first (what the tests ask a worker)."""
     return [key[0] for key in _loaded]
 
 
