@@ -36,6 +36,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
+from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score  # noqa: F401 (re-exported)
 from tecb_eval.grid.seeds import MAX_SEED
 
 KEY_FIELDS = ("protocol", "profile", "seeds", "seed", "model", "model_identity", "dataset_fingerprint",
@@ -87,22 +88,6 @@ OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dt
 FLAG_FIELDS = ("synthetic", "reduce_cached")
 # grid.work.METRIC_FIELDS, less the count; named here so that reading a store needs no scikit-learn.
 SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction")
-# Where each score can lie: V-measure, its halves and the noise fraction are shares (0..1); the
-# chance-adjusted ARI and AMI reach 1 and go below 0 for worse than chance (ARI no lower than -0.5,
-# AMI's floor has no closed form, so both get -1). A value outside is an edited or foreign row that
-# a mean would carry into every table without a word.
-SCORE_RANGES = {"v_measure": (0.0, 1.0), "homogeneity": (0.0, 1.0), "completeness": (0.0, 1.0),
-                "ami": (-1.0, 1.0), "ari": (-1.0, 1.0), "noise_fraction": (0.0, 1.0), "dbcv": (-1.0, 1.0)}
-# Float round-off of the metrics' own arithmetic (1 - H(C|K)/H(C) a hair below 0), not a wrong score.
-_ROUND_OFF = 1e-9
-
-
-def in_range(name: str, value) -> bool:
-    """Whether ``value`` is a finite number where the score ``name`` can lie (:data:`SCORE_RANGES`)."""
-    low, high = SCORE_RANGES[name]
-    return _is_score(value) and low - _ROUND_OFF <= value <= high + _ROUND_OFF
-
-
 def row_problem(row: dict) -> str | None:
     """What makes a results row unlike every row the grid writes, or None: a key or text field that
     is no text, a seed that is no seed, a score that is no finite number, no ``mteb_name`` or
@@ -147,13 +132,9 @@ def row_problem(row: dict) -> str | None:
             return f"{name} {shown(row[name])} is not true or false"
     for name, value in row.items():
         # Timings (encode_s, cluster_s, levels_s, ...): the export sums them into MTEB's evaluation_time.
-        if name.endswith("_s") and value is not None and not (_is_score(value) and value >= 0):
+        if name.endswith("_s") and value is not None and not (is_score(value) and value >= 0):
             return f"{name} {shown(value)} is not a number of seconds"
     return _extra_problem(row, shown, whole)
-
-
-def _is_score(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _extra_problem(row: dict, shown, whole) -> str | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from tecb_data.errors import UserError
+from tecb_eval.clustering.ranges import SCORE_RANGES, in_range
 from tecb_eval.mteb.encoders import revision_of
 from tecb_eval.mteb.tasks import SPLIT, language_of, task_for
 
@@ -57,7 +58,7 @@ def _first(group, field: str):
 # edited value never reaches MTEB's JSON as another type, or names a folder outside the layout.
 _TEXT = ("model", "model_identity", "mteb_name", "dataset_fingerprint", "protocol", "profile", "seeds", "split")
 _OPTIONAL_TEXT = ("dataset_location", "prompt", "backend", "dtype", "language", "mteb_model")
-_SHARES = {"v_measure": (0.0, 1.0), "ami": (-1.0, 1.0)}
+_SHARES = {name: SCORE_RANGES[name] for name in ("v_measure", "ami")}
 _SECONDS = ("encode_s", "reduce_s", "cluster_s")
 
 
@@ -88,7 +89,7 @@ def check_rows(rows) -> None:
             if field in row and not _missing(row[field]) and not isinstance(row[field], str):
                 raise bad(field, "text")
         for field, (low, high) in _SHARES.items():
-            if field in row and not (_is_number(row[field]) and low <= row[field] <= high):
+            if field in row and not in_range(field, row[field]):
                 raise bad(field, f"a number from {low:g} to {high:g}")
         for field in _SECONDS:
             if field in row and not (_is_number(row[field]) and row[field] >= 0):
