@@ -14,13 +14,22 @@ A worker's model must have the identity this process computed, or the task fails
 one identity is never another model's. The coordinator alone writes the embedding store, one
 atomic shard per finished task: a worker killed mid-shard leaves no half shard, and Dask runs the
 shard again elsewhere.
+
+The coordinator never loads such a model: a worker opens it and says what the plan, the stores and
+the rows read of it (its identity, computed by the same code a run in-process uses, its batch size,
+its prompt per dataset), so a client that plans, reads the stores and writes results imports no
+torch, transformers, sentence-transformers or mteb (:class:`RemoteEncoder`). A model's shards may
+start before the model before it has finished clustering (:meth:`ClusterEncoder.start`, at a lower
+priority than the units), and they prefer the workers that hold the model already.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +40,7 @@ from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore, text_key
 from tecb_eval.models.spec import ModelSpec
 
 ENCODE_ON = (None, "any", "gpu")  # --encode-on: any worker, or only those with Dask's GPU resource
+NEXT_MODEL_PRIORITY = -1  # the next model's shards fill the slots the current model's units leave free
 SHARDS_PER_WORKER = 4  # enough shards that a slow or lost worker holds up little of a model's encoding
 MAX_ATTEMPTS = 4  # per shard: its worker may die 3 times
 MODEL_SHARE = 0.6  # of a worker's memory limit that loaded models may hold before the oldest goes
@@ -40,9 +50,31 @@ def runs_on_cluster(spec: ModelSpec, encoder) -> bool:
     """Whether a worker can open ``spec`` itself and batch as we cut: a model named by text (an
     encoder object cannot travel) that sentence-transformers encodes, one batch of ``batch_size``
     at a time. Other encoders (tfidf-lsa's fit per dataset, plain transformers) encode here."""
+    if isinstance(encoder, RemoteEncoder):
+        return True
     from tecb_eval.models.encoders import SentenceTransformerEncoder
 
     return isinstance(spec.spec, (str, Path)) and isinstance(encoder, SentenceTransformerEncoder)
+
+
+def opens_on_a_worker(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is a sentence-transformers model named by text, told from its files alone
+    (no torch here): the models a worker opens and the coordinator only describes. A layer (mean
+    pooling in torch), the built-in non-neural models and ``mteb:`` models open here as before."""
+    from tecb_eval.models import encoders
+
+    if not isinstance(spec.spec, (str, Path)) or "layer" in spec.options:
+        return False
+    text = str(spec.spec)
+    if text in ("tfidf-lsa", "use-multilingual") or text.startswith("mteb:"):
+        return False
+    if text == "minilm-l6":
+        folder = encoders.minilm_folder()
+    elif Path(text).expanduser().is_dir():
+        folder = Path(text).expanduser()
+    else:
+        folder = encoders.resolve_model(text)[0]  # found (downloaded) already by find_model
+    return encoders.is_sentence_transformers_folder(folder)
 
 
 def binding(encoder, bench, protocol: str) -> tuple | None:
@@ -111,22 +143,69 @@ def _evict() -> None:
 
 
 def held_models() -> list[str]:
-    """The models this worker holds, oldest first (what the tests ask a worker)."""
+    """The models this worker holds, oldest first (what the coordinator and the tests ask a worker)."""
     return [key[0] for key in _loaded]
 
 
-def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: str, batches: list[list[str]]):
-    """One encode task: ``batches`` encoded one call each by the worker's copy of the model, bound
-    to the dataset's task; the vectors in the batches' order."""
+def held_keys() -> list[tuple]:
+    """The (spec, options, seed) keys of the models this worker holds: where a model's shards go first."""
+    return list(_loaded)
+
+
+def _bound(spec: ModelSpec, seed: int, bound_to: tuple | None):
     encoder = loaded_model(spec, seed)
     if bound_to is not None:
         from tecb_eval.mteb.tasks import task_class
 
         encoder = encoder.for_task(task_class(*bound_to).metadata)
+    return encoder
+
+
+def _address() -> str | None:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except ValueError:  # called outside a worker (a test)
+        return None
+
+
+def check_on_worker(specs: list[ModelSpec]) -> None:
+    """What the coordinator left to a worker of its preflight: each model's device and files, as this
+    worker's torch and transformers see them (one line per problem, as a run in-process says it)."""
+    from tecb_eval.models import encoders
+
+    for spec in specs:
+        encoders.preflight(spec.spec, **spec.options)
+
+
+def describe_model(spec: ModelSpec, seed: int, bound_to: tuple | None) -> dict:
+    """What the coordinator reads of ``spec`` (bound to a dataset's task), asked of a worker that
+    opens the model and keeps it: the identity today's in-process run computes, by the same code."""
+    from tecb_eval.models.encoders import SentenceTransformerEncoder, encoding_fields
+
+    encoder = _bound(spec, seed, bound_to)
+    if not isinstance(encoder, SentenceTransformerEncoder):
+        raise RuntimeError(f"{spec.name}: the worker opened a {type(encoder).__name__}, not a sentence-transformers "
+                           "model; its files differ from the coordinator's")
+    return {"identity": encoder.identity, "batch_size": int(encoder.batch_size),
+            "per_task": bool(getattr(encoder, "per_task", False)), "fields": encoding_fields(encoder),
+            "worker": _address()}
+
+
+def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: str, batches: list[list[str]]):
+    """One encode task: ``batches`` encoded one call each by the worker's copy of the model, bound
+    to the dataset's task. Returns the vectors in the batches' order, the shard's texts that the
+    model's max_length cut (``{"texts", "tokens"}``) and the worker's address."""
+    encoder = _bound(spec, seed, bound_to)
     if encoder.identity != identity:
         raise RuntimeError(f"the worker's {spec.name} is {encoder.identity}, the coordinator's {identity}: install "
                            "the same model files and packages on every worker")
-    return np.concatenate([np.asarray(encoder.encode(batch)) for batch in batches])
+    # This shard's own count: the model's shared one is another task's too on a multi-threaded worker.
+    encoder = copy.copy(encoder)
+    encoder.truncated = {"texts": 0, "tokens": 0}
+    vectors = np.concatenate([np.asarray(encoder.encode(batch)) for batch in batches])
+    return vectors, encoder.truncated, _address()
 
 
 def warm_up_worker() -> None:
@@ -140,63 +219,183 @@ def dask_setup(worker) -> None:  # the hook `dask worker --preload tecb_eval.gri
 
 
 # -- on the coordinator -----------------------------------------------------------------------
+class RemoteEncoder:
+    """The coordinator's stand-in for a model a worker holds: what the plan, the stores and the rows
+    read of an encoder (identity, batch size, prompt, backend, dtype, folder), as a worker described
+    it. It encodes nothing here; :class:`ClusterEncoder` sends its texts to the cluster."""
+
+    persistent = True
+
+    def __init__(self, spec: ModelSpec, seed: int, bound_to: tuple | None, described: dict, truncated: dict):
+        self.spec, self.seed, self.bound_to = spec, seed, bound_to
+        self.identity = described["identity"]
+        self.batch_size = described["batch_size"]
+        self.per_task = described["per_task"]
+        fields = described["fields"]
+        # encoders.encoding_fields reads these, so a row says what an in-process run's row says.
+        self.prompt, self.backend, self.dtype = fields.get("prompt"), fields.get("backend"), fields.get("dtype")
+        if fields.get("model_location"):
+            self.location = fields["model_location"]
+        self.truncated = truncated  # shared by the per-dataset copies, as the model's own count is
+
+    def encode(self, texts):
+        raise RuntimeError(f"{self.spec.name} is held by the Dask workers: its texts are encoded there")
+
+
+@dataclass
+class Started:
+    """A model's shards on the cluster, not yet written to its store."""
+
+    spec: ModelSpec
+    encoder: RemoteEncoder
+    todo: list[str]
+    pieces: list
+    running: dict = field(default_factory=dict)  # future -> shard index
+    attempts: list = field(default_factory=list)
+
+
 class ClusterEncoder:
-    """Sends a model's missing texts to the cluster as shard tasks and writes each finished shard."""
+    """Describes models and sends their missing texts to the cluster as shard tasks; the
+    coordinator writes each finished shard to the embedding store."""
 
     def __init__(self, client, log, resources: dict | None = None):
         self.client, self.log, self.resources = client, log, resources or {}
 
-    def workers(self) -> int:
-        return max(1, len(self.client.scheduler_info(n_workers=-1).get("workers", {})))
+    def workers(self) -> list[str]:
+        return sorted(self.client.scheduler_info(n_workers=-1).get("workers", {}))
 
-    def encode(self, spec: ModelSpec, seed: int, bound_to, encoder, todo: list[str], store: EmbeddingStore,
-               progress=None) -> None:
-        """Encode ``todo`` (distinct texts the store lacks) on the cluster into ``store``."""
+    def _call(self, what: str, function, *args, **options):
+        """One task's result, a lost worker retried; a cluster that stops answering: one line."""
+        from tecb_eval.grid.dask_executor import worker_lost
+
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                return self.client.submit(function, *args, pure=False, resources=self.resources, **options).result()
+            except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
+                if not (worker_lost(exc) or isinstance(exc, OSError)) or attempt == MAX_ATTEMPTS - 1:
+                    if isinstance(exc, OSError):
+                        raise UserError(f"the Dask cluster stopped answering while {what} "
+                                        f"({type(exc).__name__}); rerun to resume") from None
+                    raise
+
+    def preflight(self, specs: list[ModelSpec]) -> None:
+        """The workers' share of the preflight (device, model files), before any model is opened."""
+        if specs:
+            self._call("checking the models", check_on_worker, specs)
+
+    def describe(self, spec: ModelSpec, seed: int, bound_to: tuple | None = None,
+                 truncated: dict | None = None) -> RemoteEncoder:
+        """``spec`` as a worker opened it (and keeps it), bound to a dataset's task where it has one."""
+        described = self._call(f"opening {spec.name}", describe_model, spec, seed, bound_to,
+                               **self._prefer(spec, seed))
+        return RemoteEncoder(spec, seed, bound_to, described,
+                             truncated if truncated is not None else {"texts": 0, "tokens": 0})
+
+    def bind(self, encoder: RemoteEncoder, bound_to: tuple | None) -> RemoteEncoder:
+        """``encoder`` for one dataset's task (its prompt, its identity), as a worker binds it."""
+        if bound_to is None or not encoder.per_task:
+            return encoder
+        return self.describe(encoder.spec, encoder.seed, bound_to, encoder.truncated)
+
+    def _prefer(self, spec: ModelSpec, seed: int) -> dict:
+        """Dask's own placement hint: the workers already holding the model first (loose, so that an
+        idle worker still takes, or steals, a shard); none where no worker or every worker holds it."""
+        key = _model_key(spec, seed)
+        try:
+            held = self.client.run(held_keys, on_error="return")
+        except OSError:
+            return {}
+        holders = sorted(w for w, keys in held.items() if not isinstance(keys, BaseException) and key in map(tuple, keys))
+        if not holders or len(holders) == len(held):
+            return {}
+        return {"workers": holders, "allow_other_workers": True}
+
+    def start(self, spec: ModelSpec, encoder, todo: list[str], *, priority: int = 0) -> Started:
+        """Submit ``todo``'s shards (distinct texts the store lacks); :meth:`finish` writes them."""
+        ordered = sorted(todo)
+        ordered.sort(key=len)  # as EmbeddingStore.encode_missing orders an in-process encoding
+        pieces = shards(ordered, int(encoder.batch_size), len(self.workers()))
+        started = Started(spec, encoder, ordered, pieces, attempts=[0] * len(pieces))
+        prefer = self._prefer(spec, encoder.seed)
+        try:
+            for index in range(len(pieces)):
+                self._submit(started, index, priority, prefer)
+        except BaseException:
+            self.cancel(started)
+            raise
+        return started
+
+    def _submit(self, started: Started, index: int, priority: int = 0, prefer: dict | None = None):
+        encoder = started.encoder
+        name = short_hash(encoder.identity, *(t for batch in started.pieces[index] for t in batch[:1]))
+        try:
+            future = self.client.submit(encode_shard, started.spec, encoder.seed, encoder.bound_to,
+                                        encoder.identity, started.pieces[index],
+                                        key=f"tecb-encode-{name}-{index}-{started.attempts[index]}", pure=False,
+                                        resources=self.resources, priority=priority, **(prefer or {}))
+        except OSError as exc:
+            raise UserError(f"the Dask cluster stopped taking work while encoding with {started.spec.name} "
+                            f"({type(exc).__name__}); the shards finished before are stored: rerun to resume") from None
+        started.running[future] = index
+        return future
+
+    def cancel(self, started: Started) -> None:
+        """Take ``started``'s shards off the cluster (an interrupted or failed run leaves no work there)."""
+        if started.running:
+            try:
+                self.client.cancel(list(started.running))
+            except Exception:  # noqa: BLE001 -- a cluster already gone holds nothing of ours
+                pass
+            started.running.clear()
+
+    def finish(self, started: Started, store: EmbeddingStore, progress=None) -> None:
+        """Wait for ``started``'s shards and write each to ``store`` as it comes (one atomic shard each)."""
+        try:
+            self._collect(started, store, progress)
+        finally:
+            self.cancel(started)  # after an error or Ctrl-C: nothing of ours keeps running
+
+    def _collect(self, started: Started, store: EmbeddingStore, progress) -> None:
         from distributed import as_completed
 
         from tecb_eval.grid.dask_executor import worker_lost
 
-        ordered = sorted(todo)
-        ordered.sort(key=len)  # as EmbeddingStore.encode_missing orders an in-process encoding
-        pieces = shards(ordered, int(encoder.batch_size), self.workers())
-        attempts = [0] * len(pieces)
-        running = {}
-
-        def submit(index: int) -> None:
-            name = short_hash(encoder.identity, *(t for batch in pieces[index] for t in batch[:1]))
-            try:
-                future = self.client.submit(encode_shard, spec, seed, bound_to, encoder.identity, pieces[index],
-                                            key=f"tecb-encode-{name}-{index}-{attempts[index]}", pure=False,
-                                            resources=self.resources)
-            except OSError as exc:
-                raise UserError(f"the Dask cluster stopped taking work while encoding with {spec.name} "
-                                f"({type(exc).__name__}); the shards finished before are stored: rerun to resume") from None
-            running[future] = index
-            return future
-
-        for index in range(len(pieces)):
-            submit(index)
-        completed = as_completed(list(running), loop=self.client.loop, raise_errors=False)
+        spec = started.spec
+        completed = as_completed(list(started.running), loop=self.client.loop, raise_errors=False)
         for future in completed:
-            index = running.pop(future)
+            index = started.running.pop(future)
             try:
-                vectors = future.result()
+                vectors, truncated, _ = future.result()
             except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
                 if not (worker_lost(exc) or isinstance(exc, OSError)):
                     raise
-                attempts[index] += 1
-                if attempts[index] >= MAX_ATTEMPTS:
+                started.attempts[index] += 1
+                if started.attempts[index] >= MAX_ATTEMPTS:
                     raise UserError(f"encoding with {spec.name}: a shard's Dask worker was lost {MAX_ATTEMPTS} times "
                                     "(out of memory?); the shards finished before are stored: rerun to resume") from None
                 self.log(f"note: encoding with {spec.name}: a shard's worker was lost; encoding it again")
-                completed.add(submit(index))
+                completed.add(self._submit(started, index))
                 continue
-            texts = [t for batch in pieces[index] for t in batch]
+            texts = [t for batch in started.pieces[index] for t in batch]
             if vectors.ndim != 2 or len(vectors) != len(texts):
                 raise ValueError(f"a worker returned shape {vectors.shape} for {len(texts)} texts")
             rows = {text_key(t): i for i, t in enumerate(texts)}
             # One atomic store shard per task: the store's own writer, handed the worker's vectors.
             store.encode_missing(texts, lambda batch: vectors[[rows[text_key(t)] for t in batch]],
                                  chunk=len(texts))
+            counted = getattr(started.encoder, "truncated", None)
+            if isinstance(counted, dict):
+                counted["texts"] += truncated["texts"]
+                counted["tokens"] += truncated["tokens"]
             if progress is not None:
                 progress(len(texts))
+
+    def encode(self, spec: ModelSpec, seed: int, bound_to, encoder, todo: list[str], store: EmbeddingStore,
+               progress=None) -> None:
+        """Encode ``todo`` (distinct texts the store lacks) on the cluster into ``store``."""
+        if not isinstance(encoder, RemoteEncoder):  # a model opened here as well (run_grid's first, or a test's)
+            described = {"identity": encoder.identity, "batch_size": int(encoder.batch_size),
+                         "per_task": False, "fields": {}}
+            encoder = RemoteEncoder(spec, seed, bound_to, described,
+                                    getattr(encoder, "truncated", None) or {"texts": 0, "tokens": 0})
+        self.finish(self.start(spec, encoder, todo), store, progress)

@@ -4,6 +4,10 @@ embedding store (:class:`~tecb_eval.grid.cache.EmbeddingStore`, in chunks saved 
 A model is opened once per run; a per-dataset encoder (tfidf-lsa's fit, a prompt bound to the
 dataset's MTEB task) once per dataset; every text a pending cell needs and the store lacks is
 encoded in one pass per encoder, across datasets and seeds.
+
+On a Dask cluster (:mod:`tecb_eval.grid.cluster_encode`) a sentence-transformers model is opened
+by the workers, not here, and its texts are encoded there; the next model's shards may be started
+(:meth:`Encoding.prefetch`) while this one's units cluster.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Callable
 
 from tecb_data.progress import Progress
 from tecb_eval.grid.cache import EmbeddingStore
-from tecb_eval.grid.cluster_encode import binding, runs_on_cluster
+from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, RemoteEncoder, binding, opens_on_a_worker, runs_on_cluster
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Pending
 from tecb_eval.models.spec import ModelRun, ModelSpec, open_model
@@ -29,17 +33,51 @@ class Encoding:
         self.ledger, self.progress, self.log = ledger, progress, log
         self._opened = opened
         self.cluster = None  # a ClusterEncoder (tecb_eval.grid.cluster_encode): encode tasks on Dask
+        self._started: dict = {}  # encoder identity -> its shards started ahead (prefetch), not yet stored
 
     def open(self, spec: ModelSpec) -> ModelRun:
         opened, self._opened = self._opened, None
         if opened is not None and opened.spec == spec:
             return opened
+        if self.cluster is not None and opens_on_a_worker(spec):
+            return ModelRun(spec, self.cluster.describe(spec, self.seed))  # no torch here: a worker opens it
         return open_model(spec, self.seed)
 
     def encoder_for(self, run: ModelRun, bench):
         if bench.fingerprint not in run.dataset_encoders:
-            run.dataset_encoders[bench.fingerprint] = encoder_for_dataset(run.encoder, bench, self.protocol)
+            if isinstance(run.encoder, RemoteEncoder):
+                bound = self.cluster.bind(run.encoder, binding(run.encoder, bench, self.protocol))
+            else:
+                bound = encoder_for_dataset(run.encoder, bench, self.protocol)
+            run.dataset_encoders[bench.fingerprint] = bound
         return run.dataset_encoders[bench.fingerprint]
+
+    def prefetch(self, run: ModelRun, work: list[Pending]) -> None:
+        """Start ``work``'s encoding on the cluster now, below the running units' priority, so that
+        this model's shards fill the workers the model before it leaves idle while it clusters;
+        :meth:`encode_pending` writes them."""
+        if self.cluster is None:
+            return
+        for identity, (encoder, texts) in self._needed(work).items():
+            if identity in self._started or not isinstance(encoder, RemoteEncoder):
+                continue
+            todo = self.embedding_store(encoder).missing(texts)
+            if todo:
+                self._started[identity] = self.cluster.start(run.spec, encoder, todo, priority=NEXT_MODEL_PRIORITY)
+
+    def cancel_started(self) -> None:
+        """Take the shards started ahead off the cluster (a run that ends early leaves no work there)."""
+        while self._started:
+            self.cluster.cancel(self._started.popitem()[1])
+
+    @staticmethod
+    def _needed(work: list[Pending]) -> dict:
+        """Per encoder identity: the encoder and every text its pending cells need."""
+        needed: dict[str, tuple] = {}
+        for item in work:
+            _, texts = needed.setdefault(item.encoder.identity, (item.encoder, []))
+            texts.extend(t for unit, _, _ in item.cells for t in unit.base_texts)
+        return needed
 
     def embedding_store(self, encoder) -> EmbeddingStore:
         persistent = getattr(encoder, "persistent", True)
@@ -47,12 +85,11 @@ class Encoding:
 
     def encode_pending(self, run: ModelRun, work: list[Pending]) -> dict:
         """Encode what ``work`` needs and the stores lack; the embeddings per encoder identity."""
+        needed = {identity: texts for identity, (_, texts) in self._needed(work).items()}
         stores: dict[str, EmbeddingStore] = {}
-        needed: dict[str, list[str]] = {}
         for item in work:
             if item.encoder.identity not in stores:
                 stores[item.encoder.identity] = self.embedding_store(item.encoder)
-            needed.setdefault(item.encoder.identity, []).extend(t for unit, _, _ in item.cells for t in unit.base_texts)
         # Which of each dataset's texts this run encodes and which the cache holds (the summary says both).
         missing_before: dict[str, set] = {}
         wanted: dict[str, set] = {}
@@ -81,11 +118,15 @@ class Encoding:
         before = dict(counted) if isinstance(counted, dict) else None
         with Progress(total=len(todo), desc=f"encoding with {run.spec.name}", unit="texts",
                       enabled=self.progress) as bar:
-            if self.cluster is not None and runs_on_cluster(run.spec, encoder):
+            ahead = self._started.pop(encoder.identity, None)
+            if ahead is not None:  # its shards ran while the model before clustered
+                self.cluster.finish(ahead, store, progress=bar.update)
+            rest = store.missing(todo)
+            if rest and self.cluster is not None and runs_on_cluster(run.spec, encoder):
                 bound_to = binding(run.encoder, item.bench, self.protocol)
-                self.cluster.encode(run.spec, self.seed, bound_to, encoder, todo, store, progress=bar.update)
-            else:
-                store.encode_missing(todo, encoder.encode, progress=bar.update)
+                self.cluster.encode(run.spec, self.seed, bound_to, encoder, rest, store, progress=bar.update)
+            elif rest:
+                store.encode_missing(rest, encoder.encode, progress=bar.update)
         if before is not None and counted["texts"] > before["texts"]:
             # Text past the model's max_length is not encoded: said, never silent.
             prompt = " with its prompt" if getattr(encoder, "prompt", None) else ""

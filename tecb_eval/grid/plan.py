@@ -202,7 +202,8 @@ def work_cells(grouped) -> tuple:
     return tuple(Cell(u.name, u.rows, u.labels, u.k, a, u.levels) for u, a in grouped)
 
 
-def preflight(specs: Sequence[ModelSpec]) -> None:
-    """Options, model folders, mteb: names, backends, prompt names: one line each, before any encoding."""
+def preflight(specs: Sequence[ModelSpec], *, here: bool = True) -> None:
+    """Options, model folders, mteb: names, backends, prompt names: one line each, before any encoding.
+    ``here=False``: what needs torch or transformers is left to the Dask worker that opens the model."""
     for spec in specs:
-        encoders.preflight(spec.spec, **spec.options)
+        encoders.preflight(spec.spec, here=here, **spec.options)

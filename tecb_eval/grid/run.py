@@ -29,7 +29,7 @@ from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.grid import executors, scheduling, work as work_module
 from tecb_eval.grid.cache import ReductionCache
-from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder
+from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, opens_on_a_worker
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
@@ -104,15 +104,43 @@ class Grid:
                 executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
             if getattr(executor, "client", None) is not None:
                 self.encoding.cluster = ClusterEncoder(executor.client, self.log, self.encode_resources)
+                self.encoding.cluster.preflight([spec for spec in self.plan.models if opens_on_a_worker(spec)])
+                stack.callback(self.encoding.cancel_started)  # shards started ahead of an interrupted run
             bar = stack.enter_context(Progress(total=self.plan.total_cells(), desc="grid cells", unit="cells",
                                                enabled=self.progress))
             # Loading (an ONNX export), one long encoding batch, one long unit: a line every 30 s still.
             stack.enter_context(Heartbeat(bar))
-            for spec in self.plan.models:
-                self._run_model(spec, executor, bar, interrupt)
+            models = list(self.plan.models)
+            ahead = None  # on a cluster: the next model, described and its shards started
+            for index, spec in enumerate(models):
+                following = models[index + 1] if index + 1 < len(models) else None
+                ahead = self._run_model(ahead or self._prepare(spec, bar), following, executor, bar, interrupt)
         return rows_frame(self.rows)
 
-    def _run_model(self, spec: ModelSpec, executor, bar, interrupt) -> None:
+    def _run_model(self, prepared, following: ModelSpec | None, executor, bar, interrupt):
+        """Encode and cluster one prepared model. On a cluster, ``following`` (the next model) is
+        prepared and its shards started before this model's units run; returned for its turn.
+        (A method of its own: the model opened here is freed before the next one is opened.)"""
+        run, work = prepared
+        ahead = None
+        if work:
+            # Encoding feeds the cells but finishes none: the bar says so, and keeps it out of its ETA.
+            bar.status(f"encoding with {run.spec.name}", working=False)
+            embeddings = self.encoding.encode_pending(run, work)
+        if self.encoding.cluster is not None and following is not None:
+            # The next model's shards run on the workers this model's units leave free.
+            ahead = self._prepare(following, bar)
+            self.encoding.prefetch(*ahead)
+        if work:
+            bar.status(f"reducing and clustering ({run.spec.name})")
+            started = time.perf_counter()
+            self.execution.run(executor, run, work, embeddings, bar, interrupt)
+            self.ledger.add_wall("reduce+cluster", time.perf_counter() - started)
+        return ahead
+
+    def _prepare(self, spec: ModelSpec, bar) -> tuple[ModelRun, list]:
+        """``spec`` opened (on a cluster: described by a worker) and its pending cells; the cells the
+        store holds already are counted and kept."""
         bar.status(f"loading {spec.name}", working=False)
         run = self._open_model(spec)
 
@@ -123,15 +151,7 @@ class Grid:
 
         work = self.plan.pending(spec, lambda bench: self.encoding.encoder_for(run, bench), self.store,
                                  self.metrics, found)
-        if not work:
-            return
-        # Encoding feeds the cells but finishes none: the bar says so, and keeps it out of its ETA.
-        bar.status(f"encoding with {spec.name}", working=False)
-        embeddings = self.encoding.encode_pending(run, work)
-        bar.status(f"reducing and clustering ({spec.name})")
-        started = time.perf_counter()
-        self.execution.run(executor, run, work, embeddings, bar, interrupt)
-        self.ledger.add_wall("reduce+cluster", time.perf_counter() - started)
+        return run, work
 
 
 def run_grid(
@@ -212,7 +232,10 @@ def run_grid(
         # MTEB's draws that are not stored start now in a child process (tecb_eval.grid.samples),
         # while this process checks the models (the child writes nothing) ...
         drawing = protocol == "fast" and samples.draw_ahead(datasets, options.seeds) > 0
-        preflight(options.models)  # a bad option fails now, not after the models before it have run
+        # A bad option fails now, not after the models before it have run. On a cluster the workers
+        # open the sentence-transformers models and check their device and files (Grid.run): this
+        # process, which only plans and writes, never imports torch for them.
+        preflight(options.models, here=scheduler is None)
         if results is not None:
             # Before any work: a store that cannot be kept there is found now, not after the encoding.
             check_results(results, inputs=[d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()])
@@ -222,12 +245,15 @@ def run_grid(
             writable_folder(cache_dir, option="cache folder")
         for spec in options.models:
             find_model(spec.spec)
+        if scheduler is not None:
+            preflight([spec for spec in options.models if not opens_on_a_worker(spec)])  # the rest open here
         if options.skipped:
             say("skipping " + ", ".join(f"{a} on {r}" for a, r in options.skipped)
                 + " (unreduced embeddings, as in the paper); ask for them explicitly with "
                 + "configurations=[...] / --config ALGORITHM:none")
-        # ... while this process loads the first model, which it would load after the draws.
-        opened = open_model(options.models[0], min(options.seeds)) if drawing else None
+        # ... while this process loads the first model, which it would load after the draws (on a
+        # cluster, the workers load it).
+        opened = open_model(options.models[0], min(options.seeds)) if drawing and scheduler is None else None
         if scheduler is not None:
             # The cluster is reached (and its workers checked) before the store is opened: a
             # scheduler that cannot be used leaves no trace.

@@ -467,10 +467,11 @@ def options_taken(spec) -> frozenset:
     return frozenset({"identity", "batch_size"})
 
 
-def check_options(spec, **options) -> None:
+def check_options(spec, *, here: bool = True, **options) -> None:
     """Refuse, in one line, an option ``spec``'s encoder does not take (``tfidf-lsa,layer=3``) or a
     bad value (a non-integer layer, a batch size of 0, ``device=tpu9``); None means "not given".
-    Cheap: nothing is loaded, so a grid can check every model before it starts."""
+    Cheap: nothing is loaded, so a grid can check every model before it starts. ``here=False``:
+    the model runs on a Dask worker, which checks the device (torch's view of its own machine)."""
     from tecb_eval.models.devices import check_device
 
     given = {k: v for k, v in options.items() if v is not None}
@@ -486,12 +487,12 @@ def check_options(spec, **options) -> None:
         value = given.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise UserError(f"model {name}: {key}={value!r} must be a positive integer")
-    if "device" in given:
+    if "device" in given and here:
         check_device(str(given["device"]), option=f"model {name}: device")
-    _check_encoding_options(name, given)
+    _check_encoding_options(name, given, here)
 
 
-def _check_encoding_options(name: str, given: dict) -> None:
+def _check_encoding_options(name: str, given: dict, here: bool = True) -> None:
     """Prompt, backend and dtype: values and combinations that cannot run, refused in one line."""
     for key in ("prompt", "prompt_name"):
         if key in given and not isinstance(given[key], str):
@@ -516,7 +517,7 @@ def _check_encoding_options(name: str, given: dict) -> None:
     if backend != "torch" and dtype not in ("float32", "int8"):
         raise UserError(f"model {name}: dtype={dtype} applies to torch weights; backend={backend} runs its own "
                         "export's precision: leave one of them out")
-    if dtype == "float16":
+    if dtype == "float16" and here:
         import torch
 
         device = str(given.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -525,12 +526,13 @@ def _check_encoding_options(name: str, given: dict) -> None:
                             "on a CPU use bfloat16 or float32")
 
 
-def preflight(spec, **options) -> None:
+def preflight(spec, *, here: bool = True, **options) -> None:
     """What can be known about ``spec`` without loading weights, checked in one line each before a
     grid encodes anything: the options (:func:`check_options`), a model folder's configuration, an
     ``mteb:`` name MTEB does not know or whose weights are not here, a backend that is not
-    installed, a prompt name the model lacks."""
-    check_options(spec, **options)
+    installed, a prompt name the model lacks. ``here=False``: a Dask worker opens the model, and
+    checks what needs torch or transformers (the device, the folder's configuration) there."""
+    check_options(spec, here=here, **options)
     if not isinstance(spec, (str, Path)):
         return
     given = {k: v for k, v in options.items() if v is not None}
@@ -546,7 +548,8 @@ def preflight(spec, **options) -> None:
         folder = minilm_folder()
     if not folder.is_dir():
         return  # a Hub id: resolved (and its prompts read) when the model is opened
-    check_model_folder(folder)
+    if here:
+        check_model_folder(folder)
     if "prompt_name" in given:
         from tecb_eval.models import prompts as prompt_rules
 
