@@ -3,8 +3,9 @@
 Thin: each command parses its arguments, calls one library function and prints the outcome.
 User errors end in one line on stderr and exit 2; --debug shows the traceback instead.
 One module per command group (``grid``: run, demo; ``results``: table, export, compare;
-``layers``; ``pretrain``), the options they share in ``options``. The top room: it may import
-every other room of ``tecb_eval``, and none imports it.
+``layers``; ``pretrain``; ``workers``: a warm Dask cluster for ``run --scheduler``), the options
+they share in ``options``. The top room: it may import every other room of ``tecb_eval``, and
+none imports it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ EXAMPLES = """examples:
 `tecb-eval COMMAND --help` describes each command."""
 
 def parser() -> argparse.ArgumentParser:
-    from tecb_eval.cli import finetune, grid, layers, pretrain, report, results
+    from tecb_eval.cli import finetune, grid, layers, pretrain, report, results, workers
 
     root = root_parser("tecb-eval", __doc__.splitlines()[0], epilog=EXAMPLES)
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -32,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
     pretrain.register(commands)
     finetune.register(commands)
     report.register(commands)
+    workers.register(commands)
     return root
 
 
