@@ -151,12 +151,197 @@ def test_a_worker_killed_while_encoding_loses_no_row_and_leaves_no_half_shard(fo
 
 
 def test_encode_on_gpu_goes_only_to_workers_with_the_gpu_resource(folder, serial, tmp_path):
+    """A CPU worker and a worker started as a GPU machine's is (``dask worker --resources GPU=1``):
+    every shard (and the model's description) goes to the GPU one; the units go anywhere."""
+    import subprocess
+    import sys
+
     reference, _ = serial
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  host="127.0.0.1", silence_logs=40, resources={"GPU": 1}) as gpu_cluster:
-        frame = run_grid([folder], ["minilm-l6"], configurations=CONFIGS, limit_splits=2, encode_on="gpu",
-                         scheduler=gpu_cluster.scheduler_address, cache_dir=tmp_path / "cache", progress=False,
-                         log=lambda m: None)
+                                  host="127.0.0.1", silence_logs=40) as mixed:
+        gpu_worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", mixed.scheduler_address, "--nworkers", "1",
+             "--nthreads", "1", "--resources", "GPU=1", "--preload", "tecb_eval.grid.cluster_encode",
+             "--host", "127.0.0.1", "--dashboard-address", ":0", "--name", "gpu-machine"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with distributed.Client(mixed.scheduler_address, timeout=30) as client:
+                client.wait_for_workers(2, timeout=120)
+                gpu = [w for w, info in client.scheduler_info()["workers"].items() if info["resources"].get("GPU")]
+                with distributed.get_task_stream(client) as stream:
+                    frame = run_grid([folder], ["minilm-l6"], configurations=CONFIGS, limit_splits=2,
+                                     encode_on="gpu", scheduler=mixed.scheduler_address, cache_dir=tmp_path / "cache",
+                                     progress=False, log=lambda m: None)
+                ran = [(task["key"], task["worker"]) for task in stream.data]
+        finally:
+            gpu_worker.terminate()
+            gpu_worker.wait(timeout=60)
     assert _same_scores(reference, frame)
+    encoded = [worker for key, worker in ran if "encode_shard" in str(key) or str(key).startswith("tecb-encode-")]
+    described = [worker for key, worker in ran if "describe_model" in str(key) or "check_on_worker" in str(key)]
+    assert len(gpu) == 1 and encoded and described
+    assert set(encoded) == set(described) == set(gpu)
     with pytest.raises(UserError, match="--encode-on gpu sends encode tasks to Dask workers"):
         run_grid([folder], ["minilm-l6"], configurations=CONFIGS, encode_on="gpu", progress=False)
+
+
+# -- the client that only plans and writes, prompts, two models, placement, Ctrl-C ------------------
+FORBIDDEN = ("torch", "transformers", "sentence_transformers", "mteb")
+
+
+def _imported(stderr: str) -> set[str]:
+    """The top-level packages a PYTHONPROFILEIMPORTTIME log says the process imported."""
+    names = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
+
+
+def test_the_client_of_a_cluster_run_imports_no_torch_transformers_or_mteb(folder, serial, cluster, tmp_path):
+    import subprocess
+    import sys
+
+    reference, _ = serial
+    results = tmp_path / "r.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "tecb_eval.cli", "run", "--data", str(folder), "--model", "minilm-l6", "--limit-splits",
+         "2", *(a for c in CONFIGS for a in ("--config", c)), "--scheduler", cluster.scheduler_address,
+         "--cache-dir", str(tmp_path / "cache"), "--results", str(results), "--quiet", "--no-figure1"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "TECB_JOBS": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = _imported(done.stderr)
+    assert "distributed" in imported and "numpy" in imported  # the log is read right: what it did import shows
+    assert not imported & set(FORBIDDEN), sorted(imported & set(FORBIDDEN))
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    expected = {(r.dataset, r.algorithm, r.split): r.v_measure for r in reference.itertuples()}
+    assert {(r["dataset"], r["algorithm"], r["split"]): r["v_measure"] for r in rows} == expected
+    assert {r["model_identity"] for r in rows} == set(reference.model_identity)
+
+
+@pytest.fixture(scope="module")
+def prompted_minilm(tmp_path_factory):
+    """MiniLM's files with prompts in its configuration: a model bound per MTEB task (its prompt
+    chosen per dataset, as MTEB's wrapper chooses it)."""
+    from tecb_eval.models.encoders import minilm_folder
+
+    out = tmp_path_factory.mktemp("prompted-minilm")
+    for item in minilm_folder().iterdir():
+        (out / item.name).symlink_to(item)
+    config = json.loads((minilm_folder() / "config_sentence_transformers.json").read_text())
+    config.update(prompts={"Clustering": "Thema des Textes: ", "query": "", "document": ""}, default_prompt_name=None)
+    (out / "config_sentence_transformers.json").unlink()
+    (out / "config_sentence_transformers.json").write_text(json.dumps(config))
+    return out
+
+
+def _in_process(folder, models, cache, messages=None):
+    """The grid in this process with one torch thread, as a single-threaded worker encodes."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return run_grid([folder], models, configurations=CONFIGS, limit_splits=2, jobs=1, cache_dir=cache,
+                        progress=False, log=(messages.append if messages is not None else lambda m: None))
+    finally:
+        torch.set_num_threads(threads)
+
+
+ENCODING = ["model_identity", "prompt", "backend", "dtype", "model_location"]
+
+
+def test_a_prompted_model_with_cut_texts_gives_the_in_process_rows_and_note_on_the_cluster(
+        folder, prompted_minilm, cluster, tmp_path):
+    model = {"spec": str(prompted_minilm), "name": "prompted", "max_length": 12}
+    said_here, said_there = [], []
+    here = _in_process(folder, [model], tmp_path / "here", said_here)
+    there = run_grid([folder], [model], configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
+                     cache_dir=tmp_path / "there", progress=False, log=said_there.append)
+    assert _same_scores(here, there)
+    assert here[ENCODING].equals(there[ENCODING])  # the worker's identity, prompt and folder are ours
+    assert here.prompt.iloc[0] == "Thema des Textes: "
+    cut = [m for m in said_here if "max_length and were cut" in m]
+    assert cut and cut == [m for m in said_there if "max_length and were cut" in m]
+
+
+def test_the_next_models_shards_start_before_this_models_units(folder, serial, cluster, tmp_path, monkeypatch):
+    from tecb_eval.grid.encoding import Encoding
+    from tecb_eval.grid.execution import Execution
+
+    models = ["minilm-l6", {"spec": "minilm-l6", "name": "minilm-short", "max_length": 16}]
+    started_ahead = []
+    init, prefetch, run_units = Encoding.__init__, Encoding.prefetch, Execution.run
+    encodings = []
+
+    def remembering_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        encodings.append(self)
+
+    def recording_prefetch(self, run, work):
+        prefetch(self, run, work)
+        started_ahead.append((run.spec.name, len(self._started)))
+
+    def recording_run(self, executor, run, work, embeddings, bar, interrupt):
+        started_ahead.append((f"units of {run.spec.name}", len(encodings[-1]._started)))
+        return run_units(self, executor, run, work, embeddings, bar, interrupt)
+
+    monkeypatch.setattr(Encoding, "__init__", remembering_init)
+    monkeypatch.setattr(Encoding, "prefetch", recording_prefetch)
+    monkeypatch.setattr(Execution, "run", recording_run)
+    frame = run_grid([folder], models, configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
+                     cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    monkeypatch.undo()
+    # The short model's shards were on the cluster when the first model's units were sent, and were
+    # written (none left) by the time its own units ran.
+    assert started_ahead == [("minilm-short", 1), ("units of minilm-l6", 1), ("units of minilm-short", 0)]
+    here = _in_process(folder, models, tmp_path / "here")
+    assert _same_scores(here, frame)
+
+
+def test_shards_prefer_the_workers_that_hold_the_model(folder, cluster, tmp_path):
+    from tecb_eval.grid import cluster_encode
+    from tecb_eval.models.spec import model_spec
+
+    run_grid([folder], ["minilm-l6"], configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
+             cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    spec = model_spec("minilm-l6")
+    with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        encoder = cluster_encode.ClusterEncoder(client, log=lambda m: None)
+        client.run(lambda: cluster_encode.loaded_model(spec, 42) and None)  # every worker holds it now
+        assert encoder._prefer(spec, 42) == {}  # nothing to prefer
+        client.run(lambda: cluster_encode._loaded.clear(), workers=[workers[0]])
+        assert encoder._prefer(spec, 42) == {"workers": [workers[1]], "allow_other_workers": True}
+        client.run(lambda: cluster_encode._loaded.clear())
+        assert encoder._prefer(spec, 42) == {}  # no worker holds it: any may take it
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_encoding_on_the_cluster_leaves_no_task_there(folder, cluster, tmp_path):
+    import subprocess
+    import sys
+
+    p2p = folder.parent / "tenkgnad-clustering-p2p"  # longer texts: a shard runs long enough to be caught
+    with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tecb_eval.cli", "run", "--data", str(p2p), "--model", "minilm-l6", "--config",
+             "minibatch_kmeans:none", "--scheduler", cluster.scheduler_address, "--cache-dir", str(tmp_path / "c"),
+             "--results", str(tmp_path / "r.jsonl"), "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TECB_JOBS": ""})
+
+        def encoding() -> bool:
+            return any(str(k).startswith("tecb-encode-") for keys in client.processing().values() for k in keys)
+
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not encoding() and process.poll() is None:
+            time.sleep(0.02)
+        assert encoding(), "no shard was seen on the cluster"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 130, err
+        assert "Traceback" not in err, err
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and encoding():
+            time.sleep(0.1)
+        assert not encoding(), "the interrupted run's shards still run on the cluster"
