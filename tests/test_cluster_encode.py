@@ -345,3 +345,20 @@ def test_ctrl_c_while_encoding_on_the_cluster_leaves_no_task_there(folder, clust
         while time.monotonic() < deadline and encoding():
             time.sleep(0.1)
         assert not encoding(), "the interrupted run's shards still run on the cluster"
+
+
+def test_a_models_one_unit_is_cut_into_pieces_so_no_worker_waits(folder, cluster, tmp_path):
+    """The fast protocol's one unit per model (10 draws) on two single-threaded workers: two pieces
+    of whole cells, one per worker, with the scores of the unit run whole in this process."""
+    common = dict(configurations=["minibatch_kmeans:none"], protocol="fast", progress=False, log=lambda m: None)
+    whole = run_grid([folder], ["tfidf-lsa"], jobs=1, cache_dir=tmp_path / "here", **common)
+    with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+        with distributed.get_task_stream(client) as stream:
+            pieces = run_grid([folder], ["tfidf-lsa"], scheduler=cluster.scheduler_address,
+                              cache_dir=tmp_path / "there", **common)
+    units = {str(task["key"]) for task in stream.data if "run_unit" in str(task["key"])
+             or str(task["key"]).startswith("tecb-unit-")}
+    assert len(units) == 2 and len(whole) == 10
+    columns = ORDER + METRICS + ["v_measure_levels", "dbcv"]
+    columns = [c for c in columns if c in whole.columns]
+    assert whole[columns].equals(pieces[columns])

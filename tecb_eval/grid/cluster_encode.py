@@ -215,6 +215,9 @@ def warm_up_worker() -> None:
 
 
 def dask_setup(worker) -> None:  # the hook `dask worker --preload tecb_eval.grid.cluster_encode` calls
+    from tecb_eval.grid.worker_memory import reuse_freed_memory
+
+    reuse_freed_memory()
     warm_up_worker()
 
 

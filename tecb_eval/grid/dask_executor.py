@@ -59,7 +59,8 @@ def _tecb_on_worker() -> str:
 
 class MemoryBudget(WorkerPlugin):
     """A Dask worker plugin: each worker, including one that joins or is restarted mid-grid, offers
-    a ``MEMORY`` resource of the per-worker budget. Dask's own admission control then starts a
+    a ``MEMORY`` resource of the per-worker budget (and reuses the memory it frees:
+    :mod:`tecb_eval.grid.worker_memory`). Dask's own admission control then starts a
     unit only where its estimated peak is free, so large units do not share a worker's memory."""
 
     name = "tecb-memory-budget"
@@ -68,6 +69,9 @@ class MemoryBudget(WorkerPlugin):
         self.amount = amount
 
     async def setup(self, worker) -> None:
+        from tecb_eval.grid.worker_memory import reuse_freed_memory
+
+        reuse_freed_memory()  # a worker not started with our preload computes as fast as one that was
         await worker.set_resources(MEMORY=self.amount)
 
 
@@ -91,6 +95,10 @@ class DaskExecutor:
             self.budget = memory_limit or int(DEFAULT_MEMORY_SHARE * min((v for v in limits.values() if v),
                                                                         default=machine_memory()))
             self.window = 4 * len(limits)  # units submitted ahead, so scattered inputs stay few
+            # Tasks the cluster runs at once: a model with fewer units than this has its units' cells
+            # cut into pieces (tecb_eval.grid.execution), so no worker waits while one clusters.
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+            self.slots = max(1, sum(int(info.get("nthreads") or 1) for info in workers.values()))
             self.client.register_plugin(MemoryBudget(float(self.budget - WORKER_BASELINE_BYTES)))
         except BaseException:
             self.close()

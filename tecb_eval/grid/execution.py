@@ -6,8 +6,10 @@ base set's embeddings, or the cached reduction where there is one.
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
+from dataclasses import replace
 
 from tecb_data.demo import is_demo_manifest
 from tecb_eval.clustering import algorithms as algo
@@ -26,7 +28,7 @@ class Execution:
         self.plan, self.store, self.reductions, self.ledger, self.rows = plan, store, reductions, ledger, rows
 
     def run(self, executor, run: ModelRun, work: list[Pending], embeddings: dict, bar, interrupt) -> None:
-        tasks, inputs, context = self.tasks(run, work, embeddings)
+        tasks, inputs, context = self.tasks(run, work, embeddings, slots=getattr(executor, "slots", 1))
 
         def finished(unit: WorkUnit, result: UnitResult) -> None:
             self.finish(context[unit.key], unit, result, bar)
@@ -34,9 +36,11 @@ class Execution:
 
         executor.run(tasks, lambda key: inputs[key](), finished)
 
-    def tasks(self, run: ModelRun, work: list[Pending], embeddings: dict) -> tuple[list, dict, dict]:
+    def tasks(self, run: ModelRun, work: list[Pending], embeddings: dict, slots: int = 1) -> tuple[list, dict, dict]:
         """One task per (dataset, base set, reduction, seed). Its input is the base set's
-        embeddings, or the cached reduction where there is one."""
+        embeddings, or the cached reduction where there is one. ``slots``: the tasks a cluster runs
+        at once; where this model has fewer units, a unit without a reduction to compute is cut
+        into pieces of whole cells (each cell is computed alone, so the scores stay the same)."""
         seconds_per_text = self.ledger.seconds_per_text(run.spec.name)
         tasks, inputs, context = [], {}, {}
         for item in work:
@@ -65,6 +69,8 @@ class Execution:
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
                                     encoding=encoders.encoding_fields(item.encoder),
                                     identity=vectors.identity, encode_s=seconds_per_text * len(set(base_texts)))
+        if slots > len(tasks):
+            tasks = [piece for task in tasks for piece in _pieces(task, math.ceil(slots / len(tasks)), context)]
         return tasks, inputs, context
 
     def finish(self, ctx: dict, unit: WorkUnit, result: UnitResult, bar) -> None:
@@ -118,6 +124,24 @@ class Execution:
             self.rows.append(row)
             self.ledger.new_rows.append(row)
             bar.update(1)
+
+
+def _pieces(task: scheduling.Task, count: int, context: dict) -> list:
+    """``task`` as up to ``count`` tasks of whole cells, in order, sharing its input and context; a
+    unit that computes a reduction stays whole (its pieces would each compute it)."""
+    unit = task.unit
+    count = min(count, len(unit.cells))
+    if count < 2 or algo.reduction_entry(unit.reduction).reduces:
+        return [task]
+    size = math.ceil(len(unit.cells) / count)
+    pieces = []
+    for start in range(0, len(unit.cells), size):
+        cells = unit.cells[start:start + size]
+        piece = replace(unit, key=f"{unit.key}-cells{start}", cells=cells,
+                        label=f"{unit.label} (cells {start + 1} to {start + len(cells)} of {len(unit.cells)})")
+        context[piece.key] = context[unit.key]
+        pieces.append(scheduling.Task(piece, task.input_key, task.is_reduced))
+    return pieces
 
 
 class Interruptible:
