@@ -311,8 +311,26 @@ def test_shards_prefer_the_workers_that_hold_the_model(folder, cluster, tmp_path
         encoder = cluster_encode.ClusterEncoder(client, log=lambda m: None)
         client.run(lambda: cluster_encode.loaded_model(spec, 42) and None)  # every worker holds it now
         assert encoder._prefer(spec, 42) == {}  # nothing to prefer
+        remote = encoder.describe(spec, 42)
         client.run(lambda: cluster_encode._loaded.clear(), workers=[workers[0]])
         assert encoder._prefer(spec, 42) == {"workers": [workers[1]], "allow_other_workers": True}
+        # A model's shards: the holder is preferred for its share (every other one), the rest go to
+        # whoever is free, so the worker without the model loads it rather than wait.
+        started = encoder.start(spec, remote, [f"Satz {i} " + "x" * (i % 50) for i in range(2000)])
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # the submissions reach the scheduler in batches
+                restricted = client.run_on_scheduler(lambda dask_scheduler: [
+                    sorted(ts.worker_restrictions or ()) for key, ts in dask_scheduler.tasks.items()
+                    if str(key).startswith("tecb-encode-")])
+                if len(restricted) >= len(started.pieces):
+                    break
+                time.sleep(0.05)
+        finally:
+            encoder.cancel(started)
+        assert len(restricted) == len(started.pieces) > 2
+        assert sorted(map(tuple, restricted)) == sorted([(workers[1],)] * (len(restricted) // 2)
+                                                        + [()] * (len(restricted) - len(restricted) // 2))
         client.run(lambda: cluster_encode._loaded.clear())
         assert encoder._prefer(spec, 42) == {}  # no worker holds it: any may take it
 

@@ -10,8 +10,8 @@ vectors are those of the same model in-process on the same device, dtype and thr
 
 Workers keep the models they loaded (least recently used first out, within the worker's memory
 limit), so a second model, a second dataset or a second run on a warm cluster loads nothing again.
-A worker's model must have the identity this process computed, or the task fails: a vector under
-one identity is never another model's. The coordinator alone writes the embedding store, one
+A worker's model must have the identity the coordinator was given (by the first worker that
+opened it), or the task fails: a vector under one identity is never another model's. The coordinator alone writes the embedding store, one
 atomic shard per finished task: a worker killed mid-shard leaves no half shard, and Dask runs the
 shard again elsewhere.
 
@@ -19,7 +19,7 @@ The coordinator never loads such a model: a worker opens it and says what the pl
 the rows read of it (its identity, computed by the same code a run in-process uses, its batch size,
 its prompt per dataset), so a client that plans, reads the stores and writes results imports no
 torch, transformers, sentence-transformers or mteb (:class:`RemoteEncoder`). A model's shards may
-start before the model before it has finished clustering (:meth:`ClusterEncoder.start`, at a lower
+start while the model before it is still clustering (:meth:`ClusterEncoder.start`, at a lower
 priority than the units), and they prefer the workers that hold the model already.
 """
 
@@ -41,7 +41,7 @@ from tecb_eval.models.spec import ModelSpec
 
 ENCODE_ON = (None, "any", "gpu")  # --encode-on: any worker, or only those with Dask's GPU resource
 NEXT_MODEL_PRIORITY = -1  # the next model's shards fill the slots the current model's units leave free
-SHARDS_PER_WORKER = 4  # enough shards that a slow or lost worker holds up little of a model's encoding
+SHARDS_PER_WORKER = 8  # enough shards that a slow or lost worker, or a shard of long texts, holds up little
 MAX_ATTEMPTS = 4  # per shard: its worker may die 3 times
 MODEL_SHARE = 0.6  # of a worker's memory limit that loaded models may hold before the oldest goes
 
@@ -264,9 +264,6 @@ class ClusterEncoder:
     def __init__(self, client, log, resources: dict | None = None):
         self.client, self.log, self.resources = client, log, resources or {}
 
-    def workers(self) -> list[str]:
-        return sorted(self.client.scheduler_info(n_workers=-1).get("workers", {}))
-
     def _call(self, what: str, function, *args, **options):
         """One task's result, a lost worker retried; a cluster that stops answering: one line."""
         from tecb_eval.grid.dask_executor import worker_lost
@@ -300,29 +297,39 @@ class ClusterEncoder:
             return encoder
         return self.describe(encoder.spec, encoder.seed, bound_to, encoder.truncated)
 
-    def _prefer(self, spec: ModelSpec, seed: int) -> dict:
-        """Dask's own placement hint: the workers already holding the model first (loose, so that an
-        idle worker still takes, or steals, a shard); none where no worker or every worker holds it."""
+    def _holders(self, spec: ModelSpec, seed: int) -> tuple[list[str], int]:
+        """The workers that hold ``spec`` loaded, and how many workers there are."""
         key = _model_key(spec, seed)
         try:
             held = self.client.run(held_keys, on_error="return")
         except OSError:
-            return {}
+            return [], 0
         holders = sorted(w for w, keys in held.items() if not isinstance(keys, BaseException) and key in map(tuple, keys))
-        if not holders or len(holders) == len(held):
+        return holders, len(held)
+
+    def _prefer(self, spec: ModelSpec, seed: int) -> dict:
+        """Dask's own placement hint for one task: the workers already holding the model (loose, so
+        that an idle worker still takes or steals it); none where no worker or every worker holds it."""
+        holders, workers = self._holders(spec, seed)
+        if not holders or len(holders) == workers:
             return {}
         return {"workers": holders, "allow_other_workers": True}
 
     def start(self, spec: ModelSpec, encoder, todo: list[str], *, priority: int = 0) -> Started:
-        """Submit ``todo``'s shards (distinct texts the store lacks); :meth:`finish` writes them."""
+        """Submit ``todo``'s shards (distinct texts the store lacks); :meth:`finish` writes them.
+        Where some workers hold the model, they are preferred for their share of the shards (every
+        n-th, so that they get long and short ones); the rest go to whoever is free, which loads the
+        model once: a model's first run does not wait on the one worker that described it."""
         ordered = sorted(todo)
         ordered.sort(key=len)  # as EmbeddingStore.encode_missing orders an in-process encoding
-        pieces = shards(ordered, int(encoder.batch_size), len(self.workers()))
+        holders, workers = self._holders(spec, encoder.seed)
+        workers = max(1, workers)
+        pieces = shards(ordered, int(encoder.batch_size), workers)
         started = Started(spec, encoder, ordered, pieces, attempts=[0] * len(pieces))
-        prefer = self._prefer(spec, encoder.seed)
+        prefer = {"workers": holders, "allow_other_workers": True} if 0 < len(holders) < workers else {}
         try:
             for index in range(len(pieces)):
-                self._submit(started, index, priority, prefer)
+                self._submit(started, index, priority, prefer if index % workers < len(holders) else {})
         except BaseException:
             self.cancel(started)
             raise
