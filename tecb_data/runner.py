@@ -35,6 +35,10 @@ class _Stop:
 
     def forward(self, signum, frame):
         self.signum = signum
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            # SIGINT is ignored (a job a script started with `&`: the shell ignores Ctrl-C for it, and
+            # Python then installs no handler), so forwarding would drop SIGTERM too: raise it here.
+            raise KeyboardInterrupt
         # The main thread's SIGINT handler of the moment (the grid's, an output's, or Python's own
         # that raises KeyboardInterrupt) takes it from here.
         signal.raise_signal(signal.SIGINT)

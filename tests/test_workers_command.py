@@ -19,9 +19,11 @@ START_S = 120  # the address line: a worker imports torch and sentence-transform
 STOP_S = 60
 
 
-def _start(*options: str) -> subprocess.Popen:
+def _start(*options: str, as_background_job: bool = False) -> subprocess.Popen:
     # Its own session, as a terminal gives a command its process group: killpg is the terminal's Ctrl-C.
-    return subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", "workers", *options],
+    # As a background job (`tecb-eval workers &` in a script): the shell starts it with Ctrl-C ignored.
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if as_background_job else None
+    return subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", "workers", *options], preexec_fn=ignore,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -109,9 +111,11 @@ def test_one_warm_worker_takes_work_and_ctrl_c_stops_it(tmp_path):
 
 @pytest.mark.slow
 def test_gpu_gives_each_worker_the_gpu_resource_and_sigterm_stops_it():
+    """Started as a script's background job (Ctrl-C ignored), which SIGTERM still stops: it once
+    went through Ctrl-C's handler, which such a job does not have, and the workers stayed up."""
     import distributed
 
-    process = _start("--workers", "1", "--port", "0", "--gpu")
+    process = _start("--workers", "1", "--port", "0", "--gpu", as_background_job=True)
     try:
         address = _address(process)
         children = _children(process)
