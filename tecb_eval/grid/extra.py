@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from sklearn import metrics
 
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.levels import Level  # noqa: F401 (re-exported: the protocols make them)
@@ -69,6 +68,8 @@ def _same_rows(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 
 def level_scores(unit, cell, reduced: np.ndarray, predicted: np.ndarray) -> list[dict]:
     """``[{"level", "v_measure", "ami", "n_samples", "n_labels"}, ...]`` for the cell's levels."""
+    from sklearn import metrics  # here: the grid's caller on a Dask cluster scores nothing
+
     out = []
     for level in getattr(cell, "levels", ()):
         data = reduced if level.rows is None else reduced[level.rows]

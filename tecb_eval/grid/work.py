@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn import metrics
 
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.numba_cache import keep_compiled_umap
@@ -135,6 +134,8 @@ METRIC_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "nois
 
 
 def clustering_metrics(gold, predicted: np.ndarray) -> dict:
+    from sklearn import metrics  # here: the grid's caller on a Dask cluster scores nothing
+
     gold = label_codes(gold)
     homogeneity, completeness, v_measure = metrics.homogeneity_completeness_v_measure(gold, predicted)
     return {
