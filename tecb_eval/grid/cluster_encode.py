@@ -41,7 +41,6 @@ from tecb_eval.models.spec import ModelSpec
 
 ENCODE_ON = (None, "any", "gpu")  # --encode-on: any worker, or only those with Dask's GPU resource
 NEXT_MODEL_PRIORITY = -1  # the next model's shards fill the slots the current model's units leave free
-MIN_BATCHES_PER_SHARD = 4  # a task's worth: 1M texts on 8 workers are ~8,000 shards per model, not 16,000
 SHARDS_PER_WORKER = 8  # enough shards that a slow or lost worker, or a shard of long texts, holds up little
 MAX_ATTEMPTS = 4  # per shard: its worker may die 3 times
 MODEL_SHARE = 0.6  # of a worker's memory limit that loaded models may hold before the oldest goes
@@ -91,15 +90,14 @@ def binding(encoder, bench, protocol: str) -> tuple | None:
 def shards(texts: list[str], batch_size: int, workers: int) -> list[list[list[str]]]:
     """``texts`` (sorted as the embedding store sorts them) cut into shards of whole batches:
     per chunk, sentence-transformers' own order, batches of ``batch_size``, and about
-    :data:`SHARDS_PER_WORKER` shards per worker, each of at least :data:`MIN_BATCHES_PER_SHARD` batches."""
+    :data:`SHARDS_PER_WORKER` shards per worker."""
     out = []
     for start in range(0, len(texts), ENCODE_CHUNK):
         chunk = texts[start:start + ENCODE_CHUNK]
         order = np.argsort([-len(t) for t in chunk])  # SentenceTransformer.encode's own call
         ordered = [chunk[i] for i in order]
         batches = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
-        per_shard = max(math.ceil(len(batches) / (SHARDS_PER_WORKER * max(1, workers))),
-                        min(len(batches), MIN_BATCHES_PER_SHARD), 1)
+        per_shard = max(1, math.ceil(len(batches) / (SHARDS_PER_WORKER * max(1, workers))))
         out.extend(batches[i:i + per_shard] for i in range(0, len(batches), per_shard))
     return out
 

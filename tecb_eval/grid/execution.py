@@ -70,7 +70,8 @@ class Execution:
                                     encoding=encoders.encoding_fields(item.encoder),
                                     identity=vectors.identity, encode_s=seconds_per_text * len(set(base_texts)))
         if slots > len(tasks):
-            tasks = [piece for task in tasks for piece in _pieces(task, math.ceil(slots / len(tasks)), context)]
+            # Two pieces per free thread: cells differ in cost, and the last piece should be short.
+            tasks = [piece for task in tasks for piece in _pieces(task, math.ceil(2 * slots / len(tasks)), context)]
         return tasks, inputs, context
 
     def finish(self, ctx: dict, unit: WorkUnit, result: UnitResult, bar) -> None:
