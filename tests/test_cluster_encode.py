@@ -53,17 +53,8 @@ pytestmark = pytest.mark.usefixtures("kept_environment")
 def serial(folder, tmp_path_factory):
     """The reference: the grid in this process, encoding with one torch thread as a
     single-threaded Dask worker does (a vector's float sums follow the thread count)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        cache = tmp_path_factory.mktemp("serial-cache")
-        frame = run_grid([folder], ["minilm-l6"], configurations=CONFIGS, limit_splits=2, jobs=1, cache_dir=cache,
-                         progress=False, log=lambda m: None)
-    finally:
-        torch.set_num_threads(threads)
-    return frame, cache
+    cache = tmp_path_factory.mktemp("serial-cache")
+    return _in_process(folder, ["minilm-l6"], cache), cache
 
 
 def _same_scores(a, b) -> bool:
@@ -98,9 +89,9 @@ def test_cluster_encodes_with_the_in_process_vectors_and_scores(folder, serial, 
     assert np.array_equal(_vectors(serial_cache, identity, texts), _vectors(tmp_path / "cache", identity, texts))
 
     def held():
-        from tecb_eval.grid.cluster_encode import held_models
+        from tecb_eval.grid.cluster_encode import held_keys
 
-        return held_models()
+        return held_keys()
 
     with distributed.Client(cluster.scheduler_address, timeout=10) as client:
         # The workers keep the model they loaded: a second run loads nothing again.
@@ -238,7 +229,8 @@ def prompted_minilm(tmp_path_factory):
 
 
 def _in_process(folder, models, cache, messages=None):
-    """The grid in this process with one torch thread, as a single-threaded worker encodes."""
+    """The grid in this process with one torch thread, as a single-threaded worker encodes (a
+    vector's float sums follow the thread count)."""
     import torch
 
     threads = torch.get_num_threads()
@@ -318,7 +310,7 @@ def test_shards_prefer_the_workers_that_hold_the_model(folder, cluster, tmp_path
         assert encoder._prefer(spec, 42) == {"workers": [workers[1]], "allow_other_workers": True}
         # A model's shards: the holder is preferred for its share (every other one), the rest go to
         # whoever is free, so the worker without the model loads it rather than wait.
-        started = encoder.start(spec, remote, [f"Satz {i} " + "x" * (i % 50) for i in range(2000)])
+        started = encoder.start(remote, [f"Satz {i} " + "x" * (i % 50) for i in range(2000)])
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:  # the submissions reach the scheduler in batches

@@ -46,17 +46,6 @@ MAX_ATTEMPTS = 4  # per shard: its worker may die 3 times
 MODEL_SHARE = 0.6  # of a worker's memory limit that loaded models may hold before the oldest goes
 
 
-def runs_on_cluster(spec: ModelSpec, encoder) -> bool:
-    """Whether a worker can open ``spec`` itself and batch as we cut: a model named by text (an
-    encoder object cannot travel) that sentence-transformers encodes, one batch of ``batch_size``
-    at a time. Other encoders (tfidf-lsa's fit per dataset, plain transformers) encode here."""
-    if isinstance(encoder, RemoteEncoder):
-        return True
-    from tecb_eval.models.encoders import SentenceTransformerEncoder
-
-    return isinstance(spec.spec, (str, Path)) and isinstance(encoder, SentenceTransformerEncoder)
-
-
 def opens_on_a_worker(spec: ModelSpec) -> bool:
     """Whether ``spec`` is a sentence-transformers model named by text, told from its files alone
     (no torch here): the models a worker opens and the coordinator only describes. A layer (mean
@@ -80,11 +69,9 @@ def opens_on_a_worker(spec: ModelSpec) -> bool:
 def binding(encoder, bench, protocol: str) -> tuple | None:
     """What a worker needs to bind the model to the dataset's MTEB task (its prompt), as
     :func:`tecb_eval.mteb.encoders.encoder_for_dataset` does here; None for a model without one."""
-    if not getattr(encoder, "per_task", False):
-        return None
-    from tecb_eval.mteb.tasks import mteb_language
+    from tecb_eval.mteb.encoders import task_binding
 
-    return (bench.mteb_name, "v2" if protocol == "fast" else "legacy", mteb_language(bench))
+    return task_binding(bench, protocol) if getattr(encoder, "per_task", False) else None
 
 
 def shards(texts: list[str], batch_size: int, workers: int) -> list[list[list[str]]]:
@@ -142,32 +129,16 @@ def _evict() -> None:
         gc.collect()
 
 
-def held_models() -> list[str]:
-    """The models this worker holds, oldest first (what the coordinator and the tests ask a worker)."""
-    return [key[0] for key in _loaded]
-
-
 def held_keys() -> list[tuple]:
     """The (spec, options, seed) keys of the models this worker holds: where a model's shards go first."""
     return list(_loaded)
 
 
 def _bound(spec: ModelSpec, seed: int, bound_to: tuple | None):
+    from tecb_eval.mteb.encoders import bound_to_task
+
     encoder = loaded_model(spec, seed)
-    if bound_to is not None:
-        from tecb_eval.mteb.tasks import task_class
-
-        encoder = encoder.for_task(task_class(*bound_to).metadata)
-    return encoder
-
-
-def _address() -> str | None:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except ValueError:  # called outside a worker (a test)
-        return None
+    return encoder if bound_to is None else bound_to_task(encoder, bound_to)
 
 
 def check_on_worker(specs: list[ModelSpec]) -> None:
@@ -189,14 +160,13 @@ def describe_model(spec: ModelSpec, seed: int, bound_to: tuple | None) -> dict:
         raise RuntimeError(f"{spec.name}: the worker opened a {type(encoder).__name__}, not a sentence-transformers "
                            "model; its files differ from the coordinator's")
     return {"identity": encoder.identity, "batch_size": int(encoder.batch_size),
-            "per_task": bool(getattr(encoder, "per_task", False)), "fields": encoding_fields(encoder),
-            "worker": _address()}
+            "per_task": bool(getattr(encoder, "per_task", False)), "fields": encoding_fields(encoder)}
 
 
 def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: str, batches: list[list[str]]):
     """One encode task: ``batches`` encoded one call each by the worker's copy of the model, bound
-    to the dataset's task. Returns the vectors in the batches' order, the shard's texts that the
-    model's max_length cut (``{"texts", "tokens"}``) and the worker's address."""
+    to the dataset's task. Returns the vectors in the batches' order and what the model's
+    max_length cut of the shard's texts (``{"texts", "tokens"}``)."""
     encoder = _bound(spec, seed, bound_to)
     if encoder.identity != identity:
         raise RuntimeError(f"the worker's {spec.name} is {encoder.identity}, the coordinator's {identity}: install "
@@ -205,7 +175,7 @@ def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: s
     encoder = copy.copy(encoder)
     encoder.truncated = {"texts": 0, "tokens": 0}
     vectors = np.concatenate([np.asarray(encoder.encode(batch)) for batch in batches])
-    return vectors, encoder.truncated, _address()
+    return vectors, encoder.truncated
 
 
 def warm_up_worker() -> None:
@@ -251,7 +221,6 @@ class Started:
 
     spec: ModelSpec
     encoder: RemoteEncoder
-    todo: list[str]
     pieces: list
     running: dict = field(default_factory=dict)  # future -> shard index
     attempts: list = field(default_factory=list)
@@ -310,23 +279,20 @@ class ClusterEncoder:
     def _prefer(self, spec: ModelSpec, seed: int) -> dict:
         """Dask's own placement hint for one task: the workers already holding the model (loose, so
         that an idle worker still takes or steals it); none where no worker or every worker holds it."""
-        holders, workers = self._holders(spec, seed)
-        if not holders or len(holders) == workers:
-            return {}
-        return {"workers": holders, "allow_other_workers": True}
+        return _hint(*self._holders(spec, seed))
 
-    def start(self, spec: ModelSpec, encoder, todo: list[str], *, priority: int = 0) -> Started:
+    def start(self, encoder: RemoteEncoder, todo: list[str], *, priority: int = 0) -> Started:
         """Submit ``todo``'s shards (distinct texts the store lacks); :meth:`finish` writes them.
         Where some workers hold the model, they are preferred for their share of the shards (every
         n-th, so that they get long and short ones); the rest go to whoever is free, which loads the
         model once: a model's first run does not wait on the one worker that described it."""
         ordered = sorted(todo)
         ordered.sort(key=len)  # as EmbeddingStore.encode_missing orders an in-process encoding
-        holders, workers = self._holders(spec, encoder.seed)
+        holders, workers = self._holders(encoder.spec, encoder.seed)
         workers = max(1, workers)
         pieces = shards(ordered, int(encoder.batch_size), workers)
-        started = Started(spec, encoder, ordered, pieces, attempts=[0] * len(pieces))
-        prefer = {"workers": holders, "allow_other_workers": True} if 0 < len(holders) < workers else {}
+        started = Started(encoder.spec, encoder, pieces, attempts=[0] * len(pieces))
+        prefer = _hint(holders, workers)
         try:
             for index in range(len(pieces)):
                 self._submit(started, index, priority, prefer if index % workers < len(holders) else {})
@@ -375,7 +341,7 @@ class ClusterEncoder:
         for future in completed:
             index = started.running.pop(future)
             try:
-                vectors, truncated, _ = future.result()
+                vectors, truncated = future.result()
             except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
                 if not (worker_lost(exc) or isinstance(exc, OSError)):
                     raise
@@ -393,19 +359,18 @@ class ClusterEncoder:
             # One atomic store shard per task: the store's own writer, handed the worker's vectors.
             store.encode_missing(texts, lambda batch: vectors[[rows[text_key(t)] for t in batch]],
                                  chunk=len(texts))
-            counted = getattr(started.encoder, "truncated", None)
-            if isinstance(counted, dict):
-                counted["texts"] += truncated["texts"]
-                counted["tokens"] += truncated["tokens"]
+            counted = started.encoder.truncated
+            counted["texts"] += truncated["texts"]
+            counted["tokens"] += truncated["tokens"]
             if progress is not None:
                 progress(len(texts))
 
-    def encode(self, spec: ModelSpec, seed: int, bound_to, encoder, todo: list[str], store: EmbeddingStore,
-               progress=None) -> None:
+    def encode(self, encoder: RemoteEncoder, todo: list[str], store: EmbeddingStore, progress=None) -> None:
         """Encode ``todo`` (distinct texts the store lacks) on the cluster into ``store``."""
-        if not isinstance(encoder, RemoteEncoder):  # a model opened here as well (run_grid's first, or a test's)
-            described = {"identity": encoder.identity, "batch_size": int(encoder.batch_size),
-                         "per_task": False, "fields": {}}
-            encoder = RemoteEncoder(spec, seed, bound_to, described,
-                                    getattr(encoder, "truncated", None) or {"texts": 0, "tokens": 0})
-        self.finish(self.start(spec, encoder, todo), store, progress)
+        self.finish(self.start(encoder, todo), store, progress)
+
+
+def _hint(holders: list[str], workers: int) -> dict:
+    """Dask's ``submit`` options that prefer ``holders`` (loose: another worker may still take the
+    task); none where no worker or every one of the ``workers`` holds the model."""
+    return {"workers": holders, "allow_other_workers": True} if 0 < len(holders) < workers else {}

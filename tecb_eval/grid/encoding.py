@@ -18,7 +18,7 @@ from typing import Callable
 
 from tecb_data.progress import Progress
 from tecb_eval.grid.cache import EmbeddingStore
-from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, RemoteEncoder, binding, opens_on_a_worker, runs_on_cluster
+from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, RemoteEncoder, binding, opens_on_a_worker
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Pending
 from tecb_eval.models.spec import ModelRun, ModelSpec, open_model
@@ -34,6 +34,7 @@ class Encoding:
         self._opened = opened
         self.cluster = None  # a ClusterEncoder (tecb_eval.grid.cluster_encode): encode tasks on Dask
         self._started: dict = {}  # encoder identity -> its shards started ahead (prefetch), not yet stored
+        self._stores: dict = {}  # encoder identity -> the store prefetch read, for encode_pending to write
 
     def open(self, spec: ModelSpec) -> ModelRun:
         opened, self._opened = self._opened, None
@@ -61,9 +62,10 @@ class Encoding:
         for identity, (encoder, texts) in self._needed(work).items():
             if identity in self._started or not isinstance(encoder, RemoteEncoder):
                 continue
-            todo = self.embedding_store(encoder).missing(texts)
+            store = self._stores[identity] = self.embedding_store(encoder)
+            todo = store.missing(texts)
             if todo:
-                self._started[identity] = self.cluster.start(run.spec, encoder, todo, priority=NEXT_MODEL_PRIORITY)
+                self._started[identity] = self.cluster.start(encoder, todo, priority=NEXT_MODEL_PRIORITY)
 
     def cancel_started(self) -> None:
         """Take the shards started ahead off the cluster (a run that ends early leaves no work there)."""
@@ -89,7 +91,9 @@ class Encoding:
         stores: dict[str, EmbeddingStore] = {}
         for item in work:
             if item.encoder.identity not in stores:
-                stores[item.encoder.identity] = self.embedding_store(item.encoder)
+                # The store prefetch read already, if it did: the cache is read once per model.
+                ahead = self._stores.pop(item.encoder.identity, None)
+                stores[item.encoder.identity] = ahead if ahead is not None else self.embedding_store(item.encoder)
         # Which of each dataset's texts this run encodes and which the cache holds (the summary says both).
         missing_before: dict[str, set] = {}
         wanted: dict[str, set] = {}
@@ -122,9 +126,8 @@ class Encoding:
             if ahead is not None:  # its shards ran while the model before clustered
                 self.cluster.finish(ahead, store, progress=bar.update)
             rest = store.missing(todo)
-            if rest and self.cluster is not None and runs_on_cluster(run.spec, encoder):
-                bound_to = binding(run.encoder, item.bench, self.protocol)
-                self.cluster.encode(run.spec, self.seed, bound_to, encoder, rest, store, progress=bar.update)
+            if rest and isinstance(encoder, RemoteEncoder):
+                self.cluster.encode(encoder, rest, store, progress=bar.update)
             elif rest:
                 store.encode_missing(rest, encoder.encode, progress=bar.update)
         if before is not None and counted["texts"] > before["texts"]:

@@ -90,10 +90,22 @@ def encoder_for_dataset(encoder, bench, protocol: str = "legacy"):
     encoder bound to the dataset's task under ``protocol`` (legacy: ``BlurbsClusteringS2S``,
     fast: ``BlurbsClusteringS2S.v2``), whose prompt MTEB chooses as on its leaderboard."""
     if getattr(encoder, "per_task", False):
-        from tecb_eval.mteb.tasks import mteb_language, task_class
-
-        version = "v2" if protocol == "fast" else "legacy"
-        return encoder.for_task(task_class(bench.mteb_name, version, mteb_language(bench)).metadata)
+        return bound_to_task(encoder, task_binding(bench, protocol))
     if not getattr(encoder, "per_dataset", False):
         return encoder
     return encoder.fit_corpus(sorted({t for s in bench.splits for t in s.texts}))
+
+
+def task_binding(bench, protocol: str = "legacy") -> tuple:
+    """The MTEB task a per-task encoder is bound to for ``bench`` under ``protocol``: its
+    ``task_class`` arguments (name, version, language), small enough to send to a Dask worker."""
+    from tecb_eval.mteb.tasks import mteb_language
+
+    return (bench.mteb_name, "v2" if protocol == "fast" else "legacy", mteb_language(bench))
+
+
+def bound_to_task(encoder, binding: tuple):
+    """``encoder`` bound to the task ``binding`` names (:func:`task_binding`): its prompt for it."""
+    from tecb_eval.mteb.tasks import task_class
+
+    return encoder.for_task(task_class(*binding).metadata)
