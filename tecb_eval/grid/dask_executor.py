@@ -94,6 +94,7 @@ class DaskExecutor:
             # Per worker: --memory-limit, else a safe share of the workers' own limit (or of this machine's RAM).
             self.budget = memory_limit or int(DEFAULT_MEMORY_SHARE * min((v for v in limits.values() if v),
                                                                         default=machine_memory()))
+            self.workers = len(limits)
             self.window = 4 * len(limits)  # units submitted ahead, so scattered inputs stay few
             # Tasks the cluster runs at once: a model with fewer units than this has its units' cells
             # cut into pieces (tecb_eval.grid.execution), so no worker waits while one clusters.
@@ -136,7 +137,10 @@ class DaskExecutor:
             try:
                 if data is not None:
                     # Once per split, not once per cell: the embeddings travel to the cluster once.
-                    inputs[task.input_key] = self._scatter(data)
+                    # An input as many units need as there are workers goes to every worker at once:
+                    # held by one, its units would all queue there (Dask places a task where its
+                    # input is) while the others idle until work stealing moves one.
+                    inputs[task.input_key] = self._scatter(data, broadcast=1 < self.workers <= users[task.input_key])
                 future = self.client.submit(run_unit, task.unit, inputs[task.input_key], task.is_reduced,
                                             key=f"tecb-unit-{task.unit.key}-{attempt}", pure=False,
                                             resources={"MEMORY": float(task.unit.memory)})
@@ -189,7 +193,7 @@ class DaskExecutor:
             on_result(task.unit, result)
             fill()
 
-    def _scatter(self, data):
+    def _scatter(self, data, broadcast: bool = False):
         """``client.scatter`` sends to a worker the scheduler still lists: one killed a moment ago
         refuses the connection (CommClosedError) while the others live. The send is tried again
         until the scheduler has dropped the dead worker, within --scheduler-timeout; with no worker
@@ -197,7 +201,7 @@ class DaskExecutor:
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                return self.client.scatter(data, hash=False)
+                return self.client.scatter(data, hash=False, broadcast=broadcast)
             except OSError:
                 if time.monotonic() > deadline or not self._has_workers():
                     raise

@@ -41,7 +41,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from tecb_data.errors import UserError
 
@@ -178,6 +177,8 @@ def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a:
         low = high = float(d[0])
         p_value = 1.0 if d[0] == 0 else float(2.0 ** (1 - len(d)))  # only the all-same-sign flips are as extreme
     else:
+        from scipy import stats  # here: 1 to 2 s of imports that a table without a test should not pay
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", stats.DegenerateDataWarning)
             interval = stats.bootstrap((d,), np.mean, confidence_level=confidence, n_resamples=resamples,
@@ -292,6 +293,8 @@ def mean_interval(scores: pd.Series, *, confidence: float = DEFAULT_CONFIDENCE, 
     per_split = means.to_numpy(dtype=float)
     if np.ptp(per_split) == 0:
         return float(per_split[0]), float(per_split[0]), float(per_split[0])
+    from scipy import stats
+
     # ``name`` is for the caller's messages only: the draws depend on the splits, not on who scored.
     interval = stats.bootstrap((per_split,), np.mean, confidence_level=confidence, n_resamples=resamples,
                                method="percentile",
