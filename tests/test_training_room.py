@@ -121,7 +121,10 @@ def _fingerprint(record) -> dict:
     return record if len(record) == 64 else hashlib.sha256(record.encode("utf-8")).hexdigest()
 
 
-# Recorded at f01cfa2, before the move (torch 2 on CPU, one thread).
+# Recorded at f01cfa2, before the move (torch 2 on CPU, one thread). The four tokenizer_config.json
+# digests changed on 2026-11-27: transformers wrote "local_files_only": true into them under
+# HF_HUB_OFFLINE=1 (false online), so a checkpoint's bytes depended on the environment; checkpoints
+# now leave that loading option out (tecb_eval.training.checkpoints.drop_loading_options).
 GOLDEN: dict = {'finetuning': {'cob': {'checkpoint': {'1_Pooling/config.json': '652ae4d1fa6df34d651fcf6a67b2f001607cf4e338790358a6ef0d5ff9498fd8',
                                        'config.json': 'd0fe0a6be3669142c536ad92b2baf3b53f8ddcc6bcd2fef09326b1b52f590405',
                                        'finetuning.json': '75210fa865e2f7fbba5d65d403764ba3310a53eb683178786785510349ad5dd0',
@@ -129,7 +132,7 @@ GOLDEN: dict = {'finetuning': {'cob': {'checkpoint': {'1_Pooling/config.json': '
                                        'modules.json': 'e4068aab8a95663636c4c28044a95eafdb6492387397ec8283d8f8b31078d645',
                                        'sentence_bert_config.json': '3084164002c0bca01b0259c5327123803fce32e660a57feb93184ffead186fc8',
                                        'tokenizer.json': 'ef3238bf431fc26f89df3aa31ec9a4e13738ba7850bdf1418701f4ff6c24d654',
-                                       'tokenizer_config.json': '04c4c3f8c445a1415ccbb7578053de0d66aeeb2f34b2bee6073e599cf39a0516'},
+                                       'tokenizer_config.json': '18fdfd0d1a40a00df1481de65f94ed6d9c1e1af08f7582520db12e1656d9b628'},
                         'evaluations': '8742a73903a868e1ef62b693be43564b7d1200ecf3bfc5ceeff8f47090b07b9b',
                         'losses': '0824a3f1955f76081b20dcbd1c7187597bc7737578a64ba4953d37076c74ee5f'},
                 'comparisons': '544f9edf4b3c5c1d82bf9c1a58ab89d7089e01d9d6ab77f64785f2895174ba09',
@@ -142,14 +145,14 @@ GOLDEN: dict = {'finetuning': {'cob': {'checkpoint': {'1_Pooling/config.json': '
                                            'modules.json': 'e4068aab8a95663636c4c28044a95eafdb6492387397ec8283d8f8b31078d645',
                                            'sentence_bert_config.json': '3084164002c0bca01b0259c5327123803fce32e660a57feb93184ffead186fc8',
                                            'tokenizer.json': 'ef3238bf431fc26f89df3aa31ec9a4e13738ba7850bdf1418701f4ff6c24d654',
-                                           'tokenizer_config.json': '04c4c3f8c445a1415ccbb7578053de0d66aeeb2f34b2bee6073e599cf39a0516'},
+                                           'tokenizer_config.json': '18fdfd0d1a40a00df1481de65f94ed6d9c1e1af08f7582520db12e1656d9b628'},
                             'evaluations': 'b9a5b1370285e625e88ae934db206cd0c64c36fb9d88971904d3c3e4654e1456',
                             'losses': 'f2fddaa96c1c82e7f2c20b3eeb04699184f7a160a20b2e5709a7c2623fc14d67'}},
  'pretraining-tsdae': {'checkpoint': {'config.json': 'd0fe0a6be3669142c536ad92b2baf3b53f8ddcc6bcd2fef09326b1b52f590405',
                                       'model.safetensors': '967ebe171f5c56a8f140447ed411c60d228b0d269de2475458c2cf555e236433',
                                       'pretraining.json': 'd623ea37b9aafff7d15e5fd3ec238e66f78ee115859d9f84d65342d33ba4914a',
                                       'tokenizer.json': '5c6d43aa2ca788963ba2502ab36ce86df140a71abd0ad28574935bb1bb8c4e89',
-                                      'tokenizer_config.json': '98d42380a1187b3bc82209a279a48759bf04f59c4ed34e827ce32a694688a4f1'},
+                                      'tokenizer_config.json': '38bb90d500c7c8baf8ffdfabf6037eafaa48a1c288f965a966fecbb0fe984ad8'},
                        'evaluations': '2689f59cf2728e7f0c0e855fe3eb90cae388a615dae670979d82004cdddf9785',
                        'losses': '68eaa29ad3946c79e93780277794e8ad957bf675ce8eb6e72b6033aab9d8b0e4',
                        'summary': '4d77786b1d912d9c549315a45b927081110af5b6edf362eb5625b2a0ae975a6a'},
@@ -157,7 +160,7 @@ GOLDEN: dict = {'finetuning': {'cob': {'checkpoint': {'1_Pooling/config.json': '
                                     'model.safetensors': '639812134651a1c24dae4b497e077baecc18e9e44e6986772528411570886275',
                                     'pretraining.json': '57e7a495d42fa13fb1df2f50e1aeb266b62680f2493b8f3cf1bf5bc95311bae5',
                                     'tokenizer.json': '5c6d43aa2ca788963ba2502ab36ce86df140a71abd0ad28574935bb1bb8c4e89',
-                                    'tokenizer_config.json': '86edfbd1d109094d4ea6a04c83822681bd05e495ced8de2cbcd6fea518da3440'},
+                                    'tokenizer_config.json': 'd6b89d890b13deda918682744553c33beff66843a9c701f1a0c9419d77536c93'},
                      'evaluations': 'ccda768fd5696f559159ad5fd572379bc8e3fbd01315a9b878a4589a27729d2e',
                      'losses': '43ff33f28b4e046adeb25ab664dff6513594aa9cfa6758e5f3c516d91fabcd27',
                      'summary': '0ce286f9c7ed9ab57aa0c9301094428aac1a8c21384b2194dd87fb561db3743a'}}
@@ -173,6 +176,24 @@ def test_pretraining_gives_the_recorded_bytes(one_thread, tiny_bert, blurbs_fold
 def test_finetuning_gives_the_recorded_bytes(one_thread, tiny_bert, blurbs_folder, tmp_path):
     got = _fingerprint(finetuning_record(tiny_bert, blurbs_folder, tmp_path / "out"))
     assert got == GOLDEN.get("finetuning"), got
+
+
+def test_a_checkpoint_says_nothing_of_how_its_tokenizer_was_read(tiny_bert, tmp_path):
+    """The same tokenizer read with local_files_only True (what HF_HUB_OFFLINE=1 forces) and False
+    gives the same checkpoint bytes: before, transformers kept the option in tokenizer_config.json."""
+    from transformers import AutoTokenizer
+
+    from tecb_eval.training.checkpoints import save_checkpoint
+
+    written = []
+    for offline in (True, False):
+        tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert), local_files_only=offline)
+        target = tmp_path / f"offline-{offline}"
+        save_checkpoint(lambda folder: tokenizer.save_pretrained(str(folder)), target, "record.json", {"seed": 42})
+        written.append({p.name: p.read_bytes() for p in sorted(target.iterdir())})
+    assert written[0] == written[1]
+    config = json.loads(written[0]["tokenizer_config.json"])
+    assert "local_files_only" not in config and config["unk_token"] == "[UNK]"
 
 
 def test_pretraining_and_finetuning_stand_on_training_and_never_on_each_other():

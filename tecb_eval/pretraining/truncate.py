@@ -14,6 +14,7 @@ import contextlib
 from pathlib import Path
 
 from tecb_data.errors import UserError
+from tecb_eval.training.checkpoints import drop_loading_options
 
 
 def layer_count(folder: Path) -> int:
@@ -74,6 +75,7 @@ def truncate_checkpoint(folder: Path, k: int, into: Path) -> Path:
         raise RuntimeError(f"truncating {folder} to {k} layers left {len(kept)}")
     model.save_pretrained(str(into))
     AutoTokenizer.from_pretrained(str(folder)).save_pretrained(str(into))
+    drop_loading_options(into)
     return into
 
 

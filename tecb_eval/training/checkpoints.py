@@ -33,6 +33,7 @@ def save_checkpoint(save: Callable[[Path], None], target: Path, record_name: str
             shutil.rmtree(temporary)
         temporary.mkdir(parents=True)
         _save_quietly(save, temporary)
+        drop_loading_options(temporary)
         (temporary / record_name).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         replace_folder(temporary, target)
     except Exception as exc:
@@ -42,6 +43,23 @@ def save_checkpoint(save: Callable[[Path], None], target: Path, record_name: str
         if failure is None:
             raise
         raise failure from None
+
+
+# What transformers keeps of how a tokenizer was read and writes back into its tokenizer_config.json:
+# with HF_HUB_OFFLINE=1 it forces local_files_only=True, so the same training wrote other bytes
+# offline than online. It says nothing of the tokenizer, and a checkpoint's bytes must not depend on it.
+LOADING_OPTIONS = ("local_files_only",)
+
+
+def drop_loading_options(folder: Path) -> None:
+    """Remove :data:`LOADING_OPTIONS` from every tokenizer_config.json under ``folder``, rewritten as
+    transformers writes it (sorted keys, indent 2, UTF-8, a final newline)."""
+    for config in sorted(Path(folder).rglob("tokenizer_config.json")):
+        data = json.loads(config.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and any(option in data for option in LOADING_OPTIONS):
+            for option in LOADING_OPTIONS:
+                data.pop(option, None)
+            config.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _save_quietly(save: Callable[[Path], None], folder: Path) -> None:
