@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Callable
@@ -24,6 +25,36 @@ class WriteError(UserError):
     def __init__(self, message: str, path: Path, reason: str):
         super().__init__(message)
         self.path, self.reason = path, reason
+
+
+# OWASP's CSV injection rule: a cell a spreadsheet would read as a formula starts with one of these.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A plain decimal number, which a spreadsheet reads as that number and never as a formula (Python's
+# float() would also pass "-inf", "-nan" and "-1_0", which are text there).
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+
+
+def _runs(text: str) -> bool:
+    # A lone sign is no formula: "-" is the reference table's spelling of "no reduction", and a
+    # spreadsheet reads it as text; quoting it would change a column the authors' tools read.
+    return text.startswith(FORMULA_START) and not PLAIN_NUMBER.match(text) and text not in ("-", "+")
+
+
+def csv_cell(value):
+    """``value`` as a CSV cell: text a spreadsheet would run as a formula (a model or dataset name
+    holding ``=HYPERLINK(...)``) gets a leading ``'`` by OWASP's rule, and so does text that is only
+    quotes before such text, so that :func:`csv_value` gives back exactly what was written. Numbers
+    and other values pass unchanged."""
+    if isinstance(value, str) and (_runs(value) or (value.startswith("'") and _runs(value.lstrip("'")))):
+        return "'" + value
+    return value
+
+
+def csv_value(value):
+    """What :func:`csv_cell` was given, from what it wrote (for our own CSVs read back: a resumed run)."""
+    if isinstance(value, str) and value.startswith("'") and _runs(value.lstrip("'")):
+        return value[1:]
+    return value
 
 
 def short_hash(*parts: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tecb_eval.files import csv_cell
 from tecb_eval.finetuning.scoring import HAC, KMEANS
 from tecb_eval.finetuning.settings import BASELINE, METHODS
 from tecb_eval.reports import compare, figures
@@ -97,7 +98,7 @@ def write_csv(rows: list[dict], fields, path: Path) -> None:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(fields)
         for row in rows:
-            writer.writerow([repr(row[f]) if isinstance(row[f], float) else row[f] for f in fields])
+            writer.writerow([repr(row[f]) if isinstance(row[f], float) else csv_cell(row[f]) for f in fields])
 
 
 def _held_out(fold: dict) -> str:

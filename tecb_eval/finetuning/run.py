@@ -26,6 +26,7 @@ import pandas as pd
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
 from tecb_data.outputs import refuse_overlap, staged_output
+from tecb_eval.files import csv_cell, csv_value
 from tecb_eval.finetuning import protocols, report
 from tecb_eval.finetuning.instances import check_pool
 from tecb_eval.finetuning.loop import check_trainable, train_unit
@@ -96,12 +97,13 @@ def _rows(rows, *, model: str, fold: str, train_seed) -> list[dict]:
 
 
 def _read_scores(path: Path) -> list[dict]:
-    return pd.read_csv(path, keep_default_na=True).to_dict("records")
+    return [{k: csv_value(v) for k, v in row.items()} for row in pd.read_csv(path, keep_default_na=True).to_dict("records")]
 
 
 def _write_scores(rows: list[dict], path: Path) -> None:
     temporary = path.with_name(path.name + ".tmp")
-    pd.DataFrame(rows, columns=list(SCORE_FIELDS)).to_csv(temporary, index=False, lineterminator="\n")
+    # A model name holding a formula must not run in a spreadsheet; _read_scores gives it back as it was.
+    pd.DataFrame(rows, columns=list(SCORE_FIELDS)).map(csv_cell).to_csv(temporary, index=False, lineterminator="\n")
     os.replace(temporary, path)
 
 
@@ -221,7 +223,7 @@ def _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work: Path, *
                 record = _unit(model, method, fold, info, s, seed, score_seeds, unit_dir, device=device,
                                progress=progress, described=described)
                 rows += _read_scores(unit_dir / "scores.csv")
-                evaluations.append(pd.read_csv(unit_dir / "evaluations.csv"))
+                evaluations.append(pd.read_csv(unit_dir / "evaluations.csv").map(csv_value))
                 best[(method, info["id"], seed)] = record["best"]
                 timings[(method, info["id"], seed)] = record["epoch_seconds"]
     scores = pd.DataFrame(rows, columns=list(SCORE_FIELDS))
@@ -244,7 +246,7 @@ def _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work: Path, *
                                                      score_seeds=score_seeds, untrained=untrained,
                                                      demo_note=DEMO_NOTE if demo else None), encoding="utf-8")
     curves = pd.concat(evaluations, ignore_index=True)
-    curves.to_csv(work / "evaluations.csv", index=False, lineterminator="\n")
+    curves.map(csv_cell).to_csv(work / "evaluations.csv", index=False, lineterminator="\n")
     title = f"fine-tuning {shown} ({protocol}, {len(chosen)} fold(s))" + (f"\n{DEMO_TITLE}" if demo else "")
     report.plot(curves, title, work / "figure.png", kmeans_seed=s.kmeans_seed)
     _write_json(work / "run.json", {**key, "versions": library_versions(), "resumed": resumed,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tecb_eval.files import csv_cell
 from tecb_eval.training.encoding import LOGITS
 
 SUMMARY_FIELDS = ("profile", "method", "trained_on", "checkpoint", "dataset", "seeds", "mean", "sd", "min", "max",
@@ -96,7 +97,7 @@ def write_summary_csv(summary: list[dict], path: Path) -> None:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(SUMMARY_FIELDS)
         for row in summary:
-            writer.writerow([repr(row[f]) if isinstance(row[f], float) else row[f] for f in SUMMARY_FIELDS])
+            writer.writerow([repr(row[f]) if isinstance(row[f], float) else csv_cell(row[f]) for f in SUMMARY_FIELDS])
 
 
 def evaluation_note(summary: list[dict], evaluations: list[dict]) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import unicodedata
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
 from tecb_eval.clustering.registry import TABLE2_CONFIGURATION
-from tecb_eval.files import write_text
+from tecb_eval.files import csv_cell, write_text
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
 # The reference file's dataset columns (with its spellings) -> the MTEB task names we use.
@@ -637,8 +636,6 @@ def _csv_columns(table: pd.DataFrame) -> pd.DataFrame:
 # format's own quoting: a name must not add a column, end a row or run as a formula or a command.
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-# OWASP's CSV injection rule: a cell a spreadsheet would read as a formula starts with one of these.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _md_cell(value) -> str:
@@ -652,32 +649,17 @@ def _latex_cell(value) -> str:
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text).replace("±", r"$\pm$")
 
 
-# A plain decimal number, which a spreadsheet reads as that number and never as a formula (Python's
-# float() would also pass "-inf", "-nan" and "-1_0", which are text there).
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
-
-
-def _csv_cell(value):
-    """A text cell a spreadsheet would run as a formula gets a leading ``'``; a number stays a number."""
-    # A lone sign is no formula: "-" is the reference table's spelling of "no reduction", and a
-    # spreadsheet reads it as text; quoting it would change a column the authors' tools read.
-    if (not isinstance(value, str) or not value.startswith(_FORMULA_START) or _PLAIN_NUMBER.match(value)
-            or value in ("-", "+")):
-        return value
-    return "'" + value
-
-
 def csv_safe(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with every text cell, index entry and column name a spreadsheet would run as a
     formula quoted by OWASP's rule (a leading ``'``); numbers are left as numbers. Every CSV we
     write from a table goes through it."""
     data = table.copy()
     if isinstance(data.index, pd.MultiIndex):
-        data.index = pd.MultiIndex.from_tuples([tuple(map(_csv_cell, i)) for i in data.index], names=data.index.names)
+        data.index = pd.MultiIndex.from_tuples([tuple(map(csv_cell, i)) for i in data.index], names=data.index.names)
     else:
-        data.index = data.index.map(_csv_cell)
-    data.columns = [_csv_cell(c) for c in data.columns]
-    return data.map(lambda v: _csv_cell(v) if isinstance(v, str) else v)
+        data.index = data.index.map(csv_cell)
+    data.columns = [csv_cell(c) for c in data.columns]
+    return data.map(lambda v: csv_cell(v) if isinstance(v, str) else v)
 
 
 def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, note: str | None = None) -> str:

@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from tecb_eval.clustering.evaluation import evaluate_kmeans, unique_texts
+from tecb_eval.files import csv_cell, csv_value
 from tecb_eval.grid.cache import EmbeddingStore
 from tecb_eval.grid.work import one_thread
 from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder
@@ -191,7 +192,8 @@ def non_finite_texts(per_item: list[dict]) -> int:
 
 def _fmt(value) -> str:
     # repr round-trips floats exactly and is the same on every platform: byte-identical reruns.
-    return repr(float(value)) if isinstance(value, (float, np.floating)) else str(value)
+    # A dataset or model name holding a formula must not run in a spreadsheet (read_csv gives it back).
+    return repr(float(value)) if isinstance(value, (float, np.floating)) else csv_cell(str(value))
 
 
 class CsvLog:
@@ -214,7 +216,7 @@ class CsvLog:
 
 def read_csv(path: Path) -> list[dict]:
     with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = [{k: csv_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
     for row in rows:
         for key in ("seed", "step"):
             if key in row:
