@@ -118,7 +118,9 @@ def task_results(frame) -> list[tuple[str, str, object, dict]]:
     clustering) in ``frame``; one per (model, identity, dataset fingerprint, protocol, profile)."""
     from mteb.results import TaskResult
 
-    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    from tecb_eval.clustering.registry import table2_rows
+
+    kmeans = table2_rows(frame)
     check_rows(kmeans)
     if "profile" not in kmeans.columns:
         kmeans = kmeans.assign(profile="current")

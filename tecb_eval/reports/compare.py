@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_eval.clustering.registry import TABLE2_CONFIGURATION, table2_rows
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 9999
@@ -217,7 +218,8 @@ CHOOSE = ("choose that version with --protocol/--profile/--seeds/--fingerprint/-
 
 
 def compare(frame: pd.DataFrame, model_a: str, model_b: str, datasets=None, *,
-            algorithm: str = "minibatch_kmeans", reduction: str = "none", metric: str = "v_measure",
+            algorithm: str = TABLE2_CONFIGURATION[0], reduction: str = TABLE2_CONFIGURATION[1],
+            metric: str = "v_measure",
             confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
             seed: int = DEFAULT_SEED, store: pd.DataFrame | None = None) -> list[Comparison]:
     """A - B per dataset (default: every dataset both models have) for one configuration (default:
@@ -307,7 +309,7 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
     """Table 2's markers: {(model, dataset): "*" for the best model on the dataset, "=" for a model
     whose difference to the best does not hold, "" for one the best is surely ahead of}. On the fast
     protocol no ranking can be shown (its draws share one pool; see the module): every other model is "="."""
-    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    kmeans = table2_rows(frame)
     markers = {}
     for dataset in sorted(kmeans.mteb_name.unique()):
         of = kmeans[kmeans.mteb_name == dataset]
@@ -316,8 +318,8 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
         best = min(figure, key=lambda m: (-figure[m], m))
         markers[(best, dataset)] = "*"
         for model in sorted(set(figure) - {best}):
-            a = cell_scores(of, best, dataset, "minibatch_kmeans", "none", "v_measure")
-            b = cell_scores(of, model, dataset, "minibatch_kmeans", "none", "v_measure")
+            a = cell_scores(of, best, dataset, *TABLE2_CONFIGURATION, "v_measure")
+            b = cell_scores(of, model, dataset, *TABLE2_CONFIGURATION, "v_measure")
             if not a.index.intersection(b.index).size:
                 markers[(model, dataset)] = "?"
                 continue

@@ -512,7 +512,9 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
     from tecb_eval.reports.compare import against_best, independent_splits, mean_interval
     from tecb_eval.reports.tables import dataset_columns, one_version, table2
 
-    kmeans = one_version(frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")])
+    from tecb_eval.clustering.registry import table2_rows
+
+    kmeans = one_version(table2_rows(frame))
     shown = table2(kmeans, stats=True)
     datasets = dataset_columns(set(kmeans.mteb_name))
     models = sorted(set(kmeans.model))

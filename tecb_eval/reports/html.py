@@ -103,7 +103,7 @@ def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dic
     Table 2 as dots, Table 3 as bars, each model beside the authors'."""
     demo_title = tables.DEMO_TITLE if demo else None
     out = []
-    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    kmeans = registry.table2_rows(frame)
     if not kmeans.empty:
         figures.plot_table2_dots(frame, folder / "table2.png", demo_title)
         out.append({"file": "table2.png", "caption": "Table 2 as dots: per dataset, each ranked model's mean "

@@ -29,7 +29,7 @@ import re
 
 import pandas as pd
 
-from tecb_eval.clustering.registry import NOISE_ALGORITHMS, TABLE2_CONFIGURATION
+from tecb_eval.clustering.registry import NOISE_ALGORITHMS, TABLE2_CONFIGURATION, table2_rows
 from tecb_eval.reports import compare, ranking, tables, versions
 from tecb_eval.reports import scores as scores_module
 
@@ -234,7 +234,7 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
 def _apart_entry(rows: pd.DataFrame, dataset: str, model: str, why: str, independent: bool) -> Entry:
     """A model not ranked: its own Table 2 figure where it has one, else only its best pipeline."""
     means = tables.split_means(rows)
-    kmeans = rows[(rows.algorithm == TABLE2_CONFIG[0]) & (rows.reduction == TABLE2_CONFIG[1])]
+    kmeans = table2_rows(rows)
     if not kmeans.empty:
         (entry,) = _entries(kmeans, means, dataset, markers=False, independent=independent, every=rows)
     else:
@@ -258,7 +258,7 @@ def boards(chosen, synthetic: set[str]) -> list[Board]:
     for dataset in tables.dataset_columns(list(selection.datasets)):
         shared = selection.datasets[dataset]
         rows = selection.rows[selection.rows.mteb_name == dataset]
-        kmeans = rows[(rows.algorithm == TABLE2_CONFIG[0]) & (rows.reduction == TABLE2_CONFIG[1])]
+        kmeans = table2_rows(rows)
         mine = every[every.mteb_name == dataset]
         independent = compare.independent_splits(mine)
         ranked = (_entries(kmeans, tables.split_means(rows), dataset, markers=True, independent=independent,

@@ -26,7 +26,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
-from tecb_eval.clustering.registry import TABLE2_CONFIGURATION
+from tecb_eval.clustering.registry import table2_rows
 from tecb_eval.files import csv_cell, write_text
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
@@ -199,7 +199,7 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
     mean over splits, plus the average over datasets. ``stats``: a table with, per cell, the SD
     over seeds and over splits too (columns (dataset, stat)); ``markers``: and the paired
     comparison with the best model per dataset (:func:`tecb_eval.reports.compare.against_best`)."""
-    kmeans = frame[(frame.algorithm == "minibatch_kmeans") & (frame.reduction == "none")]
+    kmeans = table2_rows(frame)
     if kmeans.empty:
         raise UserError("the results hold no minibatch_kmeans:none cells, which Table 2 reports")
     kmeans = one_version(kmeans)
@@ -332,7 +332,7 @@ def _paper_models(reference: pd.DataFrame) -> pd.DataFrame:
 def paper_table2(reference: pd.DataFrame) -> pd.DataFrame:
     """The paper's Table 2 (0..1): its models x dataset, k-means on the embeddings, plus the average."""
     rows = _paper_models(reference)
-    rows = rows[(rows.algorithm == "minibatch_kmeans") & (rows.reduction == "none")]
+    rows = table2_rows(rows)
     table = rows.pivot(index="model", columns="mteb_name", values="v_measure")
     table = table.loc[list(PAPER_MODELS), dataset_columns(table.columns)]
     table["avg"] = table.mean(axis=1)
@@ -559,7 +559,7 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
     demo = demo or bool(synthetic_datasets(frame))
     out = {}
     tail = [left_out] if left_out else []
-    if ((frame.algorithm == TABLE2_CONFIGURATION[0]) & (frame.reduction == TABLE2_CONFIGURATION[1])).any():
+    if not table2_rows(frame).empty:
         t2 = table2(frame, stats=True, markers=True)
         t2_note = [DEMO_NOTE] if demo else []
         if reference is not None:
@@ -572,7 +572,7 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
             if any(match(m) for m in t2.index):
                 t2_note = [beside_paper_note("2", means_of(t2), [], paper, demo)]
                 t2 = beside_paper(t2, paper, match)
-        kmeans = frame[(frame.algorithm == TABLE2_CONFIGURATION[0]) & (frame.reduction == TABLE2_CONFIGURATION[1])]
+        kmeans = table2_rows(frame)
         out["table2"] = (t2, "\n".join([*t2_note, legend("2", frame), *zero_notes(kmeans, ["model", "mteb_name"]),
                                         *tail]))
     t3 = table3(frame, stats=True)
