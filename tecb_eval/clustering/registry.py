@@ -269,6 +269,7 @@ REFERENCE_REDUCTIONS = {r.paper_name: r.name for r in REDUCTIONS_REGISTRY.values
 SKIPPED_BY_DEFAULT = tuple((a.name, r) for a in ALGORITHMS_REGISTRY.values() for r in a.skipped_with)
 # The paper's Table 2 ranks models by k-means on the raw embeddings.
 TABLE2_CONFIGURATION = ("minibatch_kmeans", "none")
+NOISE_ALGORITHMS = tuple(a.name for a in ALGORITHMS_REGISTRY.values() if a.labels_noise)
 
 
 def table2_rows(frame):
@@ -276,7 +277,6 @@ def table2_rows(frame):
     configuration: what MTEB's clustering, the paper's Table 2 and the leaderboard rank by."""
     algorithm, reduction = TABLE2_CONFIGURATION
     return frame[(frame.algorithm == algorithm) & (frame.reduction == reduction)]
-NOISE_ALGORITHMS = tuple(a.name for a in ALGORITHMS_REGISTRY.values() if a.labels_noise)
 
 
 def algorithm(name: str) -> Algorithm:

@@ -97,7 +97,8 @@ def _rows(rows, *, model: str, fold: str, train_seed) -> list[dict]:
 
 
 def _read_scores(path: Path) -> list[dict]:
-    return [{k: csv_value(v) for k, v in row.items()} for row in pd.read_csv(path, keep_default_na=True).to_dict("records")]
+    rows = pd.read_csv(path, keep_default_na=True).to_dict("records")
+    return [{k: csv_value(v) for k, v in row.items()} for row in rows]
 
 
 def _write_scores(rows: list[dict], path: Path) -> None:

@@ -509,10 +509,9 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
     marked by the paired comparison with the best model of the panel
     (:func:`tecb_eval.reports.compare.against_best`). On the fast protocol the draws are not
     independent, so the whiskers are ± the SD over the draws instead and no model is ranked."""
+    from tecb_eval.clustering.registry import table2_rows
     from tecb_eval.reports.compare import against_best, independent_splits, mean_interval
     from tecb_eval.reports.tables import dataset_columns, one_version, table2
-
-    from tecb_eval.clustering.registry import table2_rows
 
     kmeans = one_version(table2_rows(frame))
     shown = table2(kmeans, stats=True)
