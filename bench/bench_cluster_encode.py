@@ -66,6 +66,16 @@ print(json.dumps(scores))
 """
 
 
+# (label, our figure, the figure it is measured against): the ratios main() prints.
+RATIOS = (("(a) two workers over one, the run", "(a) P2P run, 2 workers", "(a) P2P run, 1 worker"),
+          ("(a) two workers over one, the encode phase", "(a) P2P encode phase, 2 workers",
+           "(a) P2P encode phase, 1 worker"),
+          ("(b) warm cluster over MTEB's fresh evaluate", "(b) warm cluster, a second model S2S",
+           "(b) MTEB evaluate S2S, fresh process"),
+          ("(c) three models over MTEB's three", "(c) warm cluster, three models in one command S2S",
+           "(c) MTEB evaluate the same three, one fresh process"))
+
+
 def mtebs_three(data: Path) -> dict:
     import json
 
@@ -196,6 +206,13 @@ def main() -> int:
         print("medians:")
         for name, values in figures.items():
             print(f"  {name}: {statistics.median(values):.1f} s over {len(values)}")
+        # The issue's figures are ratios of alternating runs: each pair's, and the medians'.
+        for label, ours, theirs in RATIOS:
+            if ours in figures and theirs in figures:
+                pairs = [t / o for o, t in zip(figures[ours], figures[theirs])]
+                print(f"  {label}: {statistics.median(figures[theirs]) / statistics.median(figures[ours]):.2f}x of the "
+                      f"medians; per pair {', '.join(f'{r:.2f}' for r in pairs)} (median pair "
+                      f"{statistics.median(pairs):.2f}x)")
         if scores:
             reference = next(iter(scores.values()))
             for name, rows in scores.items():
