@@ -36,7 +36,7 @@ from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 from tecb_data.outputs import check_output, staged_output
 from tecb_eval.grid.seeds import check_seed
-from tecb_eval.files import WriteError, atomic_save, csv_cell
+from tecb_eval.files import WriteError, atomic_save
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore
 from tecb_eval.grid.store import check_results
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
@@ -240,8 +240,9 @@ def plot_layers(table: pd.DataFrame, path: Path, *, title: str) -> Path:
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    # A model name or a dataset name holding a formula must not run in a spreadsheet.
-    text = frame.map(csv_cell).to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    from tecb_eval.reports.tables import csv_safe  # a model or dataset name holding a formula stays text
+
+    text = csv_safe(frame).to_csv(index=False, float_format="%.17g", lineterminator="\n")
     atomic_save(path, lambda fh: fh.write(text.encode("utf-8")), ".csv")
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
 from tecb_data.outputs import refuse_overlap, staged_output
-from tecb_eval.files import csv_cell, csv_value
+from tecb_eval.files import csv_value
 from tecb_eval.finetuning import protocols, report
 from tecb_eval.finetuning.instances import check_pool
 from tecb_eval.finetuning.loop import check_trainable, train_unit
@@ -34,6 +34,7 @@ from tecb_eval.finetuning.scoring import score_splits
 from tecb_eval.finetuning.settings import BASELINE, METHODS, as_dict, for_method, settings_for
 from tecb_eval.grid.seeds import check_seeds
 from tecb_eval.reports.compare import DEFAULT_RESAMPLES
+from tecb_eval.reports.tables import csv_safe
 from tecb_eval.training.checkpoints import library_versions
 from tecb_eval.training.data import load_benchmarks
 from tecb_eval.training.device import resolve_device
@@ -104,7 +105,7 @@ def _read_scores(path: Path) -> list[dict]:
 def _write_scores(rows: list[dict], path: Path) -> None:
     temporary = path.with_name(path.name + ".tmp")
     # A model name holding a formula must not run in a spreadsheet; _read_scores gives it back as it was.
-    pd.DataFrame(rows, columns=list(SCORE_FIELDS)).map(csv_cell).to_csv(temporary, index=False, lineterminator="\n")
+    csv_safe(pd.DataFrame(rows, columns=list(SCORE_FIELDS))).to_csv(temporary, index=False, lineterminator="\n")
     os.replace(temporary, path)
 
 
@@ -247,7 +248,7 @@ def _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work: Path, *
                                                      score_seeds=score_seeds, untrained=untrained,
                                                      demo_note=DEMO_NOTE if demo else None), encoding="utf-8")
     curves = pd.concat(evaluations, ignore_index=True)
-    curves.map(csv_cell).to_csv(work / "evaluations.csv", index=False, lineterminator="\n")
+    csv_safe(curves).to_csv(work / "evaluations.csv", index=False, lineterminator="\n")
     title = f"fine-tuning {shown} ({protocol}, {len(chosen)} fold(s))" + (f"\n{DEMO_TITLE}" if demo else "")
     report.plot(curves, title, work / "figure.png", kmeans_seed=s.kmeans_seed)
     _write_json(work / "run.json", {**key, "versions": library_versions(), "resumed": resumed,

@@ -10,6 +10,7 @@ import numpy as np
 
 from tecb_data.errors import UserError
 from tecb_eval.clustering.ranges import SCORE_RANGES, in_range
+from tecb_eval.clustering.registry import table2_rows
 from tecb_eval.mteb.encoders import revision_of
 from tecb_eval.mteb.tasks import SPLIT, language_of, task_for
 
@@ -117,8 +118,6 @@ def task_results(frame) -> list[tuple[str, str, object, dict]]:
     """[(model folder name, revision, TaskResult, extra)] for k-means on the embeddings (MTEB's
     clustering) in ``frame``; one per (model, identity, dataset fingerprint, protocol, profile)."""
     from mteb.results import TaskResult
-
-    from tecb_eval.clustering.registry import table2_rows
 
     kmeans = table2_rows(frame)
     check_rows(kmeans)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY
+from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY, table2_rows
 from tecb_eval.files import atomic_save
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 
@@ -509,7 +509,6 @@ def table2_figure(frame: pd.DataFrame, demo_note: str | None = None, *, confiden
     marked by the paired comparison with the best model of the panel
     (:func:`tecb_eval.reports.compare.against_best`). On the fast protocol the draws are not
     independent, so the whiskers are ± the SD over the draws instead and no model is ranked."""
-    from tecb_eval.clustering.registry import table2_rows
     from tecb_eval.reports.compare import against_best, independent_splits, mean_interval
     from tecb_eval.reports.tables import dataset_columns, one_version, table2
 

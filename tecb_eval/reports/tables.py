@@ -659,7 +659,7 @@ def csv_safe(table: pd.DataFrame) -> pd.DataFrame:
     else:
         data.index = data.index.map(csv_cell)
     data.columns = [csv_cell(c) for c in data.columns]
-    return data.map(lambda v: csv_cell(v) if isinstance(v, str) else v)
+    return data.map(csv_cell)
 
 
 def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, note: str | None = None) -> str:
