@@ -360,6 +360,22 @@ def test_ctrl_c_while_encoding_on_the_cluster_leaves_no_task_there(folder, clust
         while time.monotonic() < deadline and encoding():
             time.sleep(0.1)
         assert not encoding(), "the interrupted run's shards still run on the cluster"
+        # Dask cannot stop a thread: the shard its worker had begun runs to its end, unseen by the
+        # scheduler. The module's other tests share these workers, so wait until it has ended.
+        _wait_until_no_worker_computes(client)
+
+
+def _executing(dask_worker) -> int:
+    return len(dask_worker.state.executing)
+
+
+def _wait_until_no_worker_computes(client, timeout: float = 300) -> None:
+    """Until no worker's thread runs a task, the scheduler's own or one it has forgotten (a
+    cancelled task still occupies its thread while the scheduler counts the worker as free)."""
+    deadline = time.monotonic() + timeout
+    while any(client.run(_executing).values()):
+        assert time.monotonic() < deadline, "a worker still computes a task no one waits for"
+        time.sleep(0.1)
 
 
 def test_a_models_one_unit_is_cut_into_pieces_so_no_worker_waits(folder, cluster, tmp_path):
@@ -370,6 +386,9 @@ def test_a_models_one_unit_is_cut_into_pieces_so_no_worker_waits(folder, cluster
     common = dict(configurations=["minibatch_kmeans:none"], protocol="fast", progress=False, log=lambda m: None)
     whole = run_grid([folder], ["tfidf-lsa"], jobs=1, cache_dir=tmp_path / "here", **common)
     with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+        # Where a piece runs is the scheduler's choice by load: start from two free workers.
+        client.wait_for_workers(2, timeout=60)
+        _wait_until_no_worker_computes(client)
         with distributed.get_task_stream(client) as stream:
             pieces = run_grid([folder], ["tfidf-lsa"], scheduler=cluster.scheduler_address,
                               cache_dir=tmp_path / "there", **common)
