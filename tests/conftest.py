@@ -1,6 +1,7 @@
 import atexit
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import sys
@@ -20,6 +21,11 @@ os.environ.setdefault("TECB_JOBS", "1")
 _DATASETS_CACHE = tempfile.mkdtemp(prefix="tecb-tests-hf-datasets-")
 os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
 atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
+# A shell that starts the suite in the background (`make test &` in a script) ignores SIGINT, and
+# every child inherits that: the tests that send Ctrl-C to a command they started would see it
+# ignored. A Python handler is reset to the default in the children (exec), so theirs is restored.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # pytest-timeout's per-test limit for `slow` tests (the others get pyproject.toml's `timeout`).
