@@ -8,6 +8,7 @@ unreadable by the rest of a group sharing a cache or a report.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import os
 import re
@@ -55,6 +56,16 @@ def csv_value(value):
     if isinstance(value, str) and value.startswith("'") and _runs(value.lstrip("'")):
         return value[1:]
     return value
+
+
+def write_rows_csv(rows: list[dict], fields, path: Path) -> None:
+    """``rows`` as a CSV of ``fields``: floats by ``repr`` (exact, the same on every platform), other
+    values through :func:`csv_cell`."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(fields)
+        for row in rows:
+            writer.writerow([repr(row[f]) if isinstance(row[f], float) else csv_cell(row[f]) for f in fields])
 
 
 def short_hash(*parts: str) -> str:

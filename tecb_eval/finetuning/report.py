@@ -4,13 +4,11 @@ and COB's ablations) with bootstrap intervals, paired comparisons through
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
 import pandas as pd
 
-from tecb_eval.files import csv_cell
 from tecb_eval.finetuning.scoring import HAC, KMEANS
 from tecb_eval.finetuning.settings import BASELINE, METHODS
 from tecb_eval.reports import compare, figures
@@ -91,14 +89,6 @@ def _methods_text(methods, settings: dict) -> str:
     }
     shown = [f"{BASELINE} = the model without training"] + [f"{m} = {described[m]}" for m in METHODS if m in methods]
     return "Methods: " + "; ".join(shown) + "."
-
-
-def write_csv(rows: list[dict], fields, path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(fields)
-        for row in rows:
-            writer.writerow([repr(row[f]) if isinstance(row[f], float) else csv_cell(row[f]) for f in fields])
 
 
 def _held_out(fold: dict) -> str:

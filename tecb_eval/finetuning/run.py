@@ -26,7 +26,7 @@ import pandas as pd
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
 from tecb_data.outputs import refuse_overlap, staged_output
-from tecb_eval.files import csv_value
+from tecb_eval.files import csv_value, write_rows_csv
 from tecb_eval.finetuning import protocols, report
 from tecb_eval.finetuning.instances import check_pool
 from tecb_eval.finetuning.loop import check_trainable, train_unit
@@ -234,8 +234,8 @@ def _run(model, methods, chosen, fold_info, s, seeds, score_seeds, work: Path, *
     frame = scores.assign(seed=scores.train_seed.astype(str) + "/" + scores.seed.astype(str))
     summary = report.summarize(frame, methods, resamples=resamples)
     compared = report.comparisons(frame, methods, resamples=resamples)
-    report.write_csv(summary, report.SUMMARY_FIELDS, work / "summary.csv")
-    report.write_csv(compared, report.COMPARISON_FIELDS, work / "comparisons.csv")
+    write_rows_csv(summary, report.SUMMARY_FIELDS, work / "summary.csv")
+    write_rows_csv(compared, report.COMPARISON_FIELDS, work / "comparisons.csv")
     from tecb_eval.models.encoders import display_name
 
     from tecb_eval.reports.tables import DEMO_NOTE, DEMO_TITLE

@@ -8,13 +8,12 @@ trained on.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tecb_eval.files import csv_cell
+from tecb_eval.files import write_rows_csv
 from tecb_eval.training.encoding import LOGITS
 
 SUMMARY_FIELDS = ("profile", "method", "trained_on", "checkpoint", "dataset", "seeds", "mean", "sd", "min", "max",
@@ -93,11 +92,7 @@ def summarize(runs: list[RunRows], *, profile: str) -> list[dict]:
 
 
 def write_summary_csv(summary: list[dict], path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(SUMMARY_FIELDS)
-        for row in summary:
-            writer.writerow([repr(row[f]) if isinstance(row[f], float) else csv_cell(row[f]) for f in SUMMARY_FIELDS])
+    write_rows_csv(summary, SUMMARY_FIELDS, path)
 
 
 def evaluation_note(summary: list[dict], evaluations: list[dict]) -> str:

@@ -33,7 +33,6 @@ from tecb_eval.clustering.registry import NOISE_ALGORITHMS, TABLE2_CONFIGURATION
 from tecb_eval.reports import compare, ranking, tables, versions
 from tecb_eval.reports import scores as scores_module
 
-TABLE2_CONFIG = TABLE2_CONFIGURATION  # the configuration the paper's Table 2 ranks models by
 DENSITY_ALGORITHMS = NOISE_ALGORITHMS  # the algorithms that leave texts unassigned (noise)
 SYNTHETIC = "synthetic, not comparable"
 
@@ -208,7 +207,7 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
     out = []
     for model in t2.index:
         cell = t2.loc[model, dataset]
-        scores = compare.cell_scores(kmeans, model, dataset, *TABLE2_CONFIG, "v_measure")
+        scores = compare.cell_scores(kmeans, model, dataset, *TABLE2_CONFIGURATION, "v_measure")
         low = high = math.nan
         if independent and scores.index.get_level_values("split").nunique() > 1:
             # Named as the Table 2 figure names it: the same generator, so the same interval.
@@ -340,7 +339,7 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
                                                                         & (rows.reduction == reduction)])))
             split_rows = {}
             best, _ = best_config({(c.algorithm, c.reduction): c.v_measure for c in configs})
-            for config in dict.fromkeys([TABLE2_CONFIG, best]):
+            for config in dict.fromkeys([TABLE2_CONFIGURATION, best]):
                 if config is None:
                     continue
                 of = rows[(rows.algorithm == config[0]) & (rows.reduction == config[1])]

@@ -154,7 +154,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
     scores = _scores(mine)
     if independent and scores.index.get_level_values("split").nunique() > 1:
         # The leaderboard's (and the Table 2 figure's) name for k-means on the embeddings: the same interval.
-        name = (f"{dataset}\x1f{best.model}" if (best.algorithm, best.reduction) == leaderboard.TABLE2_CONFIG
+        name = (f"{dataset}\x1f{best.model}" if (best.algorithm, best.reduction) == registry.TABLE2_CONFIGURATION
                 else f"{dataset}\x1f{best.model}\x1f{best.algorithm}:{best.reduction}")
         _, low, high = compare.mean_interval(scores, confidence=confidence, resamples=resamples, seed=seed, name=name)
     runner = lead = holds = None
