@@ -90,23 +90,23 @@ class DaskExecutor:
         self._client_log_level = self._client_log.level
         self._client_log.setLevel(logging.CRITICAL)
         try:
-            limits = self._check_workers(version("tecb"))
+            workers = self._check_workers(version("tecb"))
+            limits = [int(info.get("memory_limit") or 0) for info in workers.values()]
             # Per worker: --memory-limit, else a safe share of the workers' own limit (or of this machine's RAM).
-            self.budget = memory_limit or int(DEFAULT_MEMORY_SHARE * min((v for v in limits.values() if v),
+            self.budget = memory_limit or int(DEFAULT_MEMORY_SHARE * min((v for v in limits if v),
                                                                         default=machine_memory()))
-            self.workers = len(limits)
-            self.window = 4 * len(limits)  # units submitted ahead, so scattered inputs stay few
+            self.workers = len(workers)
+            self.window = 4 * self.workers  # units submitted ahead, so scattered inputs stay few
             # Tasks the cluster runs at once: a model with fewer units than this has its units' cells
             # cut into pieces (tecb_eval.grid.execution), so no worker waits while one clusters.
-            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
             self.slots = max(1, sum(int(info.get("nthreads") or 1) for info in workers.values()))
             self.client.register_plugin(MemoryBudget(float(self.budget - WORKER_BASELINE_BYTES)))
         except BaseException:
             self.close()
             raise
 
-    def _check_workers(self, ours: str) -> dict[str, int]:
-        """Every worker runs our version of tecb; returns each worker's memory limit (0: none)."""
+    def _check_workers(self, ours: str) -> dict[str, dict]:
+        """Every worker runs our version of tecb; returns the scheduler's description of each worker."""
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         if not workers:
             raise UserError(f"the Dask scheduler at {self.address} has no workers; start some with "
@@ -119,7 +119,7 @@ class DaskExecutor:
             if answer != ours:
                 raise UserError(f"Dask worker {worker} runs tecb {answer}, this process {ours}; install the same "
                                 "version on every worker (a score must not depend on where its unit ran)")
-        return {w: int(info.get("memory_limit") or 0) for w, info in workers.items()}
+        return workers
 
     def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:
         pending = longest_first(fit_or_skip(tasks, self.budget, " per worker", self.log))
