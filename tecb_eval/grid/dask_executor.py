@@ -123,7 +123,8 @@ class DaskExecutor:
 
     def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:
         pending = longest_first(fit_or_skip(tasks, self.budget, " per worker", self.log))
-        inputs: dict[str, object] = {}  # input key -> its scattered future, while a unit needs it
+        inputs: dict[str, list] = {}  # input key -> its scattered copies (futures), while a unit needs it
+        given: dict[str, int] = {}  # input key -> units sent with it, to take its copies in turn
         users: dict[str, int] = {}
         for task in pending:
             users[task.input_key] = users.get(task.input_key, 0) + 1
@@ -140,8 +141,11 @@ class DaskExecutor:
                     # An input as many units need as there are workers goes to every worker at once:
                     # held by one, its units would all queue there (Dask places a task where its
                     # input is) while the others idle until work stealing moves one.
-                    inputs[task.input_key] = self._scatter(data, broadcast=1 < self.workers <= users[task.input_key])
-                future = self.client.submit(run_unit, task.unit, inputs[task.input_key], task.is_reduced,
+                    inputs[task.input_key] = self._scatter(data, everywhere=1 < self.workers <= users[task.input_key])
+                copies = inputs[task.input_key]
+                given[task.input_key] = given.get(task.input_key, 0) + 1
+                future = self.client.submit(run_unit, task.unit, copies[given[task.input_key] % len(copies)],
+                                            task.is_reduced,
                                             key=f"tecb-unit-{task.unit.key}-{attempt}", pure=False,
                                             resources={"MEMORY": float(task.unit.memory)})
             except OSError as exc:
@@ -193,15 +197,21 @@ class DaskExecutor:
             on_result(task.unit, result)
             fill()
 
-    def _scatter(self, data, broadcast: bool = False):
-        """``client.scatter`` sends to a worker the scheduler still lists: one killed a moment ago
-        refuses the connection (CommClosedError) while the others live. The send is tried again
-        until the scheduler has dropped the dead worker, within --scheduler-timeout; with no worker
-        left, the error goes up (the cluster is lost)."""
+    def _scatter(self, data, everywhere: bool = False) -> list:
+        """``data``'s copies on the cluster: one, or with ``everywhere`` one per worker, each sent to
+        its worker alone. (Not ``broadcast=True``: Dask's replication of it retries a worker killed
+        meanwhile for as long as the client holds the data, and the run hangs.) ``client.scatter``
+        sends to a worker the scheduler still lists: one killed a moment ago refuses the connection
+        (CommClosedError) while the others live. The send is tried again until the scheduler has
+        dropped the dead worker, within --scheduler-timeout; with no worker left, the error goes up
+        (the cluster is lost)."""
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                return self.client.scatter(data, hash=False, broadcast=broadcast)
+                workers = sorted(self.client.scheduler_info(n_workers=-1).get("workers", {})) if everywhere else []
+                if len(workers) < 2:
+                    return [self.client.scatter(data, hash=False)]
+                return [self.client.scatter(data, hash=False, workers=[worker]) for worker in workers]
             except OSError:
                 if time.monotonic() > deadline or not self._has_workers():
                     raise
