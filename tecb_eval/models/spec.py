@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tecb_data.errors import UserError
-from tecb_eval.models import encoders
+from tecb_eval.models import encoders, registry
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,4 @@ def find_model(spec) -> None:
     """Make sure a model named by text is there to load: the built-in one's package, or the Hub
     model in huggingface_hub's cache (downloaded now if the Hub can be reached). Loading the
     weights waits for the model's turn; this only finds them."""
-    if not isinstance(spec, (str, Path)):
-        return
-    text = str(spec)
-    if text == "minilm-l6":
-        encoders.minilm_folder()
-    elif text in encoders.BUILTIN_NAMES or Path(text).expanduser().is_dir() or ":" in text.partition("@")[0]:
-        return  # built in, a folder (checked above), or another backend's prefix (``mteb:NAME``), found when opened
-    else:
-        encoders.resolve_model(text)
+    registry.kind_of(spec).find(spec)

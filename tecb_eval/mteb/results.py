@@ -109,7 +109,7 @@ def model_folder(model: str) -> str:
 
 
 def registry_meta(name: str):
-    from tecb_eval.models.mteb_models import registry_meta as lookup
+    from tecb_eval.models.kinds.mteb_models import registry_meta as lookup
 
     return lookup(name)
 

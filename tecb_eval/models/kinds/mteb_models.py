@@ -1,5 +1,5 @@
-"""A model as MTEB runs it: loaded through ``mteb.get_model`` (or any MTEB model object) and
-encoded through the model's own MTEB ``encode`` call with the task's metadata, so MTEB's wrapper
+"""``mteb:NAME``, a model as MTEB runs it: loaded through ``mteb.get_model`` (or any MTEB model
+object, which :mod:`~tecb_eval.models.kinds.objects` wraps here) and encoded through the model's own MTEB ``encode`` call with the task's metadata, so MTEB's wrapper
 chooses the prompt or instruction exactly as it does on the leaderboard.
 
 The grid binds the encoder to each dataset's MTEB task (:meth:`MtebModelEncoder.for_task`, the
@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import copy
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 from tecb_data.errors import UserError
 from tecb_eval.models import prompts as prompt_rules
+from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, Load, folder_digest, path_or_hub_name
 
 PREFIX = "mteb:"
 # What MTEB's clustering evaluators pass with every encode call (hf_subset of a task without subsets).
@@ -98,14 +100,12 @@ class MtebModelEncoder:
         return np.asarray(vectors)
 
 
-def load(name: str, *, device: str | None = None, batch_size: int = 32,
-         folder_identity: str | None = None) -> MtebModelEncoder:
+def load_model(name: str, *, device: str | None = None, batch_size: int = 32,
+               folder_identity: str | None = None) -> MtebModelEncoder:
     """``mteb:NAME``: a model MTEB's registry knows, loaded by MTEB's own loader (weights from the
     Hugging Face cache or Hub), or a local sentence-transformers folder loaded the way MTEB loads
     a model it has no entry for (``folder_identity``: the folder's name and content hash)."""
-    from pathlib import Path
-
-    check(name)
+    check_name(name)
     folder = Path(name).expanduser()
     if folder.is_dir():
         from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
@@ -126,11 +126,9 @@ def load(name: str, *, device: str | None = None, batch_size: int = 32,
     return MtebModelEncoder(model, batch_size=batch_size)
 
 
-def check(name: str) -> None:
+def check_name(name: str) -> None:
     """One line, before anything is loaded, if ``mteb:NAME`` cannot be run: a name MTEB's registry
     does not know (nor a local folder), or weights not in the local cache while the Hub is off."""
-    from pathlib import Path
-
     if not name:
         raise UserError("mteb:: give a model name after mteb:, e.g. mteb:intfloat/multilingual-e5-small")
     folder = Path(name).expanduser()
@@ -183,3 +181,27 @@ def registry_meta(name: str):
             return mteb.get_model_meta(name)
     except KeyError:
         return None
+
+
+# -- the kind --------------------------------------------------------------------------------------
+def model_name(spec) -> str:
+    """``mteb:NAME`` -> NAME."""
+    return str(spec)[len(PREFIX):]
+
+
+def load(load: Load) -> MtebModelEncoder:
+    name = model_name(load.spec)
+    folder = Path(name).expanduser()
+    identity = f"{folder.resolve().name}#{folder_digest(folder)}" if folder.is_dir() else None
+    return load_model(name, device=load.device, batch_size=load.batch_size or DEFAULT_BATCH_SIZE,
+                      folder_identity=identity)
+
+
+def check(spec, given: dict, here: bool) -> None:
+    check_name(model_name(spec))
+
+
+def display(spec) -> str:
+    """``mteb:`` and the model's short name: run as MTEB runs it, not the same row as the model run plainly."""
+    rest = model_name(str(spec).rstrip("/"))
+    return PREFIX + (display(rest) if rest.startswith(PREFIX) else path_or_hub_name(rest))

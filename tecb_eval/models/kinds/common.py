@@ -1,0 +1,106 @@
+"""What the kinds of model share: the encoder protocol, what loading is told (:class:`Load`), the
+lines a kind gives ``recommend``'s snippet (:class:`EmbeddingSnippet`), defaults, and the content
+hash that names a model folder's files in an identity."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+DEFAULT_BATCH_SIZE = 32
+# The authors encoded with the models' own limits; 512 is BERT's, and what the paper's mean pooling saw.
+DEFAULT_MAX_LENGTH = 512
+# Files whose content decides what a checkpoint computes; hashed into its identity.
+_IDENTITY_SUFFIXES = (".json", ".safetensors", ".bin", ".txt", ".model", ".pt")
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    identity: str
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Load:
+    """What a kind's loader is told: the spec, the seed the grid passes every model, the options
+    every kind names alike (None: not given), and the kind's own (``prompt``, ``n_components``,
+    ``identity``, ...), checked already against what the kind takes."""
+
+    spec: object
+    seed: int = 42
+    layer: int | None = None
+    max_length: int | None = None
+    batch_size: int | None = None
+    device: str | None = None
+    options: dict = field(default_factory=dict)
+
+
+class EmbeddingSnippet(NamedTuple):
+    """How ``recommend``'s BERTopic snippet builds a model's embeddings."""
+
+    imports: list[str]  # import lines
+    lines: list[str]  # the lines that set ``embedding_model`` (and ``embeddings``, if precomputed)
+    precomputed: bool  # whether the vectors are handed to BERTopic rather than computed by it
+    dims: str  # the line that sets ``dims``, the embeddings' length, for a reduction that clips to it
+
+
+def package_version(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def folder_digest(folder: Path) -> str:
+    """A short content hash of a model folder (weights, configs, vocabularies), sorted by path."""
+    digest = hashlib.blake2b(digest_size=10)
+    files = sorted(
+        p for p in Path(folder).rglob("*")
+        if p.is_file() and p.suffix in _IDENTITY_SUFFIXES and ".cache" not in p.parts
+    )
+    for path in files:
+        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def identity_parts(identity: str) -> dict:
+    """An identity's ``key=value`` parts (``max_length=128``); a package pin (``sklearn==1.5``) is none."""
+    return dict(p.split("=", 1) for p in identity.split("|") if "=" in p and "==" not in p)
+
+
+def is_text(spec) -> bool:
+    """A spec named by text (a name, a folder, a Hub id), not an encoder object."""
+    return isinstance(spec, (str, Path))
+
+
+def is_object(spec) -> bool:
+    return not is_text(spec)
+
+
+def path_or_hub_name(spec) -> str:
+    """A short name for tables: a folder's own name, a Hub id's name without its owner and
+    revision, a built-in's name as it is."""
+    text = str(spec).rstrip("/")
+    return text.split("@")[0].rsplit("/", 1)[-1] if not Path(text).is_dir() else Path(text).resolve().name
+
+
+def nothing_to_check(spec, given: dict, here: bool) -> None:
+    """A kind whose options are all there is to check before loading."""
+
+
+def nothing_to_find(spec) -> None:
+    """A kind with nothing to download before its turn: it is in a package, or found when opened."""
+
+
+def opens_here(spec, options: dict) -> bool:
+    """A kind that a Dask worker never opens for the coordinator: it encodes where the grid runs."""
+    return False

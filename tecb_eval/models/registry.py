@@ -1,0 +1,159 @@
+"""The one registry of model kinds: what a spec names and what follows from it.
+
+A spec is a built-in name (``minilm-l6``), a prefixed name (``mteb:NAME``), a folder or Hub id,
+or an encoder object. Each kind is one entry: how a spec of it is recognised, the options its
+encoder takes, how it loads, what is checked before a grid encodes anything, how a run finds its
+weights, whether a Dask worker opens it, the name tables show, the identities it gives (which
+``recommend`` reads back from a results row) and the lines of its BERTopic snippet, where an
+offline copy of its weights lives, and what training starts from. ``get_encoder``, the grid's
+preflight and its cluster encoder, ``find_model``, ``recommend``, the layer sweep and training
+all read it, so a new kind is one entry here and, where it carries code, one module in
+:mod:`tecb_eval.models.kinds`.
+
+This module imports nothing heavy: a kind's module imports torch, transformers or MTEB when its
+encoder is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from tecb_data.errors import UserError
+from tecb_eval.models.kinds import (
+    common, mean_pooling, minilm, mteb_models, objects, pretrained, sentence_transformer, tfidf_lsa, use_multilingual,
+)
+from tecb_eval.models.kinds.common import EmbeddingSnippet, Load  # noqa: F401 (re-exported)
+
+# What a sentence-transformers model or a plain transformers checkpoint takes.
+TRANSFORMER_OPTIONS = frozenset({"layer", "max_length", "batch_size", "device", "prompt", "prompt_name", "backend",
+                                 "dtype"})
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    name: str
+    description: str  # one line for pages: what a spec of this kind is
+    example: object  # a spec of this kind
+    # Recognition: a built-in is its whole spec, a prefixed kind starts so (the rest names the
+    # model), any other kind says which specs it takes; the registry asks in order, first match wins.
+    spec_name: str
+    spec_prefix: str
+    accepts: Callable[[object], bool] | None
+    options: frozenset  # what its encoder takes besides ``seed`` (which the grid passes every model); others are refused
+    load: Callable[[Load], object]  # the encoder, loaded where the call runs
+    check: Callable[[object, dict, bool], None]  # (spec, given options, here): one line before a grid encodes, nothing loaded
+    find: Callable[[object], None]  # makes sure a spec named by text is there to load (downloads), loads nothing
+    opens_on_a_worker: Callable[[object, dict], bool]  # (spec, options): a Dask worker opens it, the coordinator only describes it
+    display: Callable[[object], str]  # the name tables and pages show by default
+    encoders: tuple  # the encoder classes it makes: get_encoder passes one of them through as it is
+    identity_prefixes: tuple  # how the identities it gives begin: recommend tells a results row's kind by them
+    # The lines of recommend's BERTopic snippet that build its embeddings (identity, the folder the
+    # grid read or None) -> EmbeddingSnippet; a ValueError for an identity it cannot have given.
+    # None: none of its own; the snippet loads the model as SentenceTransformer does, by its identity.
+    snippet: Callable[[str, str | None], EmbeddingSnippet] | None
+    offline_folder: Callable[[], Path] | None  # where a packaged copy of its weights lives
+    checkpoint: Callable[[object], tuple[Path, str]] | None  # training: its transformers folder and id; None: nothing to train
+
+    def matches(self, spec) -> bool:
+        if self.spec_name:
+            return common.is_text(spec) and str(spec) == self.spec_name
+        if self.spec_prefix:
+            return common.is_text(spec) and str(spec).startswith(self.spec_prefix)
+        return self.accepts(spec)
+
+
+_BUILT_IN = (
+    ModelKind(
+        "minilm-l6", "sentence-transformers' all-MiniLM-L6-v2, from an offline package", example="minilm-l6",
+        spec_name="minilm-l6", spec_prefix="", accepts=None, options=TRANSFORMER_OPTIONS,
+        load=minilm.load, check=minilm.check, find=minilm.find, opens_on_a_worker=minilm.opens_on_a_worker,
+        display=common.path_or_hub_name,
+        encoders=(sentence_transformer.SentenceTransformerEncoder, mean_pooling.MeanPoolingEncoder),
+        identity_prefixes=(f"st:{minilm.HUB_ID}#",), snippet=minilm.snippet, offline_folder=minilm.minilm_folder,
+        checkpoint=minilm.checkpoint),
+    ModelKind(
+        "use-multilingual", "Google's multilingual Universal Sentence Encoder v3 (numpy, offline)",
+        example="use-multilingual", spec_name="use-multilingual", spec_prefix="", accepts=None,
+        options=frozenset({"batch_size", "threads"}), load=use_multilingual.load, check=common.nothing_to_check,
+        find=common.nothing_to_find, opens_on_a_worker=common.opens_here, display=common.path_or_hub_name,
+        encoders=(use_multilingual.UniversalSentenceEncoder,), identity_prefixes=("use-multilingual:",),
+        snippet=use_multilingual.snippet, offline_folder=None, checkpoint=None),
+    ModelKind(
+        "tfidf-lsa", "TF-IDF and LSA (scikit-learn), fitted per dataset", example="tfidf-lsa",
+        spec_name="tfidf-lsa", spec_prefix="", accepts=None, options=frozenset({"n_components", "max_features"}),
+        load=tfidf_lsa.load, check=common.nothing_to_check, find=common.nothing_to_find,
+        opens_on_a_worker=common.opens_here, display=common.path_or_hub_name, encoders=(tfidf_lsa.TfidfLsaEncoder,),
+        identity_prefixes=("tfidf-lsa:",), snippet=tfidf_lsa.snippet, offline_folder=None, checkpoint=None),
+)
+BUILTIN_NAMES = tuple(kind.spec_name for kind in _BUILT_IN)
+
+MODEL_KINDS: tuple[ModelKind, ...] = (
+    *_BUILT_IN,
+    ModelKind(
+        "mteb", "a model as MTEB runs it: a name MTEB's registry knows, or a sentence-transformers folder",
+        example="mteb:intfloat/multilingual-e5-small", spec_name="", spec_prefix=mteb_models.PREFIX, accepts=None,
+        # MTEB's wrapper decides prompts, precision and backend.
+        options=frozenset({"batch_size", "device"}), load=mteb_models.load, check=mteb_models.check,
+        find=common.nothing_to_find, opens_on_a_worker=common.opens_here, display=mteb_models.display,
+        encoders=(mteb_models.MtebModelEncoder,), identity_prefixes=(mteb_models.PREFIX,), snippet=None,
+        offline_folder=None, checkpoint=None),
+    ModelKind(
+        "object", "an encoder object: anything with encode(list[str]), or an MTEB model object",
+        example=objects.Example(), spec_name="", spec_prefix="", accepts=common.is_object,
+        options=frozenset({"identity", "batch_size"}), load=objects.load, check=common.nothing_to_check,
+        find=common.nothing_to_find, opens_on_a_worker=common.opens_here, display=objects.display,
+        encoders=(objects.ObjectEncoder,), identity_prefixes=("object:",), snippet=None, offline_folder=None,
+        checkpoint=None),
+    # Last: any other text is a folder or a Hub id.
+    ModelKind(
+        "pretrained", "a sentence-transformers model or a transformers checkpoint, by folder or Hub id",
+        example="deepset/gbert-base", spec_name="", spec_prefix="", accepts=common.is_text,
+        options=TRANSFORMER_OPTIONS, load=partial(pretrained.load, builtins=BUILTIN_NAMES), check=pretrained.check,
+        find=partial(pretrained.find, builtins=BUILTIN_NAMES),
+        opens_on_a_worker=partial(pretrained.opens_on_a_worker, builtins=BUILTIN_NAMES),
+        display=common.path_or_hub_name,
+        encoders=(sentence_transformer.SentenceTransformerEncoder, mean_pooling.MeanPoolingEncoder),
+        identity_prefixes=("st:", "hf:"), snippet=pretrained.snippet, offline_folder=None,
+        checkpoint=partial(pretrained.checkpoint, builtins=BUILTIN_NAMES)),
+)
+KINDS = {kind.name: kind for kind in MODEL_KINDS}
+SPEC_PREFIXES = tuple(kind.spec_prefix for kind in MODEL_KINDS if kind.spec_prefix)
+ENCODER_CLASSES = tuple(dict.fromkeys(cls for kind in MODEL_KINDS for cls in kind.encoders))
+# Every string that names a kind: its built-in name, its spec prefix, how its identities begin.
+KIND_WORDS = tuple(dict.fromkeys([*BUILTIN_NAMES, *SPEC_PREFIXES,
+                                  *(p for kind in MODEL_KINDS for p in kind.identity_prefixes)]))
+FIELDS = tuple(f.name for f in fields(ModelKind))
+
+
+def kind_of(spec) -> ModelKind:
+    """The kind of ``spec``: a built-in name, a prefixed name, an encoder object, else a folder or Hub id."""
+    return next(kind for kind in MODEL_KINDS if kind.matches(spec))
+
+
+def kind_of_identity(identity: str) -> ModelKind | None:
+    """The kind whose identities begin as ``identity`` does (a results row's ``model_identity``), or
+    None for an identity no kind gives (an encoder object's own)."""
+    return next((kind for kind in MODEL_KINDS if str(identity).startswith(kind.identity_prefixes)), None)
+
+
+def embedding_snippet(identity: str, location: str | None) -> EmbeddingSnippet:
+    """The lines of recommend's BERTopic snippet that build a results row's embeddings. A kind with
+    none of its own (an MTEB model, an encoder object), and an identity no kind gives, get the
+    sentence-transformers lines that load a model by its identity's name."""
+    kind = kind_of_identity(identity)
+    snippet = kind.snippet if kind is not None and kind.snippet is not None else KINDS["pretrained"].snippet
+    return snippet(identity, location)
+
+
+def checkpoint(spec) -> tuple[Path, str]:
+    """The transformers folder a training run starts from and the id its records name, or one line
+    for a kind with nothing to train."""
+    kind = kind_of(spec)
+    if kind.checkpoint is None:
+        trainable = [k.spec_name for k in MODEL_KINDS if k.spec_name and k.checkpoint is not None]
+        raise UserError(f"{spec}: {kind.description}, has no transformers checkpoint to train; training starts "
+                        f"from a checkpoint folder, a sentence-transformers folder, a Hub id or {', '.join(trainable)}")
+    return kind.checkpoint(spec)
