@@ -104,12 +104,13 @@ def _load(datasets) -> list:
 
 def _sweep_encoder(model, *, max_length, batch_size, device, seed):
     """The model mean-pooled (any layer), or a one-line error for encoders that have no layers."""
-    from tecb_eval.models.encoders import BUILTIN_NAMES, MeanPoolingEncoder, get_encoder
+    from tecb_eval.models import registry
+    from tecb_eval.models.encoders import MeanPoolingEncoder, get_encoder
 
     if not isinstance(model, (str, Path)):
         raise UserError(f"{type(model).__name__}: a layer sweep needs a transformers model (folder, Hub id or "
                         "minilm-l6), not an encoder object")
-    if str(model) in BUILTIN_NAMES and str(model) != "minilm-l6":
+    if "layer" not in registry.kind_of(model).options:
         raise UserError(f"{model}: has no hidden layers to sweep; a layer sweep needs a transformers model "
                         "(a checkpoint folder, a sentence-transformers folder, a Hub id, or minilm-l6)")
     # layer=-1: the last layer, through mean pooling even for a sentence-transformers folder.

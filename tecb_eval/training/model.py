@@ -29,12 +29,10 @@ class ModelSource:
 
 def model_source(model) -> ModelSource:
     """The checkpoint to train and, for a sentence-transformers model, its folder."""
-    from tecb_eval.models.encoders import check_model_folder, is_sentence_transformers_folder, minilm_folder, resolve_model
+    from tecb_eval.models import registry
+    from tecb_eval.models.encoders import check_model_folder, is_sentence_transformers_folder
 
-    if str(model) == "minilm-l6":
-        folder, model_id = minilm_folder(), "minilm-l6"
-    else:
-        folder, model_id = resolve_model(str(model))
+    folder, model_id = registry.checkpoint(model)
     check_model_folder(folder)  # an unreadable config.json or modules.json is one line naming it
     if is_sentence_transformers_folder(folder):
         # A sentence-transformers folder keeps its transformer in the first module's folder ("" or
