@@ -114,21 +114,35 @@ def _kinds():
     return registry.MODEL_KINDS
 
 
+# Each field of an entry and what a complete entry holds there; a new field needs its line here.
+COMPLETE = {
+    "name": lambda v: isinstance(v, str) and v,
+    "description": lambda v: isinstance(v, str) and v,
+    "example": lambda v: v is not None,
+    "spec_name": lambda v: isinstance(v, str),
+    "spec_prefix": lambda v: isinstance(v, str),
+    "accepts": lambda v: v is None or callable(v),
+    "options": lambda v: isinstance(v, frozenset) and v and all(isinstance(o, str) for o in v),
+    "load": callable,
+    "check": callable,
+    "find": callable,
+    "opens_on_a_worker": callable,
+    "display": callable,
+    "encoder_classes": lambda v: isinstance(v, tuple) and v and all(isinstance(c, type) for c in v),
+    "identity_prefixes": lambda v: isinstance(v, tuple) and v and all(isinstance(p, str) and p for p in v),
+    "snippet": lambda v: v is None or callable(v),
+    "offline_folder": lambda v: v is None or callable(v),
+    "checkpoint": lambda v: v is None or callable(v),
+}
+
+
 @pytest.mark.parametrize("kind", _kinds(), ids=lambda kind: kind.name)
 def test_every_kind_has_each_field(kind):
-    from tecb_eval.models import registry
-
-    assert set(registry.FIELDS) == {f.name for f in dataclasses.fields(kind)}
-    assert kind.name and kind.description and kind.example is not None
+    assert set(COMPLETE) == {f.name for f in dataclasses.fields(kind)}
+    for name, complete in COMPLETE.items():
+        assert complete(getattr(kind, name)), f"{kind.name}: {name} = {getattr(kind, name)!r}"
     # Recognised one way: by its whole name, by a prefix, or by a predicate.
     assert [bool(kind.spec_name), bool(kind.spec_prefix), kind.accepts is not None].count(True) == 1
-    assert isinstance(kind.options, frozenset) and kind.options and all(isinstance(o, str) for o in kind.options)
-    for name in ("load", "check", "find", "opens_on_a_worker", "display"):
-        assert callable(getattr(kind, name)), name
-    for name in ("snippet", "offline_folder", "checkpoint"):
-        assert getattr(kind, name) is None or callable(getattr(kind, name)), name
-    assert kind.encoders and all(isinstance(cls, type) for cls in kind.encoders)
-    assert kind.identity_prefixes and all(isinstance(p, str) and p for p in kind.identity_prefixes)
     assert isinstance(kind.display(kind.example), str) and kind.display(kind.example)
 
 
@@ -213,7 +227,7 @@ def test_a_snippet_for_a_kind_without_its_own_loads_the_model_by_its_identity():
         registry.embedding_snippet("tfidf-lsa:sklearn==1|dim=x", None)
 
 
-def test_a_new_kind_is_one_entry(monkeypatch, tmp_path):
+def test_a_new_kind_is_one_entry(monkeypatch):
     """A kind the registry did not have (a prefix and its loader) is recognised, checked, loaded,
     found, named and described by every reader, with nothing else changed."""
     import numpy as np
@@ -221,7 +235,6 @@ def test_a_new_kind_is_one_entry(monkeypatch, tmp_path):
     from tecb_data.errors import UserError
     from tecb_eval.grid.cluster_encode import opens_on_a_worker
     from tecb_eval.models import encoders, registry
-    from tecb_eval.models.kinds import common
     from tecb_eval.models.spec import ModelSpec, find_model, model_spec
 
     class Echo:
@@ -238,11 +251,10 @@ def test_a_new_kind_is_one_entry(monkeypatch, tmp_path):
 
     found = []
     echo = registry.ModelKind(
-        "echo", "a test's kind", example="echo:hello", spec_name="", spec_prefix="echo:", accepts=None,
-        options=frozenset({"size"}), load=lambda load: Echo(str(load.spec)[5:], load.options.get("size", 3)),
-        check=check, find=found.append, opens_on_a_worker=common.opens_here,
-        display=lambda spec: str(spec).replace(":", "-"), encoders=(Echo,), identity_prefixes=("echo:",),
-        snippet=None, offline_folder=None, checkpoint=None)
+        "echo", "a test's kind", example="echo:hello", options=frozenset({"size"}),
+        load=lambda load: Echo(str(load.spec)[5:], load.options.get("size", 3)), encoder_classes=(Echo,),
+        identity_prefixes=("echo:",), spec_prefix="echo:", check=check, find=found.append,
+        display=lambda spec: str(spec).replace(":", "-"))
     monkeypatch.setattr(registry, "MODEL_KINDS", (echo, *registry.MODEL_KINDS))
 
     encoder = encoders.get_encoder("echo:hello", size=4)

@@ -16,7 +16,7 @@ encoder is built.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -37,25 +37,28 @@ class ModelKind:
     name: str
     description: str  # one line for pages: what a spec of this kind is
     example: object  # a spec of this kind
+    options: frozenset  # what its encoder takes besides ``seed`` (the grid passes every model one); others are refused
+    load: Callable[[Load], object]  # the encoder, loaded where the call runs
+    encoder_classes: tuple  # the encoders it makes: get_encoder passes one of them through as it is
+    identity_prefixes: tuple  # how the identities it gives begin: recommend tells a results row's kind by them
     # Recognition: a built-in is its whole spec, a prefixed kind starts so (the rest names the
     # model), any other kind says which specs it takes; the registry asks in order, first match wins.
-    spec_name: str
-    spec_prefix: str
-    accepts: Callable[[object], bool] | None
-    options: frozenset  # what its encoder takes besides ``seed`` (which the grid passes every model); others are refused
-    load: Callable[[Load], object]  # the encoder, loaded where the call runs
-    check: Callable[[object, dict, bool], None]  # (spec, given options, here): one line before a grid encodes, nothing loaded
-    find: Callable[[object], None]  # makes sure a spec named by text is there to load (downloads), loads nothing
-    opens_on_a_worker: Callable[[object, dict], bool]  # (spec, options): a Dask worker opens it, the coordinator only describes it
-    display: Callable[[object], str]  # the name tables and pages show by default
-    encoders: tuple  # the encoder classes it makes: get_encoder passes one of them through as it is
-    identity_prefixes: tuple  # how the identities it gives begin: recommend tells a results row's kind by them
+    spec_name: str = ""
+    spec_prefix: str = ""
+    accepts: Callable[[object], bool] | None = None
+    # (spec, given options, here): one line before a grid encodes anything, nothing loaded.
+    check: Callable[[object, dict, bool], None] = common.nothing_to_check
+    # Makes sure a spec named by text is there to load (downloads it), loads nothing.
+    find: Callable[[object], None] = common.nothing_to_find
+    # (spec, options): whether a Dask worker opens it and the coordinator only describes it.
+    opens_on_a_worker: Callable[[object, dict], bool] = common.opens_here
+    display: Callable[[object], str] = common.path_or_hub_name  # the name tables and pages show by default
     # The lines of recommend's BERTopic snippet that build its embeddings (identity, the folder the
     # grid read or None) -> EmbeddingSnippet; a ValueError for an identity it cannot have given.
     # None: none of its own; the snippet loads the model as SentenceTransformer does, by its identity.
-    snippet: Callable[[str, str | None], EmbeddingSnippet] | None
-    offline_folder: Callable[[], Path] | None  # where a packaged copy of its weights lives
-    checkpoint: Callable[[object], tuple[Path, str]] | None  # training: its transformers folder and id; None: nothing to train
+    snippet: Callable[[str, str | None], EmbeddingSnippet] | None = None
+    offline_folder: Callable[[], Path] | None = None  # where a packaged copy of its weights lives
+    checkpoint: Callable[[object], tuple[Path, str]] | None = None  # training: its transformers folder and id
 
     def matches(self, spec) -> bool:
         if self.spec_name:
@@ -65,28 +68,25 @@ class ModelKind:
         return self.accepts(spec)
 
 
+_TRANSFORMER_CLASSES = (sentence_transformer.SentenceTransformerEncoder, mean_pooling.MeanPoolingEncoder)
+
 _BUILT_IN = (
     ModelKind(
         "minilm-l6", "sentence-transformers' all-MiniLM-L6-v2, from an offline package", example="minilm-l6",
-        spec_name="minilm-l6", spec_prefix="", accepts=None, options=TRANSFORMER_OPTIONS,
-        load=minilm.load, check=minilm.check, find=minilm.find, opens_on_a_worker=minilm.opens_on_a_worker,
-        display=common.path_or_hub_name,
-        encoders=(sentence_transformer.SentenceTransformerEncoder, mean_pooling.MeanPoolingEncoder),
-        identity_prefixes=(f"st:{minilm.HUB_ID}#",), snippet=minilm.snippet, offline_folder=minilm.minilm_folder,
+        options=TRANSFORMER_OPTIONS, load=minilm.load, encoder_classes=_TRANSFORMER_CLASSES,
+        identity_prefixes=(f"st:{minilm.HUB_ID}#",), spec_name="minilm-l6", check=minilm.check, find=minilm.find,
+        opens_on_a_worker=minilm.opens_on_a_worker, snippet=minilm.snippet, offline_folder=minilm.minilm_folder,
         checkpoint=minilm.checkpoint),
     ModelKind(
         "use-multilingual", "Google's multilingual Universal Sentence Encoder v3 (numpy, offline)",
-        example="use-multilingual", spec_name="use-multilingual", spec_prefix="", accepts=None,
-        options=frozenset({"batch_size", "threads"}), load=use_multilingual.load, check=common.nothing_to_check,
-        find=common.nothing_to_find, opens_on_a_worker=common.opens_here, display=common.path_or_hub_name,
-        encoders=(use_multilingual.UniversalSentenceEncoder,), identity_prefixes=("use-multilingual:",),
-        snippet=use_multilingual.snippet, offline_folder=None, checkpoint=None),
+        example="use-multilingual", options=frozenset({"batch_size", "threads"}), load=use_multilingual.load,
+        encoder_classes=(use_multilingual.UniversalSentenceEncoder,), identity_prefixes=("use-multilingual:",),
+        spec_name="use-multilingual", snippet=use_multilingual.snippet),
     ModelKind(
         "tfidf-lsa", "TF-IDF and LSA (scikit-learn), fitted per dataset", example="tfidf-lsa",
-        spec_name="tfidf-lsa", spec_prefix="", accepts=None, options=frozenset({"n_components", "max_features"}),
-        load=tfidf_lsa.load, check=common.nothing_to_check, find=common.nothing_to_find,
-        opens_on_a_worker=common.opens_here, display=common.path_or_hub_name, encoders=(tfidf_lsa.TfidfLsaEncoder,),
-        identity_prefixes=("tfidf-lsa:",), snippet=tfidf_lsa.snippet, offline_folder=None, checkpoint=None),
+        options=frozenset({"n_components", "max_features"}), load=tfidf_lsa.load,
+        encoder_classes=(tfidf_lsa.TfidfLsaEncoder,), identity_prefixes=("tfidf-lsa:",), spec_name="tfidf-lsa",
+        snippet=tfidf_lsa.snippet),
 )
 BUILTIN_NAMES = tuple(kind.spec_name for kind in _BUILT_IN)
 
@@ -94,38 +94,32 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
     *_BUILT_IN,
     ModelKind(
         "mteb", "a model as MTEB runs it: a name MTEB's registry knows, or a sentence-transformers folder",
-        example="mteb:intfloat/multilingual-e5-small", spec_name="", spec_prefix=mteb_models.PREFIX, accepts=None,
-        # MTEB's wrapper decides prompts, precision and backend.
-        options=frozenset({"batch_size", "device"}), load=mteb_models.load, check=mteb_models.check,
-        find=common.nothing_to_find, opens_on_a_worker=common.opens_here, display=mteb_models.display,
-        encoders=(mteb_models.MtebModelEncoder,), identity_prefixes=(mteb_models.PREFIX,), snippet=None,
-        offline_folder=None, checkpoint=None),
+        example="mteb:intfloat/multilingual-e5-small",
+        options=frozenset({"batch_size", "device"}),  # MTEB's wrapper decides prompts, precision and backend
+        load=mteb_models.load, encoder_classes=(mteb_models.MtebModelEncoder,),
+        identity_prefixes=(mteb_models.PREFIX,), spec_prefix=mteb_models.PREFIX, check=mteb_models.check,
+        display=mteb_models.display),
     ModelKind(
         "object", "an encoder object: anything with encode(list[str]), or an MTEB model object",
-        example=objects.Example(), spec_name="", spec_prefix="", accepts=common.is_object,
-        options=frozenset({"identity", "batch_size"}), load=objects.load, check=common.nothing_to_check,
-        find=common.nothing_to_find, opens_on_a_worker=common.opens_here, display=objects.display,
-        encoders=(objects.ObjectEncoder,), identity_prefixes=("object:",), snippet=None, offline_folder=None,
-        checkpoint=None),
+        example=objects.Example(), options=frozenset({"identity", "batch_size"}), load=objects.load,
+        encoder_classes=(objects.ObjectEncoder,), identity_prefixes=("object:",), accepts=common.is_object,
+        display=objects.display),
     # Last: any other text is a folder or a Hub id.
     ModelKind(
         "pretrained", "a sentence-transformers model or a transformers checkpoint, by folder or Hub id",
-        example="deepset/gbert-base", spec_name="", spec_prefix="", accepts=common.is_text,
-        options=TRANSFORMER_OPTIONS, load=partial(pretrained.load, builtins=BUILTIN_NAMES), check=pretrained.check,
+        example="deepset/gbert-base", options=TRANSFORMER_OPTIONS,
+        load=partial(pretrained.load, builtins=BUILTIN_NAMES), encoder_classes=_TRANSFORMER_CLASSES,
+        identity_prefixes=("st:", "hf:"), accepts=common.is_text, check=pretrained.check,
         find=partial(pretrained.find, builtins=BUILTIN_NAMES),
-        opens_on_a_worker=partial(pretrained.opens_on_a_worker, builtins=BUILTIN_NAMES),
-        display=common.path_or_hub_name,
-        encoders=(sentence_transformer.SentenceTransformerEncoder, mean_pooling.MeanPoolingEncoder),
-        identity_prefixes=("st:", "hf:"), snippet=pretrained.snippet, offline_folder=None,
+        opens_on_a_worker=partial(pretrained.opens_on_a_worker, builtins=BUILTIN_NAMES), snippet=pretrained.snippet,
         checkpoint=partial(pretrained.checkpoint, builtins=BUILTIN_NAMES)),
 )
 KINDS = {kind.name: kind for kind in MODEL_KINDS}
 SPEC_PREFIXES = tuple(kind.spec_prefix for kind in MODEL_KINDS if kind.spec_prefix)
-ENCODER_CLASSES = tuple(dict.fromkeys(cls for kind in MODEL_KINDS for cls in kind.encoders))
+ENCODER_CLASSES = tuple(dict.fromkeys(cls for kind in MODEL_KINDS for cls in kind.encoder_classes))
 # Every string that names a kind: its built-in name, its spec prefix, how its identities begin.
 KIND_WORDS = tuple(dict.fromkeys([*BUILTIN_NAMES, *SPEC_PREFIXES,
                                   *(p for kind in MODEL_KINDS for p in kind.identity_prefixes)]))
-FIELDS = tuple(f.name for f in fields(ModelKind))
 
 
 def kind_of(spec) -> ModelKind:

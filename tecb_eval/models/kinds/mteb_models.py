@@ -1,6 +1,7 @@
 """``mteb:NAME``, a model as MTEB runs it: loaded through ``mteb.get_model`` (or any MTEB model
-object, which :mod:`~tecb_eval.models.kinds.objects` wraps here) and encoded through the model's own MTEB ``encode`` call with the task's metadata, so MTEB's wrapper
-chooses the prompt or instruction exactly as it does on the leaderboard.
+object, which :mod:`~tecb_eval.models.kinds.objects` wraps here) and encoded through the model's
+own MTEB ``encode`` call with the task's metadata, so MTEB's wrapper chooses the prompt or
+instruction exactly as it does on the leaderboard.
 
 The grid binds the encoder to each dataset's MTEB task (:meth:`MtebModelEncoder.for_task`, the
 task metadata coming from :mod:`tecb_eval.mteb.tasks`); the identity names the model, its

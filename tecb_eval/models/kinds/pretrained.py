@@ -113,8 +113,9 @@ def open_folder(folder: Path, model_id: str, load: Load, location: str | None = 
         if given:
             raise UserError(f"model {name}: a plain transformers checkpoint (no modules.json) is mean-pooled in torch; "
                             f"{', '.join(given)} need a sentence-transformers model")
-        encoder = MeanPoolingEncoder(folder, model_id, layer=load.layer, max_length=load.max_length or DEFAULT_MAX_LENGTH,
-                                     batch_size=batch_size, device=load.device)
+        encoder = MeanPoolingEncoder(folder, model_id, layer=load.layer,
+                                     max_length=load.max_length or DEFAULT_MAX_LENGTH, batch_size=batch_size,
+                                     device=load.device)
     if location is not None:
         encoder.location = location
     return encoder

@@ -69,8 +69,8 @@ def snippet(identity: str, location: str | None) -> EmbeddingSnippet:
     dim, features, seed = (int(parts.get(k, default)) for k, default in
                            (("dim", "256"), ("max_features", "100000"), ("seed", "42")))
     return EmbeddingSnippet(
-        ["from sklearn.decomposition import TruncatedSVD", "from sklearn.feature_extraction.text import TfidfVectorizer",
-         "from sklearn.pipeline import make_pipeline", "from sklearn.preprocessing import Normalizer"],
+        ["from sklearn.decomposition import TruncatedSVD",
+         "from sklearn.feature_extraction.text import TfidfVectorizer", "from sklearn.pipeline import make_pipeline", "from sklearn.preprocessing import Normalizer"],
         ["# tfidf-lsa as the grid ran it: TF-IDF, LSA (at most one component fewer than texts), unit length",
          f"embedding_model = make_pipeline(TfidfVectorizer(sublinear_tf=True, max_features={features!r}),",
          f"                                TruncatedSVD(n_components=min({dim!r}, len(docs) - 1), "
