@@ -457,7 +457,7 @@ def _resolve(repo_id: str, revision: str | None, *, cache_dir: Path | None, wher
     """The commit ``revision`` names now, asked once (with our bounded retries) before any file
     request: huggingface_hub retries a metadata request it cannot answer from the cache six times
     with a fixed 60 s timeout each, minutes against a Hub that accepts connections and never
-    answers. Offline, or with the Hub unreachable and the file cached, the cache decides as before."""
+    answers. Offline, or with the Hub unreachable and the file cached, the cache decides, as huggingface_hub does."""
     if huggingface_hub.constants.HF_HUB_OFFLINE:
         return revision
     api = HfApi(library_name="tecb", library_version=__version__)

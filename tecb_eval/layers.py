@@ -301,13 +301,13 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
     chosen = list(range(n_layers + 1)) if asked is None else asked
     if output_dir is not None:
         # Checked before the long work: an unwritable or foreign --out, or one that is, holds or lies
-        # inside something the sweep reads or keeps, is one line now (the swap would delete them).
+        # inside something the sweep reads or keeps, is one line before any work (the swap would delete them).
         inputs = [b.location for b in benchmarks if getattr(b, "location", None) and Path(b.location).is_dir()]
         inputs += [model] if Path(str(model)).is_dir() else []
         inputs += [results, cache_dir]
         check_output(output_dir, COMMAND, inputs=inputs)
     if results is not None:
-        # Before the one forward pass: a --results that cannot hold a store is one line now.
+        # Before the one forward pass: a --results that cannot hold a store is one line.
         check_results(results, inputs=[b.location for b in benchmarks if getattr(b, "location", None)
                                        and Path(b.location).exists()])
     texts = sorted({t for bench in benchmarks for split in bench.splits for t in split.texts})

@@ -40,10 +40,10 @@ def _river_014_dbstream():
     - re-clustering merged each macro-cluster into its first micro-cluster itself, not a copy, and
       ``predict_one`` re-clustered every time, so each prediction moved that micro-cluster and added
       its partners' weight to it again, until every micro-cluster is a cluster of its own (on the
-      blobs: 11 clusters at the first prediction, all 25 from the fifth on). River issue 1265,
+      blobs: 11 clusters at the first prediction, all 25 from the fifth on). online-ml/river#1265,
       the paper's footnote; a copy since 0.19, re-clustering once since 0.20 [223];
     - the clean-up grew weights by their age instead of fading them (``2 ** (+fading * age)``), so
-      it never removed a micro-cluster (issue 1324, fixed in 0.20) [247];
+      it never removed a micro-cluster (online-ml/river#1324, fixed in 0.20) [247];
     - labelling followed shared-density edges one hop only (PR 1339, fixed in 0.20) [29];
     - a pair's shared density started at 0, stamped at time 0, not at 1 as now (0.20, 0.22) [21];
     - edges between micro-clusters of weight exactly ``minimum_weight`` were kept (``>=``, now
@@ -155,7 +155,7 @@ def _river_014_dbstream():
                 members.setdefault(label, []).append(self._micro_clusters[i])
             clusters = {}
             for label, (macro, *others) in members.items():
-                # Issue 1265: the macro-cluster is the first micro-cluster itself, merged in place.
+                # online-ml/river#1265: the macro-cluster is the first micro-cluster itself, merged in place.
                 for other in others:
                     macro.merge(other)
                 clusters[label] = macro

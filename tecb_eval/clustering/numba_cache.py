@@ -51,5 +51,5 @@ def keep_compiled_umap() -> None:
             if isinstance(value, Dispatcher) and isinstance(value._cache, NullCache) and not value.signatures:
                 try:
                     value.enable_caching()
-                except (OSError, RuntimeError):  # no writable cache folder: compiled in memory, as before
+                except (OSError, RuntimeError):  # no writable cache folder: numba compiles in memory
                     return

@@ -5,7 +5,7 @@ ran (``github.com/ClimSocAna/tecb-de``: river 0.14, transformers 4.x, sentence-t
 
 - DBSTREAM: river 0.14's DBSTREAM as a whole (``cleanup="river-0.14"``, refereed by real river
   0.14.0 labels): the re-clustering on every prediction that the paper's footnote names (river
-  issue 1265), a clean-up that never removed a micro-cluster (issue 1324), one-hop labelling and
+  online-ml/river#1265), a clean-up that never removed a micro-cluster (online-ml/river#1324), one-hop labelling and
   the old shared-density start;
 - whole word masking: the classic ``DataCollatorForWholeWordMask`` (a fixed 15 % of the tokens'
   worth of whole words, at least one, replaced 80 % ``[MASK]`` / 10 % random token / 10 % kept);
@@ -35,7 +35,7 @@ WWM_COLLATORS = ("transformers", "classic")
 WWM_EVAL_POOLINGS = ("hidden", "logits")
 # "auto": scikit-learn's Ward on the n x n matrix where it fits the memory budget, else on the vectors
 # (fastcluster's nearest-neighbour chain, O(n d) memory); "matrix": scikit-learn's always, as the paper
-# ran it (a unit that does not fit is skipped, as before).
+# ran it (a unit that does not fit the budget is skipped).
 WARD_PATHS = ("auto", "matrix")
 
 

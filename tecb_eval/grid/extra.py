@@ -55,7 +55,7 @@ def missing(row: dict, unit, algorithm: str, metrics) -> bool:
 def label_codes(labels) -> np.ndarray:
     """``labels`` as integer codes in the sorted order of the labels: the contingency table scikit-learn
     builds from them is the one it builds from the labels themselves (same classes, same order), so
-    every score is the same bit for bit, and each metric no longer sorts thousands of strings again
+    every score is the same bit for bit, and no metric sorts thousands of strings again
     (docs/benchmarks.md, "Gold labels as codes")."""
     return np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
 

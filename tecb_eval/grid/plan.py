@@ -69,7 +69,7 @@ def check_options(models, *, protocol: str, seed, seeds, limit_splits, metrics, 
 
 def _check_names(specs: Sequence[ModelSpec]) -> None:
     """Within a run a name is one model: two rows of one name would be averaged into one line of
-    every table (round 4, W4)."""
+    every table."""
     seen: dict[str, ModelSpec] = {}
     for spec in specs:
         other = seen.setdefault(spec.name, spec)
@@ -176,7 +176,7 @@ class Plan:
 def check_backfill(plan: Plan, store, metrics) -> None:
     """``--metrics`` fills in rows the store holds: a store whose rows of a dataset are all of
     another build (its fingerprint differs) has nothing to fill in, and would silently get a full
-    new grid instead (round 4, E1). One line, before any work."""
+    new grid instead. One line, before any work."""
     if not metrics:
         return
     for bench in plan.benchmarks:

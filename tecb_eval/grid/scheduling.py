@@ -121,10 +121,8 @@ def check_jobs(jobs, scheduler) -> int:
 
 # Below this much estimated unit work (work.estimate_cost's rough seconds), a grid whose worker count
 # was not asked for runs in this process: starting workers costs each a fresh import of the stack
-# (about 2 s, bench/bench_cold_jobs.py), and 2 workers save at most half the work. On the quiet
-# 2-core machine, 2026-11-26, tfidf-lsa on Blurbs S2S (dev set), all 14 configurations: 1 split
-# (estimated 1.4 s) took 4.5 s in this process and 7.8 s with 2 workers; 4 splits (estimated 19 s)
-# 20.5 s in this process and 13.3 s with 2 workers.
+# (about 2 s, bench/bench_cold_jobs.py), and 2 workers save at most half the work. The measurements
+# behind the threshold: docs/benchmarks.md, "When a short grid stays in this process".
 MIN_POOL_WORK_SECONDS = 5.0
 
 

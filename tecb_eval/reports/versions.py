@@ -3,8 +3,8 @@
 A *version* of a (model, dataset) result is its (dataset fingerprint, protocol, profile, model
 identity, seed set). A results store keeps every version it was given (another build of a dataset,
 another seed set, the fast protocol beside the legacy one...); averaging rows of two versions
-gives a figure no run produced (issue 11: 36.38, the mean of 38.68 and 34.09, while MTEB's JSON of
-the same export said 0.3409). :func:`select` therefore keeps one version per table:
+gives a figure no run produced (36.38, the mean of 38.68 and 34.09, while MTEB's JSON of the
+same export said 0.3409). :func:`select` therefore keeps one version per table:
 
 - one protocol and one profile for the whole table (its rows are compared and averaged together);
 - per dataset one build (fingerprint) and one seed set, so that every model in a column (and

@@ -164,7 +164,7 @@ def check_name(name: str) -> None:
     from tecb_data.network import hub_unreachable
 
     # Not in the cache: they must be downloaded. A dead network would be retried with backoff per
-    # file for minutes (15 lines over 95 s, measured) before an error; one look says it now.
+    # file for minutes (15 lines over 95 s, measured) before an error; one look says it at once.
     problem = hub_unreachable()
     if problem is not None:
         raise UserError(f"mteb:{name}: its weights ({meta.name}@{meta.revision}) are not in the local Hugging Face "
