@@ -18,6 +18,7 @@ from tecb_data.card import render_card
 from tecb_data.demo import is_demo_records
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_output_file
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_data.recipes import (
     DATASETS,
     MEMBERS_PAIRED,
@@ -35,7 +36,6 @@ from tecb_data.stats import table1
 from tecb_data.version import __version__
 
 READERS: dict[str, Callable[..., SourceResult]] = {"blurbs": blurbs.read, "tenkgnad": tenkgnad.read}
-DEFAULT_SEED = 42
 
 
 def split_texts(split: Split, items: dict[str, Item], view: str) -> list[str]:

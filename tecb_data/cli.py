@@ -232,7 +232,8 @@ def _cmd_push(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from tecb_data.build import DEFAULT_SEED, READERS
+    from tecb_data.build import READERS
+    from tecb_data.seeding import DEFAULT_SEED
 
     root = root_parser("tecb-data", __doc__.splitlines()[0], epilog=_EXAMPLES["tecb-data"])
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")

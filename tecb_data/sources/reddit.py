@@ -22,12 +22,12 @@ from tecb_data.progress import Progress
 from tecb_data import layout
 from tecb_data.errors import UserError
 from tecb_data.recipes import DATASETS, Item, Split, reddit_splits
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_data.sources import reddit_api, reddit_ids
 from tecb_data.sources.reddit_api import INFO_BATCH, RetryPolicy
 from tecb_data.sources.reddit_cache import KEPT, RehydrationCache
 from tecb_data.sources.reddit_text import DROP_REASONS, views
 
-DEFAULT_SEED = 42
 TEXT_DATASETS = ("reddit-clustering-s2s", "reddit-clustering-p2p")
 IDS_DATASET = reddit_ids.IDS_DATASET
 

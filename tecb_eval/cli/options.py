@@ -254,7 +254,7 @@ def selection_options(p: argparse.ArgumentParser) -> None:
 
 
 def grid_options(p: argparse.ArgumentParser) -> None:
-    from tecb_eval.grid.seeds import DEFAULT_SEED
+    from tecb_data.seeding import DEFAULT_SEED
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
     from tecb_eval.grid.protocols import PROTOCOLS
 

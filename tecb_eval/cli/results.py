@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.cli.options import print_tables, selection, selection_options
 
 def _print_paper_tables(reference, which: str, fmt: str) -> None:
@@ -213,8 +214,9 @@ def register(commands) -> None:
     compare.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     compare.add_argument("--resamples", type=int, default=9999,
                          help="bootstrap and permutation resamples, at least 2 / (1 - confidence) (default 9999)")
-    compare.add_argument("--seed", type=int, default=42,
-                         help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
+    compare.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                         help="seed of the bootstrap and permutations, a non-negative integer "
+                              f"(default {DEFAULT_SEED})")
     compare.add_argument("--format", choices=["md", "csv", "latex"], default="md", help="table format (default md)")
     selection_options(compare)
     compare.set_defaults(func=_cmd_compare, interrupted=READ_ONLY)

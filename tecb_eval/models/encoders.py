@@ -25,6 +25,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 
 BUILTIN_NAMES = ("minilm-l6", "use-multilingual", "tfidf-lsa")
 DEFAULT_BATCH_SIZE = 32
@@ -381,7 +382,7 @@ class TfidfLsaEncoder:
 
     per_dataset = True
 
-    def __init__(self, *, n_components: int = 256, seed: int = 42, max_features: int = 100_000):
+    def __init__(self, *, n_components: int = 256, seed: int = DEFAULT_SEED, max_features: int = 100_000):
         self.n_components = n_components
         self.seed = seed
         self.max_features = max_features
@@ -587,7 +588,7 @@ def check_model_folder(folder: Path) -> None:
 
 
 def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None,
-                batch_size: int | None = None, device: str | None = None, seed: int = 42, **kwargs):
+                batch_size: int | None = None, device: str | None = None, seed: int = DEFAULT_SEED, **kwargs):
     """An encoder for ``spec`` (see the module docstring). ``layer`` forces mean pooling over that
     hidden layer, also for a sentence-transformers folder (its transformer is loaded directly).
     An option the encoder does not take is an error, not ignored (see :func:`check_options`)."""
