@@ -174,7 +174,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         lead = _jsonable(result.record())
         sentence = result.sentence()
         holds = result.holds
-    noise = (float(mine.noise_fraction.mean()) if best.algorithm in leaderboard.DENSITY_ALGORITHMS
+    noise = (float(mine.noise_fraction.mean()) if best.algorithm in registry.NOISE_ALGORITHMS
              and "noise_fraction" in mine.columns else None)
     algorithm_params = leaderboard.params(mine, "algorithm_params")
     clusters = sorted({int(n) for n in mine.n_labels}) if "n_labels" in mine.columns else []
