@@ -14,141 +14,15 @@ from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import LINE_INTERVAL, Progress
 
 from tecb_data import layout
-from tecb_data.card import render_card
+from tecb_data.contents import prepare, publish_all
 from tecb_data.demo import is_demo_records
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_output_file
 from tecb_data.seeding import DEFAULT_SEED
-from tecb_data.recipes import (
-    DATASETS,
-    MEMBERS_PAIRED,
-    RECIPES,
-    DatasetSpec,
-    Item,
-    Recipe,
-    Split,
-    datasets_of,
-    label_counts,
-    table_recipe,
-)
+from tecb_data.recipes import DATASETS, MEMBERS_PAIRED, RECIPES, DatasetSpec, datasets_of, table_recipe
 from tecb_data.sources import SourceResult, blurbs, table, tenkgnad
-from tecb_data.stats import table1
-from tecb_data.version import __version__
 
 READERS: dict[str, Callable[..., SourceResult]] = {"blurbs": blurbs.read, "tenkgnad": tenkgnad.read}
-
-
-def split_texts(split: Split, items: dict[str, Item], view: str) -> list[str]:
-    return [items[i].views[view] for i in split.ids]
-
-
-def label_path(item: Item, hierarchy) -> list[str]:
-    """The item's labels down the recipe's ``hierarchy`` of levels (``["top", "fine"]``), to its
-    deepest labelled level."""
-    path = []
-    for level in hierarchy:
-        if not item.labels.get(level):
-            break
-        path.append(item.labels[level])
-    return path
-
-
-def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str, hierarchy=()):
-    for split in splits:
-        row = {"sentences": split_texts(split, items, view), "labels": list(split.labels)}
-        if hierarchy:
-            # Beside "labels", which MTEB reads: its loaders ignore a column they do not name.
-            row["label_paths"] = [label_path(items[i], hierarchy) for i in split.ids]
-        yield layout.json_line(row)
-
-
-def _sample_rows(splits: list[Split], items: dict[str, Item], view: str):
-    for split in splits:
-        for item_id, label in zip(split.ids, split.labels):
-            item = items[item_id]
-            yield layout.json_line(
-                {"id": item_id, "split": split.name, "text": item.views[view], "label": label, "path": list(item.path)}
-            )
-
-
-def prepare(
-    spec: DatasetSpec,
-    splits: list[Split],
-    items: dict[str, Item],
-    *,
-    seed: int,
-    inputs: list,
-    report: dict,
-    extra_files: dict | None = None,
-    data_files: dict | None = None,
-    manifest_extra: dict | None = None,
-    paired: bool = False,
-    recipe: Recipe | None = None,
-    card_context: dict | None = None,
-) -> layout.Dataset:
-    """One dataset folder's contents (card, clustering rows, sample table, manifest), to be written
-    with :func:`publish_all` together with the other views of the same build.
-
-    ``data_files`` replaces the clustering rows and sample table (for a dataset without texts, such as
-    reddit-clustering-ids); ``manifest_extra`` adds top-level manifest fields. ``paired`` says the
-    splits are shared with the source's other views, against the recipe's default ``members``.
-    ``recipe`` is the recipe object of a build whose recipe has parameters (a table build), and
-    ``card_context`` more values for the card's template.
-    """
-    recipe = recipe or RECIPES[spec.recipe]
-    if paired:
-        # As a recipe parameter, the choice reaches the manifest's recipe entry and the card's template.
-        recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
-    stats = table1((split_texts(s, items, spec.view), s.labels) for s in splits)
-    split_entries = [
-        {"name": s.name, "level": s.level, "size": len(s.ids), "labels": label_counts(s)} for s in splits
-    ]
-
-    input_entries = sorted(
-        ({"name": i.name, "sha256": i.sha256, "bytes": i.bytes} for i in inputs),
-        key=lambda i: (i["name"], i["sha256"]),
-    )
-    # Built from the embedded demo sample (its files, or its records copied or reordered): the card's
-    # first line and the manifest say so, and from the manifest every row, table, figure and push.
-    synthetic = is_demo_records(spec.source, items.values(), inputs)
-
-    def card(data_hashes: dict[str, str]) -> list[str]:
-        return [render_card(spec, recipe, version=__version__, seed=seed, stats=stats, splits=split_entries,
-                            data_digest=layout.fingerprint(data_hashes), extra=card_context, synthetic=synthetic)]
-
-    if data_files is None:
-        data_files = {
-            layout.DATA_FILE: _clustering_rows(splits, items, spec.view, recipe.params.get("hierarchy", ())),
-            layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
-        }
-    files = {layout.CARD: card, **data_files, **(extra_files or {})}
-    manifest = {
-        "dataset": spec.name,
-        "source": spec.source,
-        "view": spec.view,
-        "mteb_name": spec.mteb_name,
-        "publishable": spec.publishable,
-        "package_version": __version__,
-        "seed": seed,
-        "recipe": {"name": recipe.name, "version": recipe.version, **recipe.params},
-        "inputs": input_entries,
-        **({"synthetic": True} if synthetic else {}),
-        "splits": split_entries,
-        "statistics": stats,
-        "report": report,
-        **(manifest_extra or {}),
-    }
-    return layout.Dataset(spec.name, files, manifest)
-
-
-def publish_all(out: Path, datasets: list[layout.Dataset]) -> list[tuple[Path, dict]]:
-    """Write every dataset of one build and publish them together: all of them or none."""
-    return [(folder, layout.read_manifest(folder)) for folder in layout.write_datasets(Path(out), datasets)]
-
-
-def publish(spec: DatasetSpec, splits: list[Split], items: dict[str, Item], *, out: Path, **options) -> tuple[Path, dict]:
-    """Write one dataset folder on its own (see :func:`prepare` for the options)."""
-    return publish_all(out, [prepare(spec, splits, items, **options)])[0]
 
 
 def build(
@@ -200,9 +74,12 @@ def build(
     if not all(splits.values()):
         raise UserError(f"{input_path}: too few labelled records to make any split with two or more labels")
     items = {item.id: item for item in result.items}
+    # Built from the embedded demo sample (its files, or its records copied or reordered): every
+    # folder's card and manifest say so.
+    synthetic = is_demo_records(source, items.values(), result.inputs)
     prepared = [
         prepare(spec, splits[spec.view], items, seed=seed, inputs=result.inputs,
-                report=result.report, paired=paired)
+                report=result.report, synthetic=synthetic, paired=paired)
         for spec in specs
     ]
     if progress:
@@ -317,9 +194,10 @@ def build_table(
     items = {item.id: item for item in result.items}
     if paired:
         recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
+    synthetic = is_demo_records("table", items.values(), result.inputs)
     prepared = [
         prepare(spec, made[spec.view], items, seed=seed, inputs=result.inputs, report=result.report,
-                manifest_extra=extra, recipe=recipe,
+                synthetic=synthetic, manifest_extra=extra, recipe=recipe,
                 card_context={"table": definition, "report": result.report, "language": language,
                               "command": shlex.join(command)})
         for spec in specs
