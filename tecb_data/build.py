@@ -90,58 +90,32 @@ def build(
 def build_table(
     input_path: Path,
     out: Path,
+    settings: table.TableSettings,
     *,
-    name: str,
-    label: str | None = None,
-    text=(),
-    text_p2p=(),
-    label_parent: str | None = None,
-    label_path: str | None = None,
-    path_sep: str = ">",
-    id: str | None = None,
-    columns=None,
-    delimiter: str | None = None,
-    quotechar: str | None = None,
-    input_format: str | None = None,
-    split: str | None = None,
-    language: str = "de",
-    licence: str | None = None,
-    citation: Path | None = None,
-    description: str | None = None,
-    pretty_name: str | None = None,
-    source_url: str | None = None,
-    splits: int | None = None,
-    min_fraction: float | None = None,
-    max_fraction: float = 1.0,
-    min_chars: int = 1,
-    min_per_label: int = 1,
-    language_filter: bool = False,
-    similar_labels: str = "stop",
     seed: int = DEFAULT_SEED,
     views: tuple[str, ...] | None = None,
     paired: bool = False,
     report: Path | None = None,
     progress: bool = False,
 ) -> list[tuple[Path, dict]]:
-    """Build ``name``-s2s and/or ``name``-p2p from a labelled table (see :mod:`tecb_data.sources.table`).
+    """Build ``NAME``-s2s and/or ``NAME``-p2p from a labelled table (see :mod:`tecb_data.sources.table`),
+    as ``settings`` (a :class:`~tecb_data.sources.table.TableSettings`, the command's options) says::
 
-    ``text`` (S2S) and ``text_p2p`` (P2P) are column names (a string or a list, joined by a space);
+        from tecb_data.build import build_table
+        from tecb_data.sources.table import TableSettings
+
+        build_table("corpus.parquet", "out", TableSettings(name="german-news", text="title", label="label"))
+
     ``label`` alone gives flat labels and the TenKGnad-style recipe, ``label_parent`` (with ``label``
     as the child) or ``label_path`` (``"parent > child"``) the Blurbs-style one. ``splits`` and the
     fraction range default to the paper's. ``licence`` (a Hub licence id) and ``citation`` (a BibTeX
-    file) are needed to push, not to build. ``report`` writes the removed records' examples as JSON.
-    ``similar_labels``: labels that read as one (case, look-alike characters) stop the build
-    (``"stop"``), stay apart (``"keep"``) or become the most frequent spelling (``"merge"``).
+    file) are needed to push, not to build. ``seed``, ``views``, ``paired`` and ``progress`` are
+    :func:`build`'s; ``report`` writes the removed records' examples as JSON.
     """
-    as_columns = lambda value: tuple(c.strip() for c in value.split(",") if c.strip()) if isinstance(value, str) \
-        else tuple(value or ())
-    source = table.TableSource(
-        label=label or label_path or "", text=as_columns(text), text_p2p=as_columns(text_p2p),
-        label_parent=label_parent, label_path=label_path, path_sep=path_sep, id=id,
-        columns=as_columns(columns) if columns is not None else None, delimiter=delimiter, quotechar=quotechar,
-        format=input_format, split=split, min_chars=min_chars, min_per_label=min_per_label, language=language,
-        language_filter=language_filter, similar_labels=similar_labels,
-    )
+    if settings.name is None:
+        raise UserError("--source table needs --name NAME: the datasets are NAME-s2s and/or NAME-p2p")
+    name, language, citation = settings.name, settings.language, settings.citation
+    source = settings.table_source()
     source.check()
     table.check_no_control("--name", name, "a dataset name")
     if seed < 0:
@@ -152,14 +126,15 @@ def build_table(
         raise UserError(f"--view {'/'.join(missing)}: no text columns for it; "
                         f"give --text COL for S2S and --text-p2p COL for P2P")
     table.check_name(name, wanted)
-    licence = table.check_licence(licence)
+    licence = table.check_licence(settings.licence)
     table.check_language(language)
-    for option, value in (("--pretty-name", pretty_name), ("--description", description),
-                          ("--source-url", source_url)):
+    for option, value in (("--pretty-name", settings.pretty_name), ("--description", settings.description),
+                          ("--source-url", settings.source_url)):
         table.check_one_line(option, value)
     citation_text = table.read_citation(citation)
     try:
-        recipe = table_recipe(source.hierarchical, splits=splits, min_fraction=min_fraction, max_fraction=max_fraction)
+        recipe = table_recipe(source.hierarchical, splits=settings.splits, min_fraction=settings.min_fraction,
+                              max_fraction=settings.max_fraction)
     except ValueError as exc:
         raise UserError(f"--splits / --min-fraction / --max-fraction: {exc}") from None
     layout.check_out(Path(out))
@@ -175,8 +150,8 @@ def build_table(
         raise UserError(f"{input_path}: after cleaning ({result.report['kept']:,} of {result.report['rows_read']:,} "
                         "rows kept) too few labelled records to make any split with two or more labels")
     specs = table.dataset_specs(name, wanted, source, input_name=Path(input_path).name, recipe_name=recipe.name,
-                                licence=licence, citation=citation_text, description=description,
-                                pretty_name=pretty_name, source_url=source_url)
+                                licence=licence, citation=citation_text, description=settings.description,
+                                pretty_name=settings.pretty_name, source_url=settings.source_url)
     definition = {
         "format": table.input_format(Path(input_path), source.format),
         "text": list(source.text), "text_p2p": list(source.text_p2p),
@@ -186,10 +161,8 @@ def build_table(
         "min_chars": source.min_chars, "min_per_label": source.min_per_label,
         "language_filter": source.language_filter, "similar_labels": source.similar_labels,
     }
-    command = table_command(
-        Path(input_path).name, name=name, source=source, language=language, licence=licence, citation=citation,
-        description=description, pretty_name=pretty_name, source_url=source_url, splits=splits,
-        min_fraction=min_fraction, max_fraction=max_fraction, seed=seed, views=views, paired=paired)
+    command = table_command(Path(input_path).name, settings, source, licence=licence, seed=seed, views=views,
+                            paired=paired)
     extra = {"language": language, "license": licence, "citation": citation_text, "table": definition}
     items = {item.id: item for item in result.items}
     if paired:
@@ -212,13 +185,14 @@ def build_table(
     return built
 
 
-def table_command(input_name: str, *, name: str, source: table.TableSource, language: str, licence: str,
-                  citation, description, pretty_name, source_url, splits, min_fraction, max_fraction: float,
+def table_command(input_name: str, settings: table.TableSettings, source: table.TableSource, *, licence: str,
                   seed: int, views, paired: bool) -> list[str]:
     """The `tecb-data build` command (as argv) that builds this table again from a copy of the input
     and the citation file in the current folder, for the card: every option that shapes the data or
-    the card, never a machine's path (the card of the same table and seed is the same file anywhere)."""
-    argv = ["tecb-data", "build", "--source", "table", "--input", _as_argument(input_name), "--name", name]
+    the card, never a machine's path (the card of the same table and seed is the same file anywhere).
+    ``source`` is ``settings``' reading part, ``licence`` its checked licence."""
+    language, citation, max_fraction = settings.language, settings.citation, settings.max_fraction
+    argv = ["tecb-data", "build", "--source", "table", "--input", _as_argument(input_name), "--name", settings.name]
     if source.text:
         argv += ["--text", ",".join(source.text)]
     if source.text_p2p:
@@ -233,11 +207,12 @@ def table_command(input_name: str, *, name: str, source: table.TableSource, lang
              ("--similar-labels", source.similar_labels if source.similar_labels != "stop" else None),
              ("--min-chars", source.min_chars if source.min_chars != 1 else None),
              ("--min-per-label", source.min_per_label if source.min_per_label != 1 else None),
-             ("--splits", splits), ("--min-fraction", min_fraction),
+             ("--splits", settings.splits), ("--min-fraction", settings.min_fraction),
              ("--max-fraction", max_fraction if max_fraction != 1.0 else None),
              ("--licence", licence if licence != "unknown" else None),
              ("--citation", _as_argument(Path(citation).name) if citation is not None else None),
-             ("--description", description), ("--pretty-name", pretty_name), ("--source-url", source_url)]
+             ("--description", settings.description), ("--pretty-name", settings.pretty_name),
+             ("--source-url", settings.source_url)]
     for option, value in given:
         if value is not None:
             argv += [option, str(value)]

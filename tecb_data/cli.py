@@ -17,7 +17,7 @@ from tecb_data.runner import run_command
 
 
 REDDIT_ONLY_OPTIONS = ("ids", "cache", "praw_site", "refresh")
-# dest -> build_table keyword; each is for --source table only.
+# dest -> TableSettings field (or build_table's report); each is for --source table only.
 TABLE_OPTIONS = {
     "name": "name", "text": "text", "text_p2p": "text_p2p", "label": "label", "label_parent": "label_parent",
     "label_path": "label_path", "path_sep": "path_sep", "id_column": "id", "columns": "columns",
@@ -80,14 +80,17 @@ def _cmd_build_reddit(args) -> int:
 
 def _cmd_build_table(args) -> int:
     from tecb_data.build import build_table
+    from tecb_data.sources.table import TableSettings
 
     if args.input is None or args.demo:
         raise UserError("--source table takes --input FILE (CSV/TSV, JSON Lines, Parquet or a datasets folder), not --demo")
     if args.name is None:
         raise UserError("--source table needs --name NAME: the datasets are NAME-s2s and/or NAME-p2p")
     options = {keyword: getattr(args, dest) for dest, keyword in TABLE_OPTIONS.items() if getattr(args, dest) is not None}
-    built = build_table(args.input, args.out, seed=args.seed, views=tuple(args.view) if args.view else None,
-                        paired=args.paired, progress=not args.quiet, **options)
+    report = options.pop("report", None)
+    built = build_table(args.input, args.out, TableSettings(**options), seed=args.seed,
+                        views=tuple(args.view) if args.view else None, paired=args.paired, report=report,
+                        progress=not args.quiet)
     report = _print_built(built)["report"]
     print("report: " + ", ".join(f"{k} {v}" for k, v in report.items()))
     if args.report is not None:
