@@ -7,6 +7,7 @@ from contextlib import closing
 import json
 import shlex
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -22,32 +23,41 @@ from tecb_data.seeding import DEFAULT_SEED
 from tecb_data.recipes import DATASETS, MEMBERS_PAIRED, RECIPES, DatasetSpec, datasets_of, table_recipe
 from tecb_data.sources import SourceResult, blurbs, table, tenkgnad
 
-READERS: dict[str, Callable[..., SourceResult]] = {"blurbs": blurbs.read, "tenkgnad": tenkgnad.read}
-
 
 def build(
     source: str,
-    input_path: Path,
+    input_path: Path | str,
     out: Path,
     *,
     seed: int = DEFAULT_SEED,
     views: tuple[str, ...] | None = None,
     paired: bool = False,
     progress: bool = False,
+    run_info: dict | None = None,
+    **options,
 ) -> list[tuple[Path, dict]]:
-    """Build every dataset of ``source`` (or only ``views``) from ``input_path`` into ``out``.
+    """Build every dataset of ``source`` (one of :data:`READERS`; or only ``views``) from
+    ``input_path`` into ``out``.
 
     Each text view draws its own split members (same split sizes), as the published datasets did;
     ``paired`` draws one set of members for all views instead (the data of recipe version 1).
+    ``input_path`` is the source's files (blurbs, tenkgnad), the table (``table``: ``options`` are
+    the fields of :class:`~tecb_data.sources.table.TableSettings` and ``report``, see
+    :func:`build_table`) or the id list, its URL or an ids folder (``reddit``: ``options`` are
+    ``cache``, ``praw_site``, ``refresh`` and ``retry``, see
+    :func:`tecb_data.sources.reddit.build_from_ids`; its views always share their members).
+    ``run_info``, when given, receives what this run did beside its deterministic manifests
+    (Reddit's requests, retries and cache use).
     """
-    if source == "reddit":  # no source files: the ids are rehydrated through Reddit's API
-        raise UserError("reddit is built from submission ids: `tecb-data build --source reddit --ids PATH_OR_URL` "
-                        "or tecb_data.sources.reddit.build_from_ids")
-    if source == "table":  # a table needs its columns named: text, label, id
-        raise UserError("a table is built with its columns named: `tecb-data build --source table --input FILE "
-                        "--name NAME --text COL --label COL ...` or tecb_data.build.build_table")
     if source not in READERS:
         raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
+    return READERS[source].build(source, input_path, out, seed=seed, views=views, paired=paired, progress=progress,
+                                 run_info=run_info, **options)
+
+
+def _build_files(source: str, input_path: Path, out: Path, *, seed: int, views, paired: bool, progress: bool,
+                 run_info: dict | None) -> list[tuple[Path, dict]]:
+    """A source read from its files (:attr:`Reader.read`), one dataset per text view."""
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
     layout.check_out(Path(out))
@@ -57,7 +67,7 @@ def build(
     # not entered as a context (its first line at once): a wrong input stays one line of error.
     with closing(Progress(desc=f"reading {source} records", unit="records", enabled=progress, delay=LINE_INTERVAL)) as bar, \
             Heartbeat(bar):
-        result = READERS[source](Path(input_path), progress=bar)
+        result = READERS[source].read(Path(input_path), progress=bar)
     wanted = views or result.views
     missing = [v for v in wanted if v not in result.views]
     if missing:
@@ -183,6 +193,64 @@ def build_table(
                     "datasets": [manifest["dataset"] for _, manifest in built]}
         _write_report(Path(report), layout.json_document(document))
     return built
+
+
+def _build_table(source: str, input_path: Path, out: Path, *, seed: int, views, paired: bool, progress: bool,
+                 run_info: dict | None, report: Path | None = None, **settings) -> list[tuple[Path, dict]]:
+    return build_table(input_path, out, table.TableSettings(**settings), seed=seed, views=views, paired=paired,
+                       report=report, progress=progress)
+
+
+def _build_reddit(source: str, ids, out: Path, *, seed: int, views, paired: bool, progress: bool,
+                  run_info: dict | None, **options) -> list[tuple[Path, dict]]:
+    # Imported here: requests and praw are needed only by those who rehydrate.
+    from tecb_data.sources import reddit
+
+    if views:  # the three datasets come from one rehydration, always together
+        raise UserError(READERS[source].usage)
+    return reddit.build_from_ids(ids, out, seed=seed, progress=progress, run_info=run_info, **options)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One source as :func:`build` builds it and `tecb-data build --source NAME` offers it."""
+
+    # (source, input, out, *, seed, views, paired, progress, run_info, **options) -> (folder, manifest) per dataset
+    build: Callable[..., list[tuple[Path, dict]]]
+    read: Callable[..., SourceResult] | None = None  # a source read from files: its input -> its records
+    # Its own command-line options (argparse dest -> keyword of build): another source refuses them.
+    options: dict[str, str] = field(default_factory=dict)
+    input: str = "input"  # the command-line option (argparse dest) that names its input
+    demo: bool = False  # the embedded demo sample can stand in for the input (--demo)
+    views: bool = True  # --view picks among its views
+    usage: str = "pass exactly one of --input PATH or --demo"  # the line a wrong choice of input gets
+
+    @property
+    def own_options(self) -> tuple[str, ...]:
+        """The command-line options (argparse dests) only this source takes: its input's, if that is
+        not --input, and its options."""
+        return ((self.input,) if self.input != "input" else ()) + tuple(self.options)
+
+
+READERS: dict[str, Reader] = {
+    "blurbs": Reader(_build_files, read=blurbs.read, demo=True),
+    "tenkgnad": Reader(_build_files, read=tenkgnad.read, demo=True),
+    # No source files: the ids are rehydrated through Reddit's API.
+    "reddit": Reader(_build_reddit, options={"cache": "cache", "praw_site": "praw_site", "refresh": "refresh"},
+                     input="ids", views=False,
+                     usage="--source reddit takes --ids PATH_OR_URL (an id list or a reddit-clustering-ids folder), "
+                           "not --input, --demo or --view"),
+    # A table needs its columns named: text, label, id. Each option is a TableSettings field, but --report.
+    "table": Reader(_build_table, options={
+        "name": "name", "text": "text", "text_p2p": "text_p2p", "label": "label", "label_parent": "label_parent",
+        "label_path": "label_path", "path_sep": "path_sep", "id_column": "id", "columns": "columns",
+        "delimiter": "delimiter", "quotechar": "quotechar", "input_format": "input_format", "input_split": "split",
+        "language": "language", "licence": "licence", "citation": "citation", "description": "description",
+        "pretty_name": "pretty_name", "source_url": "source_url", "splits": "splits", "min_fraction": "min_fraction",
+        "max_fraction": "max_fraction", "min_chars": "min_chars", "min_per_label": "min_per_label",
+        "language_filter": "language_filter", "similar_labels": "similar_labels", "report": "report",
+    }, usage="--source table takes --input FILE (CSV/TSV, JSON Lines, Parquet or a datasets folder), not --demo"),
+}
 
 
 def table_command(input_name: str, settings: table.TableSettings, source: table.TableSource, *, licence: str,

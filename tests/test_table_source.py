@@ -356,6 +356,29 @@ def test_option_mistakes_are_user_errors(tmp_path):
     assert cli.main(["build", "--source", "tenkgnad", "--demo", "--text", "x", "--out", str(tmp_path / "o")]) == 2
 
 
+def test_build_builds_a_table_as_build_table_does(tmp_path):
+    path = write_csv(tmp_path / "t.csv", rows())
+    (a, _), = build("table", path, tmp_path / "a", name="news", text="title", label="label", seed=3)
+    (b, _), = build_table(path, tmp_path / "b", TableSettings(name="news", text="title", label="label"), seed=3)
+    assert files(a) == files(b)
+
+
+def test_every_table_option_is_a_settings_field_with_its_words():
+    import dataclasses
+    import inspect
+
+    from tecb_data.build import READERS
+
+    fields = [f.name for f in dataclasses.fields(TableSettings)]
+    assert set(READERS["table"].options.values()) - {"report"} == set(fields)
+    # Fields carry no docstrings: each says what it is in a comment on its line or just above it,
+    # which the API page renders.
+    lines = inspect.getsource(TableSettings).splitlines()
+    for name in fields:
+        (at,) = [i for i, line in enumerate(lines) if re.match(rf"\s+{name}:", line)]
+        assert "#" in lines[at] or lines[at - 1].strip().startswith("#"), f"TableSettings.{name} has no comment"
+
+
 # -- equivalence with the sources we trust ----------------------------------------------------------------
 def tenkgnad_rows(path: Path) -> list[tuple[str, str]]:
     text = path.read_text(encoding="utf-8")
