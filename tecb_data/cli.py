@@ -62,8 +62,12 @@ def _cmd_build(args) -> int:
         if other is not reader and misplaced:
             raise UserError(f"{_flag(misplaced[0])} is for --source {name} only")
     given = getattr(args, reader.input)
-    elsewhere = (reader.input != "input" and args.input is not None) or (not reader.views and args.view)
-    if elsewhere or (args.demo == (given is not None) if reader.demo else given is None or args.demo):
+    if reader.demo:  # exactly one of its input and the demo sample
+        wrong = args.demo == (given is not None)
+    else:
+        wrong = given is None or args.demo
+    # --input beside a source that names its input otherwise, or --view where the views come together.
+    if wrong or (reader.input != "input" and args.input is not None) or (not reader.views and args.view):
         raise UserError(reader.usage)
     input_path = demo_input(args.source) if args.demo else given
     views = tuple(args.view) if args.view else None
