@@ -7,6 +7,7 @@ from contextlib import closing
 import json
 import shlex
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -14,166 +15,49 @@ from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import LINE_INTERVAL, Progress
 
 from tecb_data import layout
-from tecb_data.card import render_card
+from tecb_data.contents import prepare, publish_all
 from tecb_data.demo import is_demo_records
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_output_file
-from tecb_data.recipes import (
-    DATASETS,
-    MEMBERS_PAIRED,
-    RECIPES,
-    DatasetSpec,
-    Item,
-    Recipe,
-    Split,
-    datasets_of,
-    label_counts,
-    table_recipe,
-)
+from tecb_data.seeding import DEFAULT_SEED
+from tecb_data.recipes import DATASETS, MEMBERS_PAIRED, RECIPES, DatasetSpec, datasets_of, table_recipe
 from tecb_data.sources import SourceResult, blurbs, table, tenkgnad
-from tecb_data.stats import table1
-from tecb_data.version import __version__
-
-READERS: dict[str, Callable[..., SourceResult]] = {"blurbs": blurbs.read, "tenkgnad": tenkgnad.read}
-DEFAULT_SEED = 42
-
-
-def split_texts(split: Split, items: dict[str, Item], view: str) -> list[str]:
-    return [items[i].views[view] for i in split.ids]
-
-
-def label_path(item: Item, hierarchy) -> list[str]:
-    """The item's labels down the recipe's ``hierarchy`` of levels (``["top", "fine"]``), to its
-    deepest labelled level."""
-    path = []
-    for level in hierarchy:
-        if not item.labels.get(level):
-            break
-        path.append(item.labels[level])
-    return path
-
-
-def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str, hierarchy=()):
-    for split in splits:
-        row = {"sentences": split_texts(split, items, view), "labels": list(split.labels)}
-        if hierarchy:
-            # Beside "labels", which MTEB reads: its loaders ignore a column they do not name.
-            row["label_paths"] = [label_path(items[i], hierarchy) for i in split.ids]
-        yield layout.json_line(row)
-
-
-def _sample_rows(splits: list[Split], items: dict[str, Item], view: str):
-    for split in splits:
-        for item_id, label in zip(split.ids, split.labels):
-            item = items[item_id]
-            yield layout.json_line(
-                {"id": item_id, "split": split.name, "text": item.views[view], "label": label, "path": list(item.path)}
-            )
-
-
-def prepare(
-    spec: DatasetSpec,
-    splits: list[Split],
-    items: dict[str, Item],
-    *,
-    seed: int,
-    inputs: list,
-    report: dict,
-    extra_files: dict | None = None,
-    data_files: dict | None = None,
-    manifest_extra: dict | None = None,
-    paired: bool = False,
-    recipe: Recipe | None = None,
-    card_context: dict | None = None,
-) -> layout.Dataset:
-    """One dataset folder's contents (card, clustering rows, sample table, manifest), to be written
-    with :func:`publish_all` together with the other views of the same build.
-
-    ``data_files`` replaces the clustering rows and sample table (for a dataset without texts, such as
-    reddit-clustering-ids); ``manifest_extra`` adds top-level manifest fields. ``paired`` says the
-    splits are shared with the source's other views, against the recipe's default ``members``.
-    ``recipe`` is the recipe object of a build whose recipe has parameters (a table build), and
-    ``card_context`` more values for the card's template.
-    """
-    recipe = recipe or RECIPES[spec.recipe]
-    if paired:
-        # As a recipe parameter, the choice reaches the manifest's recipe entry and the card's template.
-        recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
-    stats = table1((split_texts(s, items, spec.view), s.labels) for s in splits)
-    split_entries = [
-        {"name": s.name, "level": s.level, "size": len(s.ids), "labels": label_counts(s)} for s in splits
-    ]
-
-    input_entries = sorted(
-        ({"name": i.name, "sha256": i.sha256, "bytes": i.bytes} for i in inputs),
-        key=lambda i: (i["name"], i["sha256"]),
-    )
-    # Built from the embedded demo sample (its files, or its records copied or reordered): the card's
-    # first line and the manifest say so, and from the manifest every row, table, figure and push.
-    synthetic = is_demo_records(spec.source, items.values(), inputs)
-
-    def card(data_hashes: dict[str, str]) -> list[str]:
-        return [render_card(spec, recipe, version=__version__, seed=seed, stats=stats, splits=split_entries,
-                            data_digest=layout.fingerprint(data_hashes), extra=card_context, synthetic=synthetic)]
-
-    if data_files is None:
-        data_files = {
-            layout.DATA_FILE: _clustering_rows(splits, items, spec.view, recipe.params.get("hierarchy", ())),
-            layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
-        }
-    files = {layout.CARD: card, **data_files, **(extra_files or {})}
-    manifest = {
-        "dataset": spec.name,
-        "source": spec.source,
-        "view": spec.view,
-        "mteb_name": spec.mteb_name,
-        "publishable": spec.publishable,
-        "package_version": __version__,
-        "seed": seed,
-        "recipe": {"name": recipe.name, "version": recipe.version, **recipe.params},
-        "inputs": input_entries,
-        **({"synthetic": True} if synthetic else {}),
-        "splits": split_entries,
-        "statistics": stats,
-        "report": report,
-        **(manifest_extra or {}),
-    }
-    return layout.Dataset(spec.name, files, manifest)
-
-
-def publish_all(out: Path, datasets: list[layout.Dataset]) -> list[tuple[Path, dict]]:
-    """Write every dataset of one build and publish them together: all of them or none."""
-    return [(folder, layout.read_manifest(folder)) for folder in layout.write_datasets(Path(out), datasets)]
-
-
-def publish(spec: DatasetSpec, splits: list[Split], items: dict[str, Item], *, out: Path, **options) -> tuple[Path, dict]:
-    """Write one dataset folder on its own (see :func:`prepare` for the options)."""
-    return publish_all(out, [prepare(spec, splits, items, **options)])[0]
 
 
 def build(
     source: str,
-    input_path: Path,
+    input_path: Path | str,
     out: Path,
     *,
     seed: int = DEFAULT_SEED,
     views: tuple[str, ...] | None = None,
     paired: bool = False,
     progress: bool = False,
+    run_info: dict | None = None,
+    **options,
 ) -> list[tuple[Path, dict]]:
-    """Build every dataset of ``source`` (or only ``views``) from ``input_path`` into ``out``.
+    """Build every dataset of ``source`` (one of :data:`READERS`; or only ``views``) from
+    ``input_path`` into ``out``.
 
     Each text view draws its own split members (same split sizes), as the published datasets did;
     ``paired`` draws one set of members for all views instead (the data of recipe version 1).
+    ``input_path`` is the source's files (blurbs, tenkgnad), the table (``table``: ``options`` are
+    the fields of :class:`~tecb_data.sources.table.TableSettings` and ``report``, see
+    :func:`build_table`) or the id list, its URL or an ids folder (``reddit``: ``options`` are
+    ``cache``, ``praw_site``, ``refresh`` and ``retry``, see
+    :func:`tecb_data.sources.reddit.build_from_ids`; its views always share their members).
+    ``run_info``, when given, receives what this run did beside its deterministic manifests
+    (Reddit's requests, retries and cache use).
     """
-    if source == "reddit":  # no source files: the ids are rehydrated through Reddit's API
-        raise UserError("reddit is built from submission ids: `tecb-data build --source reddit --ids PATH_OR_URL` "
-                        "or tecb_data.sources.reddit.build_from_ids")
-    if source == "table":  # a table needs its columns named: text, label, id
-        raise UserError("a table is built with its columns named: `tecb-data build --source table --input FILE "
-                        "--name NAME --text COL --label COL ...` or tecb_data.build.build_table")
     if source not in READERS:
         raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
+    return READERS[source].build(source, input_path, out, seed=seed, views=views, paired=paired, progress=progress,
+                                 run_info=run_info, **options)
+
+
+def _build_files(source: str, input_path: Path, out: Path, *, seed: int, views, paired: bool, progress: bool,
+                 run_info: dict | None) -> list[tuple[Path, dict]]:
+    """A source read from its files (:attr:`Reader.read`), one dataset per text view."""
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")
     layout.check_out(Path(out))
@@ -183,7 +67,7 @@ def build(
     # not entered as a context (its first line at once): a wrong input stays one line of error.
     with closing(Progress(desc=f"reading {source} records", unit="records", enabled=progress, delay=LINE_INTERVAL)) as bar, \
             Heartbeat(bar):
-        result = READERS[source](Path(input_path), progress=bar)
+        result = READERS[source].read(Path(input_path), progress=bar)
     wanted = views or result.views
     missing = [v for v in wanted if v not in result.views]
     if missing:
@@ -200,9 +84,12 @@ def build(
     if not all(splits.values()):
         raise UserError(f"{input_path}: too few labelled records to make any split with two or more labels")
     items = {item.id: item for item in result.items}
+    # Built from the embedded demo sample (its files, or its records copied or reordered): every
+    # folder's card and manifest say so.
+    synthetic = is_demo_records(source, items.values(), result.inputs)
     prepared = [
         prepare(spec, splits[spec.view], items, seed=seed, inputs=result.inputs,
-                report=result.report, paired=paired)
+                report=result.report, synthetic=synthetic, paired=paired)
         for spec in specs
     ]
     if progress:
@@ -213,58 +100,32 @@ def build(
 def build_table(
     input_path: Path,
     out: Path,
+    settings: table.TableSettings,
     *,
-    name: str,
-    label: str | None = None,
-    text=(),
-    text_p2p=(),
-    label_parent: str | None = None,
-    label_path: str | None = None,
-    path_sep: str = ">",
-    id: str | None = None,
-    columns=None,
-    delimiter: str | None = None,
-    quotechar: str | None = None,
-    input_format: str | None = None,
-    split: str | None = None,
-    language: str = "de",
-    licence: str | None = None,
-    citation: Path | None = None,
-    description: str | None = None,
-    pretty_name: str | None = None,
-    source_url: str | None = None,
-    splits: int | None = None,
-    min_fraction: float | None = None,
-    max_fraction: float = 1.0,
-    min_chars: int = 1,
-    min_per_label: int = 1,
-    language_filter: bool = False,
-    similar_labels: str = "stop",
     seed: int = DEFAULT_SEED,
     views: tuple[str, ...] | None = None,
     paired: bool = False,
     report: Path | None = None,
     progress: bool = False,
 ) -> list[tuple[Path, dict]]:
-    """Build ``name``-s2s and/or ``name``-p2p from a labelled table (see :mod:`tecb_data.sources.table`).
+    """Build ``NAME``-s2s and/or ``NAME``-p2p from a labelled table (see :mod:`tecb_data.sources.table`),
+    as ``settings`` (a :class:`~tecb_data.sources.table.TableSettings`, the command's options) says::
 
-    ``text`` (S2S) and ``text_p2p`` (P2P) are column names (a string or a list, joined by a space);
+        from tecb_data.build import build_table
+        from tecb_data.sources.table import TableSettings
+
+        build_table("corpus.parquet", "out", TableSettings(name="german-news", text="title", label="label"))
+
     ``label`` alone gives flat labels and the TenKGnad-style recipe, ``label_parent`` (with ``label``
     as the child) or ``label_path`` (``"parent > child"``) the Blurbs-style one. ``splits`` and the
     fraction range default to the paper's. ``licence`` (a Hub licence id) and ``citation`` (a BibTeX
-    file) are needed to push, not to build. ``report`` writes the removed records' examples as JSON.
-    ``similar_labels``: labels that read as one (case, look-alike characters) stop the build
-    (``"stop"``), stay apart (``"keep"``) or become the most frequent spelling (``"merge"``).
+    file) are needed to push, not to build. ``seed``, ``views``, ``paired`` and ``progress`` are
+    :func:`build`'s; ``report`` writes the removed records' examples as JSON.
     """
-    as_columns = lambda value: tuple(c.strip() for c in value.split(",") if c.strip()) if isinstance(value, str) \
-        else tuple(value or ())
-    source = table.TableSource(
-        label=label or label_path or "", text=as_columns(text), text_p2p=as_columns(text_p2p),
-        label_parent=label_parent, label_path=label_path, path_sep=path_sep, id=id,
-        columns=as_columns(columns) if columns is not None else None, delimiter=delimiter, quotechar=quotechar,
-        format=input_format, split=split, min_chars=min_chars, min_per_label=min_per_label, language=language,
-        language_filter=language_filter, similar_labels=similar_labels,
-    )
+    if settings.name is None:
+        raise UserError("--source table needs --name NAME: the datasets are NAME-s2s and/or NAME-p2p")
+    name, language, citation = settings.name, settings.language, settings.citation
+    source = settings.table_source()
     source.check()
     table.check_no_control("--name", name, "a dataset name")
     if seed < 0:
@@ -275,14 +136,15 @@ def build_table(
         raise UserError(f"--view {'/'.join(missing)}: no text columns for it; "
                         f"give --text COL for S2S and --text-p2p COL for P2P")
     table.check_name(name, wanted)
-    licence = table.check_licence(licence)
+    licence = table.check_licence(settings.licence)
     table.check_language(language)
-    for option, value in (("--pretty-name", pretty_name), ("--description", description),
-                          ("--source-url", source_url)):
+    for option, value in (("--pretty-name", settings.pretty_name), ("--description", settings.description),
+                          ("--source-url", settings.source_url)):
         table.check_one_line(option, value)
     citation_text = table.read_citation(citation)
     try:
-        recipe = table_recipe(source.hierarchical, splits=splits, min_fraction=min_fraction, max_fraction=max_fraction)
+        recipe = table_recipe(source.hierarchical, splits=settings.splits, min_fraction=settings.min_fraction,
+                              max_fraction=settings.max_fraction)
     except ValueError as exc:
         raise UserError(f"--splits / --min-fraction / --max-fraction: {exc}") from None
     layout.check_out(Path(out))
@@ -298,8 +160,8 @@ def build_table(
         raise UserError(f"{input_path}: after cleaning ({result.report['kept']:,} of {result.report['rows_read']:,} "
                         "rows kept) too few labelled records to make any split with two or more labels")
     specs = table.dataset_specs(name, wanted, source, input_name=Path(input_path).name, recipe_name=recipe.name,
-                                licence=licence, citation=citation_text, description=description,
-                                pretty_name=pretty_name, source_url=source_url)
+                                licence=licence, citation=citation_text, description=settings.description,
+                                pretty_name=settings.pretty_name, source_url=settings.source_url)
     definition = {
         "format": table.input_format(Path(input_path), source.format),
         "text": list(source.text), "text_p2p": list(source.text_p2p),
@@ -309,17 +171,16 @@ def build_table(
         "min_chars": source.min_chars, "min_per_label": source.min_per_label,
         "language_filter": source.language_filter, "similar_labels": source.similar_labels,
     }
-    command = table_command(
-        Path(input_path).name, name=name, source=source, language=language, licence=licence, citation=citation,
-        description=description, pretty_name=pretty_name, source_url=source_url, splits=splits,
-        min_fraction=min_fraction, max_fraction=max_fraction, seed=seed, views=views, paired=paired)
+    command = table_command(Path(input_path).name, settings, source, licence=licence, seed=seed, views=views,
+                            paired=paired)
     extra = {"language": language, "license": licence, "citation": citation_text, "table": definition}
     items = {item.id: item for item in result.items}
     if paired:
         recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
+    synthetic = is_demo_records("table", items.values(), result.inputs)
     prepared = [
         prepare(spec, made[spec.view], items, seed=seed, inputs=result.inputs, report=result.report,
-                manifest_extra=extra, recipe=recipe,
+                synthetic=synthetic, manifest_extra=extra, recipe=recipe,
                 card_context={"table": definition, "report": result.report, "language": language,
                               "command": shlex.join(command)})
         for spec in specs
@@ -334,13 +195,72 @@ def build_table(
     return built
 
 
-def table_command(input_name: str, *, name: str, source: table.TableSource, language: str, licence: str,
-                  citation, description, pretty_name, source_url, splits, min_fraction, max_fraction: float,
+def _build_table(source: str, input_path: Path, out: Path, *, seed: int, views, paired: bool, progress: bool,
+                 run_info: dict | None, report: Path | None = None, **settings) -> list[tuple[Path, dict]]:
+    return build_table(input_path, out, table.TableSettings(**settings), seed=seed, views=views, paired=paired,
+                       report=report, progress=progress)
+
+
+def _build_reddit(source: str, ids, out: Path, *, seed: int, views, paired: bool, progress: bool,
+                  run_info: dict | None, **options) -> list[tuple[Path, dict]]:
+    # Imported here: requests and praw are needed only by those who rehydrate.
+    from tecb_data.sources import reddit
+
+    if views:  # the three datasets come from one rehydration, always together
+        raise UserError(READERS[source].usage)
+    return reddit.build_from_ids(ids, out, seed=seed, progress=progress, run_info=run_info, **options)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One source as :func:`build` builds it and `tecb-data build --source NAME` offers it."""
+
+    # (source, input, out, *, seed, views, paired, progress, run_info, **options) -> (folder, manifest) per dataset
+    build: Callable[..., list[tuple[Path, dict]]]
+    read: Callable[..., SourceResult] | None = None  # a source read from files: its input -> its records
+    # Its own command-line options (argparse dest -> keyword of build): another source refuses them.
+    options: dict[str, str] = field(default_factory=dict)
+    input: str = "input"  # the command-line option (argparse dest) that names its input
+    demo: bool = False  # the embedded demo sample can stand in for the input (--demo)
+    views: bool = True  # --view picks among its views
+    usage: str = "pass exactly one of --input PATH or --demo"  # the line a wrong choice of input gets
+
+    @property
+    def own_options(self) -> tuple[str, ...]:
+        """The command-line options (argparse dests) only this source takes: its input's, if that is
+        not --input, and its options."""
+        return ((self.input,) if self.input != "input" else ()) + tuple(self.options)
+
+
+READERS: dict[str, Reader] = {
+    "blurbs": Reader(_build_files, read=blurbs.read, demo=True),
+    "tenkgnad": Reader(_build_files, read=tenkgnad.read, demo=True),
+    # No source files: the ids are rehydrated through Reddit's API.
+    "reddit": Reader(_build_reddit, options={"cache": "cache", "praw_site": "praw_site", "refresh": "refresh"},
+                     input="ids", views=False,
+                     usage="--source reddit takes --ids PATH_OR_URL (an id list or a reddit-clustering-ids folder), "
+                           "not --input, --demo or --view"),
+    # A table needs its columns named: text, label, id. Each option is a TableSettings field, but --report.
+    "table": Reader(_build_table, options={
+        "name": "name", "text": "text", "text_p2p": "text_p2p", "label": "label", "label_parent": "label_parent",
+        "label_path": "label_path", "path_sep": "path_sep", "id_column": "id", "columns": "columns",
+        "delimiter": "delimiter", "quotechar": "quotechar", "input_format": "input_format", "input_split": "split",
+        "language": "language", "licence": "licence", "citation": "citation", "description": "description",
+        "pretty_name": "pretty_name", "source_url": "source_url", "splits": "splits", "min_fraction": "min_fraction",
+        "max_fraction": "max_fraction", "min_chars": "min_chars", "min_per_label": "min_per_label",
+        "language_filter": "language_filter", "similar_labels": "similar_labels", "report": "report",
+    }, usage="--source table takes --input FILE (CSV/TSV, JSON Lines, Parquet or a datasets folder), not --demo"),
+}
+
+
+def table_command(input_name: str, settings: table.TableSettings, source: table.TableSource, *, licence: str,
                   seed: int, views, paired: bool) -> list[str]:
     """The `tecb-data build` command (as argv) that builds this table again from a copy of the input
     and the citation file in the current folder, for the card: every option that shapes the data or
-    the card, never a machine's path (the card of the same table and seed is the same file anywhere)."""
-    argv = ["tecb-data", "build", "--source", "table", "--input", _as_argument(input_name), "--name", name]
+    the card, never a machine's path (the card of the same table and seed is the same file anywhere).
+    ``source`` is ``settings``' reading part, ``licence`` its checked licence."""
+    language, citation, max_fraction = settings.language, settings.citation, settings.max_fraction
+    argv = ["tecb-data", "build", "--source", "table", "--input", _as_argument(input_name), "--name", settings.name]
     if source.text:
         argv += ["--text", ",".join(source.text)]
     if source.text_p2p:
@@ -355,11 +275,12 @@ def table_command(input_name: str, *, name: str, source: table.TableSource, lang
              ("--similar-labels", source.similar_labels if source.similar_labels != "stop" else None),
              ("--min-chars", source.min_chars if source.min_chars != 1 else None),
              ("--min-per-label", source.min_per_label if source.min_per_label != 1 else None),
-             ("--splits", splits), ("--min-fraction", min_fraction),
+             ("--splits", settings.splits), ("--min-fraction", settings.min_fraction),
              ("--max-fraction", max_fraction if max_fraction != 1.0 else None),
              ("--licence", licence if licence != "unknown" else None),
              ("--citation", _as_argument(Path(citation).name) if citation is not None else None),
-             ("--description", description), ("--pretty-name", pretty_name), ("--source-url", source_url)]
+             ("--description", settings.description), ("--pretty-name", settings.pretty_name),
+             ("--source-url", settings.source_url)]
     for option, value in given:
         if value is not None:
             argv += [option, str(value)]

@@ -16,17 +16,8 @@ from tecb_data.errors import UserError
 from tecb_data.runner import run_command
 
 
-REDDIT_ONLY_OPTIONS = ("ids", "cache", "praw_site", "refresh")
-# dest -> build_table keyword; each is for --source table only.
-TABLE_OPTIONS = {
-    "name": "name", "text": "text", "text_p2p": "text_p2p", "label": "label", "label_parent": "label_parent",
-    "label_path": "label_path", "path_sep": "path_sep", "id_column": "id", "columns": "columns",
-    "delimiter": "delimiter", "quotechar": "quotechar", "input_format": "input_format", "input_split": "split",
-    "language": "language", "licence": "licence", "citation": "citation", "description": "description",
-    "pretty_name": "pretty_name", "source_url": "source_url", "splits": "splits", "min_fraction": "min_fraction",
-    "max_fraction": "max_fraction", "min_chars": "min_chars", "min_per_label": "min_per_label",
-    "language_filter": "language_filter", "similar_labels": "similar_labels", "report": "report",
-}
+# The spelling of an option whose argparse dest is not its name.
+_FLAGS = {"id_column": "--id", "input_format": "--format"}
 
 
 # One example per command, shown under its --help.
@@ -57,67 +48,43 @@ def _print_built(built) -> dict:
     return manifest
 
 
-def _cmd_build_reddit(args) -> int:
-    from tecb_data.sources import reddit
-
-    if args.ids is None or args.input is not None or args.demo or args.view:
-        raise UserError("--source reddit takes --ids PATH_OR_URL (an id list or a reddit-clustering-ids folder), "
-                        "not --input, --demo or --view")
-    run: dict = {}
-    built = reddit.build_from_ids(
-        args.ids, args.out, cache=args.cache, seed=args.seed, praw_site=args.praw_site, refresh=args.refresh,
-        progress=not args.quiet, run_info=run,
-    )
-    report = _print_built(built)["report"]
-    print("report: " + ", ".join(f"{k} {v}" for k, v in report.items()))
-    print(
-        f"rehydration: {run['ids_fetched']:,} ids fetched in {run['requests']:,} requests "
-        f"({run['batches']:,} batches of up to 100 + {run['retries']} retries), "
-        f"{run['ids_from_cache']:,} from the cache {run['cache']}"
-    )
-    return 0
-
-
-def _cmd_build_table(args) -> int:
-    from tecb_data.build import build_table
-
-    if args.input is None or args.demo:
-        raise UserError("--source table takes --input FILE (CSV/TSV, JSON Lines, Parquet or a datasets folder), not --demo")
-    if args.name is None:
-        raise UserError("--source table needs --name NAME: the datasets are NAME-s2s and/or NAME-p2p")
-    options = {keyword: getattr(args, dest) for dest, keyword in TABLE_OPTIONS.items() if getattr(args, dest) is not None}
-    built = build_table(args.input, args.out, seed=args.seed, views=tuple(args.view) if args.view else None,
-                        paired=args.paired, progress=not args.quiet, **options)
-    report = _print_built(built)["report"]
-    print("report: " + ", ".join(f"{k} {v}" for k, v in report.items()))
-    if args.report is not None:
-        print(f"removed rows with examples: {args.report}")
-    return 0
+def _flag(dest: str) -> str:
+    return _FLAGS.get(dest, "--" + dest.replace("_", "-"))
 
 
 def _cmd_build(args) -> int:
-    from tecb_data.build import build
+    from tecb_data.build import READERS, build
     from tecb_data.demo import demo_input
 
-    if args.source == "reddit":
-        return _cmd_build_reddit(args)
-    misplaced = [name for name in REDDIT_ONLY_OPTIONS if getattr(args, name) not in (None, False)]
-    if misplaced:
-        raise UserError(f"--{misplaced[0].replace('_', '-')} is for --source reddit only")
-    if args.source == "table":
-        return _cmd_build_table(args)
-    misplaced = [dest for dest in TABLE_OPTIONS if getattr(args, dest) not in (None, False)]
-    if misplaced:
-        flag = {"id_column": "--id", "input_format": "--format"}.get(misplaced[0], "--" + misplaced[0].replace("_", "-"))
-        raise UserError(f"{flag} is for --source table only")
-    if args.demo == (args.input is not None):
-        raise UserError("pass exactly one of --input PATH or --demo")
-    input_path = demo_input(args.source) if args.demo else args.input
+    reader = READERS[args.source]
+    for name, other in READERS.items():
+        misplaced = [dest for dest in other.own_options if getattr(args, dest) not in (None, False)]
+        if other is not reader and misplaced:
+            raise UserError(f"{_flag(misplaced[0])} is for --source {name} only")
+    given = getattr(args, reader.input)
+    if reader.demo:  # exactly one of its input and the demo sample
+        wrong = args.demo == (given is not None)
+    else:
+        wrong = given is None or args.demo
+    # --input beside a source that names its input otherwise, or --view where the views come together.
+    if wrong or (reader.input != "input" and args.input is not None) or (not reader.views and args.view):
+        raise UserError(reader.usage)
+    input_path = demo_input(args.source) if args.demo else given
     views = tuple(args.view) if args.view else None
+    options = {keyword: getattr(args, dest) for dest, keyword in reader.options.items() if getattr(args, dest) is not None}
+    run: dict = {}
     built = build(args.source, input_path, args.out, seed=args.seed, views=views, paired=args.paired,
-                  progress=not args.quiet)
+                  progress=not args.quiet, run_info=run, **options)
     report = _print_built(built)["report"]
     print("report: " + ", ".join(f"{k} {v}" for k, v in report.items() if not isinstance(v, list)))
+    if run:
+        print(
+            f"rehydration: {run['ids_fetched']:,} ids fetched in {run['requests']:,} requests "
+            f"({run['batches']:,} batches of up to 100 + {run['retries']} retries), "
+            f"{run['ids_from_cache']:,} from the cache {run['cache']}"
+        )
+    if args.report is not None:
+        print(f"removed rows with examples: {args.report}")
     if not views:
         _say_skipped_views(args.source, input_path, built)
     for problem in report.get("malformed_records", []):
@@ -232,7 +199,8 @@ def _cmd_push(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from tecb_data.build import DEFAULT_SEED, READERS
+    from tecb_data.build import READERS
+    from tecb_data.seeding import DEFAULT_SEED
 
     root = root_parser("tecb-data", __doc__.splitlines()[0], epilog=_EXAMPLES["tecb-data"])
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -242,7 +210,7 @@ def parser() -> argparse.ArgumentParser:
         description="Build the datasets of one source (both views, S2S and P2P, where the source has both) "
                     "into OUT/<dataset>/, each with its card and manifest, published together or not at all.",
         epilog=_EXAMPLES["build"])
-    build.add_argument("--source", required=True, choices=sorted([*READERS, "reddit", "table"]),
+    build.add_argument("--source", required=True, choices=sorted(READERS),
                        help="blurbs: GermEval 2019 Task 1 files; tenkgnad: One Million Posts corpus.sqlite3 (S2S "
                             "and P2P) or a 10kGNAD articles.csv (P2P only); reddit: rehydrate an id list (--ids); "
                             "table: your own labelled CSV/TSV, JSON Lines, Parquet or datasets folder")

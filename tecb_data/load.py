@@ -180,10 +180,12 @@ def _rehydrate(folder: Path, manifest: dict, location: str, *, view, cache_dir, 
     if view not in VIEWS:
         raise UserError(f"{location}: {REDDIT_IDS_DATASET} holds Reddit ids only, no texts; {_view_hint(folder)}, "
                         "or in Python pass view='s2s' or view='p2p' to rehydrate its texts")
-    # Imported here: praw is needed only by users who load the Reddit datasets.
+    # Imported here: praw is needed only by users who load the Reddit datasets (and numpy, which the
+    # seeding module brings, only by those who rehydrate: loading a folder stays light).
+    from tecb_data.seeding import DEFAULT_SEED
     from tecb_data.sources import reddit
 
-    seed = manifest.get("seed", 42)
+    seed = manifest.get("seed", DEFAULT_SEED)
     # One folder per ids dataset and seed: a second load reuses it instead of asking Reddit again.
     out = rehydration_dir(cache_dir) / f"{manifest['fingerprint'][:16]}-seed{seed}"
     built = {}

@@ -248,7 +248,7 @@ class DatasetSpec:
     """One published dataset: modelled on MTEB's TaskMetadata."""
 
     name: str
-    source: str  # key of tecb_data.sources.SOURCES
+    source: str  # key of tecb_data.build.READERS
     view: str  # "s2s" or "p2p"
     recipe: str  # key of RECIPES
     pretty_name: str

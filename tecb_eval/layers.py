@@ -34,6 +34,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_data.outputs import check_output, staged_output
 from tecb_eval.grid.seeds import check_seed
 from tecb_eval.files import WriteError, atomic_save
@@ -41,7 +42,6 @@ from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore
 from tecb_eval.grid.store import check_results
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 
-DEFAULT_SEED = 42
 COMMAND = "tecb-eval layers"  # the marker of a sweep's output folder
 CONFIGURATION = ("minibatch_kmeans", "none")  # the grid's Table-2 cell: k-means on the embeddings
 LAYERS_CSV, SPLITS_CSV, FIGURE, SUMMARY_MD = "layers.csv", "splits.csv", "figure.png", "summary.md"

@@ -1,5 +1,5 @@
 """The house keeps its shape: no import circles in tecb_eval or tecb_data, lower rooms never import
-higher ones, tecb_data never imports tecb_eval.
+higher ones (tecb_eval's rooms, tecb_data's modules), tecb_data never imports tecb_eval.
 
 Every ``import`` and ``from ... import`` counts, at module level or inside a function (a lazy
 import is still a dependency; it only moves the circle to run time).
@@ -27,6 +27,28 @@ RANKS = {
     "training": 4,
     "reports": 5, "layers": 5, "pretraining": 5, "finetuning": 5,
     "cli": 6,
+}
+
+# tecb_data's modules, bottom to top, by their name under tecb_data: "sources" is the package and
+# every module in it, "__init__" the package itself. A module may import any of a lower rank, and
+# modules of one rank may import each other as long as the graph stays acyclic (checked below).
+DATA_RANKS = {
+    # What every command stands on: errors, seeds, progress and its heartbeat, the command-line
+    # habits, network retries, folders published atomically, statistics, label spellings, the version.
+    "errors": 0, "seeding": 0, "progress": 0, "heartbeat": 0, "repeats": 0, "commandline": 0, "runner": 0,
+    "network": 0, "publication": 0, "outputs": 0, "stats": 0, "labels": 0, "version": 0,
+    # What a dataset is: the declared datasets and their recipes, the card, the published layout and
+    # what one folder holds.
+    "recipes": 1, "card": 1, "layout": 1, "contents": 1,
+    # One module per source: its raw input -> normalized records (Reddit's rehydration publishes its
+    # three folders through contents).
+    "sources": 2,
+    # The embedded demo sample, recognised by reading it with the file sources' readers.
+    "demo": 3,
+    # Building from a source, pushing to and loading from the Hub.
+    "build": 4, "hub": 4, "load": 4,
+    # The command, and the package's face (load, UserError, __version__).
+    "cli": 5, "__init__": 5,
 }
 
 
@@ -132,6 +154,35 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
     return bad
 
 
+def data_place(module: str) -> str | None:
+    """The DATA_RANKS key of a tecb_data module (the longest ranked name it is or lies in); None for
+    a module outside tecb_data or in no rank."""
+    parts = module.split(".")
+    if parts[0] != "tecb_data":
+        return None
+    name = ".".join(parts[1:]) or "__init__"
+    while name and name not in DATA_RANKS:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def data_layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for source, deps in sorted(graph.items()):
+        if source.split(".")[0] != "tecb_data":
+            continue
+        here = data_place(source)
+        if here is None:
+            bad.append(f"{source}: a module not in DATA_RANKS; place it in the house plan")
+            continue
+        for target in sorted(deps):
+            there = data_place(target)
+            if there is not None and DATA_RANKS[there] > DATA_RANKS[here]:
+                bad.append(f"{source} -> {target}: {here!r} (rank {DATA_RANKS[here]}) imports the higher "
+                           f"{there!r} (rank {DATA_RANKS[there]})")
+    return bad
+
+
 def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     rooms: dict[str, set[str]] = {}
     for source, deps in graph.items():
@@ -157,6 +208,19 @@ def test_no_cycles_among_the_rooms(graph):
 
 def test_lower_rooms_never_import_higher_ones(graph):
     assert layering_violations(graph) == []
+
+
+def test_lower_tecb_data_modules_never_import_higher_ones(graph):
+    assert data_layering_violations(graph) == []
+
+
+def test_every_tecb_data_module_is_ranked_and_opens_with_a_docstring():
+    for name, path in modules(REPO, "tecb_data").items():
+        assert data_place(name) is not None, f"{path.relative_to(REPO)} is in no rank of DATA_RANKS"
+        assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), f"{path} has no docstring"
+    # Every rank names a module that is there: a renamed or removed one leaves no stale entry.
+    present = {data_place(name) for name in modules(REPO, "tecb_data")}
+    assert set(DATA_RANKS) - present == set()
 
 
 def test_every_room_is_ranked_and_opens_with_a_docstring():
@@ -199,6 +263,27 @@ def test_the_checks_find_a_cycle_and_an_upward_import(tmp_path):
         "tecb_data -> tecb_eval.files: tecb_data never imports tecb_eval",
         "tecb_eval.models.encoders -> tecb_eval.reports.tables: room 'models' (rank 1) imports the higher room "
         "'reports' (rank 5)",
+    ]
+
+
+def test_the_data_checks_find_an_upward_import_and_an_unranked_module(tmp_path):
+    root = _package(tmp_path, {
+        "tecb_data/__init__.py": "from tecb_data.load import load\n",
+        "tecb_data/load.py": "from tecb_data import hub\n",
+        "tecb_data/hub.py": "",
+        "tecb_data/errors.py": "def f():\n    from tecb_data.build import build\n",
+        "tecb_data/build.py": "from tecb_data.sources import reddit\n",
+        "tecb_data/sources/__init__.py": "",
+        "tecb_data/sources/reddit.py": "from tecb_data import cli\n",
+        "tecb_data/cli.py": "",
+        "tecb_data/scratch.py": "from tecb_data import errors\n",
+    })
+    found = import_graph(root, ("tecb_data",))
+    assert data_place("tecb_data.sources.reddit") == "sources" and data_place("tecb_data") == "__init__"
+    assert data_layering_violations(found) == [
+        "tecb_data.errors -> tecb_data.build: 'errors' (rank 0) imports the higher 'build' (rank 4)",
+        "tecb_data.scratch: a module not in DATA_RANKS; place it in the house plan",
+        "tecb_data.sources.reddit -> tecb_data.cli: 'sources' (rank 2) imports the higher 'cli' (rank 5)",
     ]
 
 

@@ -361,6 +361,30 @@ def test_unknown_source_and_too_little_data_are_user_errors(tmp_path):
         build("blurbs", tmp_path / "blurbs_dev.txt", tmp_path / "out")
 
 
+def test_the_readers_table_holds_every_source_and_each_source_owns_its_options(tmp_path, capsys):
+    import argparse
+
+    from tecb_data import cli
+    from tecb_data.build import READERS
+
+    (command,) = [a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    options = {a.dest: a for a in command.choices["build"]._actions}
+    assert sorted(READERS) == ["blurbs", "reddit", "table", "tenkgnad"] == list(options["source"].choices)
+    owned = [dest for reader in READERS.values() for dest in reader.own_options]
+    assert len(owned) == len(set(owned)), "an option belongs to one source"
+    shared = {"help", "debug", "verbose", "source", "input", "demo", "out", "seed", "view", "paired", "quiet"}
+    assert set(options) == shared | set(owned), "every build option is every source's or one source's"
+    # One source's option given to another is one line naming the option and its source.
+    out = str(tmp_path / "out")
+    for argv, message in [(["--source", "blurbs", "--demo", "--ids", "x"], "--ids is for --source reddit only"),
+                          (["--source", "tenkgnad", "--demo", "--format", "csv"], "--format is for --source table only"),
+                          (["--source", "reddit", "--ids", "x", "--name", "n"], "--name is for --source table only"),
+                          (["--source", "table", "--input", "x", "--cache", "c"], "--cache is for --source reddit only")]:
+        assert cli.main(["build", *argv, "--out", out]) == 2
+        assert capsys.readouterr().err.strip().endswith(message)
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_build_leaves_the_temporary_folder_of_a_live_concurrent_build_alone(tmp_path):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -119,13 +119,15 @@ def test_build_reading_a_slow_source(clock, log, tmp_path, monkeypatch):
     from tecb_data import build as build_module
     from tecb_data.demo import demo_input
 
+    import dataclasses
+
     real = build_module.READERS["blurbs"]
 
     def slow_reader(path, progress=None):
         clock.block()
-        return real(path, progress=progress)
+        return real.read(path, progress=progress)
 
-    monkeypatch.setitem(build_module.READERS, "blurbs", slow_reader)
+    monkeypatch.setitem(build_module.READERS, "blurbs", dataclasses.replace(real, read=slow_reader))
     with log:
         build_module.build("blurbs", demo_input("blurbs"), tmp_path / "out", views=("s2s",), progress=True)
     assert_beats(log, at_least=SLOW_S, words="reading blurbs records")

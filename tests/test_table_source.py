@@ -19,6 +19,7 @@ from tecb_data import cli, layout
 from tecb_data.build import build, build_table
 from tecb_data.errors import UserError
 from tecb_data.sources import blurbs, collapse_spaces, table
+from tecb_data.sources.table import TableSettings
 
 TOPICS = {
     "Sport": "Tor Spiel Mannschaft Trainer Liga Saison Punkte Sieg",
@@ -96,8 +97,8 @@ def members(folder: Path) -> dict[str, list[tuple[str, str]]]:
 def test_every_input_format_builds_the_same_data_as_csv(tmp_path, writer, suffix, extra):
     records = rows()
     options = dict(name="news", text="title", text_p2p="title,body", label="label", id="id", description="News.")
-    reference = build_table(write_csv(tmp_path / "data.csv", records), tmp_path / "csv", **options)
-    other = build_table(writer(tmp_path / suffix, records), tmp_path / "other", **options, **extra)
+    reference = build_table(write_csv(tmp_path / "data.csv", records), tmp_path / "csv", TableSettings(**options))
+    other = build_table(writer(tmp_path / suffix, records), tmp_path / "other", TableSettings(**options, **extra))
     assert [f.name for f, _ in reference] == [f.name for f, _ in other] == ["news-s2s", "news-p2p"]
     for (a, _), (b, _) in zip(reference, other):
         assert files(a) == files(b)
@@ -105,8 +106,8 @@ def test_every_input_format_builds_the_same_data_as_csv(tmp_path, writer, suffix
 
 
 def test_flat_labels_get_the_tenkgnad_recipe_and_two_views_their_own_members(tmp_path):
-    built = build_table(write_csv(tmp_path / "t.csv", rows()), tmp_path / "out", name="news", text="title",
-                        text_p2p="title,body", label="label")
+    built = build_table(write_csv(tmp_path / "t.csv", rows()), tmp_path / "out",
+                        TableSettings(name="news", text="title", text_p2p="title,body", label="label"))
     (s2s, m_s2s), (p2p, m_p2p) = built
     assert m_s2s["recipe"] == {"name": "table-flat", "version": "1", "draws_as": "tenkgnad", "splits": 10,
                                "min_fraction": 0.1, "max_fraction": 1.0, "members": "per-view"}
@@ -123,21 +124,22 @@ def test_flat_labels_get_the_tenkgnad_recipe_and_two_views_their_own_members(tmp
 
 
 def test_paired_split_count_and_fraction_range(tmp_path):
-    built = build_table(write_csv(tmp_path / "t.csv", rows()), tmp_path / "out", name="news", text="title",
-                        text_p2p="body", label="label", paired=True, splits=4, min_fraction=0.5, max_fraction=0.6)
+    built = build_table(write_csv(tmp_path / "t.csv", rows()), tmp_path / "out",
+                        TableSettings(name="news", text="title", text_p2p="body", label="label", splits=4,
+                                      min_fraction=0.5, max_fraction=0.6), paired=True)
     (s2s, manifest), (p2p, _) = built
     assert members(s2s) == members(p2p)
     assert manifest["recipe"]["members"] == "paired" and len(manifest["splits"]) == 4
     assert all(0.5 * 48 <= s["size"] <= 0.6 * 48 + 1 for s in manifest["splits"])
     with pytest.raises(UserError, match="fraction range"):
-        build_table(tmp_path / "t.csv", tmp_path / "bad", name="news", text="title", label="label", min_fraction=0.7,
-                    max_fraction=0.5)
+        build_table(tmp_path / "t.csv", tmp_path / "bad",
+                    TableSettings(name="news", text="title", label="label", min_fraction=0.7, max_fraction=0.5))
 
 
 @pytest.mark.parametrize("labels", [{"label_path": "path"}, {"label": "label", "label_parent": "parent"}])
 def test_two_level_labels_get_the_blurbs_recipe(tmp_path, labels):
-    (folder, manifest), = build_table(write_csv(tmp_path / "t.csv", rows()), tmp_path / "out", name="books",
-                                      text="title", id="id", **labels)
+    (folder, manifest), = build_table(write_csv(tmp_path / "t.csv", rows()), tmp_path / "out",
+                                      TableSettings(name="books", text="title", id="id", **labels))
     names = [s["name"] for s in manifest["splits"]]
     assert names == [f"coarse-{i:02d}" for i in range(10)] + [f"fine-{i:02d}" for i in range(10)] + [
         "within-Sachwissen", "within-Unterhaltung"]
@@ -169,9 +171,9 @@ def test_cleaning_counts_every_removed_row_by_reason_whatever_the_order(tmp_path
     random.Random(1).shuffle(shuffled)
     options = dict(name="news", text="title", label="label", id="id", min_chars=5, min_per_label=3,
                    description="News.")
-    (a, manifest), = build_table(write_csv(tmp_path / "a.csv", records), tmp_path / "a", report=tmp_path / "r.json",
-                                 **options)
-    (b, _), = build_table(write_csv(tmp_path / "b.csv", shuffled), tmp_path / "b", **options)
+    (a, manifest), = build_table(write_csv(tmp_path / "a.csv", records), tmp_path / "a", TableSettings(**options),
+                                 report=tmp_path / "r.json")
+    (b, _), = build_table(write_csv(tmp_path / "b.csv", shuffled), tmp_path / "b", TableSettings(**options))
     assert files(a) == files(b)
     report = manifest["report"]
     assert report == {"rows_read": 55, "kept": 47, "removed_empty_text": 1, "removed_too_short": 1,
@@ -191,8 +193,9 @@ def test_language_filter_removes_rows_in_another_language(tmp_path):
     records = rows(6) + [dict(rows(1)[0], id=f"en{i}", label="Sport",
                               title=f"The weather is really nice today and we all go to the beach number {i}")
                          for i in range(3)]
-    (folder, manifest), = build_table(write_jsonl(tmp_path / "t.jsonl", records), tmp_path / "out", name="news",
-                                      text="title", label="label", id="id", language_filter=True)
+    (folder, manifest), = build_table(write_jsonl(tmp_path / "t.jsonl", records), tmp_path / "out",
+                                      TableSettings(name="news", text="title", label="label", id="id",
+                                                    language_filter=True))
     assert manifest["report"]["removed_other_language"] == 3
     assert not any(i.startswith("en") for split in members(folder).values() for i, _ in split)
 
@@ -251,7 +254,7 @@ def test_push_dry_run_and_a_push_without_licence_is_refused(cli_built, tmp_path)
         assert pushed.returncode == 0, pushed.stderr
         assert "committed" in pushed.stdout
         write_csv(tmp_path / "t.csv", rows())
-        build_table(tmp_path / "t.csv", tmp_path / "out", name="news", text="title", label="label")
+        build_table(tmp_path / "t.csv", tmp_path / "out", TableSettings(name="news", text="title", label="label"))
         refused = run_cli("push", str(tmp_path / "out" / "news-s2s"), "--repo-id", "me/news", "--dry-run", env=env)
         assert refused.returncode == 2 and "built without a licence" in refused.stderr
         assert refused.stderr.strip().count("\n") == 0
@@ -281,8 +284,8 @@ def test_a_french_table_is_a_french_task_in_mteb_and_in_the_export(tmp_path):
     from tecb_eval import mteb_tasks, run_grid
     from tecb_eval.cli import main as eval_main
 
-    ((folder, manifest),) = build_table(write_csv(tmp_path / "fr.csv", rows()), tmp_path / "out", name="nouvelles",
-                                        text="title", label="label", language="fr")
+    ((folder, manifest),) = build_table(write_csv(tmp_path / "fr.csv", rows()), tmp_path / "out",
+                                        TableSettings(name="nouvelles", text="title", label="label", language="fr"))
     assert manifest["language"] == "fr"
     (legacy,) = mteb_tasks([folder])
     (fast,) = mteb_tasks([folder], version="v2")
@@ -338,18 +341,42 @@ def test_bad_input_is_one_line_naming_file_row_and_column_and_writes_nothing(tmp
 
 def test_option_mistakes_are_user_errors(tmp_path):
     path = write_csv(tmp_path / "t.csv", rows())
-    for options, message in [
-        (dict(name="tenkgnad-clustering", text_p2p="body", label="label"), "registry's tenkgnad-clustering-p2p"),
-        (dict(name="Bad Name", text="title", label="label"), "--name 'Bad Name'"),
-        (dict(name="news", label="label"), "needs --text"),
-        (dict(name="news", text="title", label="label", licence="cc-by-5.0"), "--licence 'cc-by-5.0'"),
-        (dict(name="news", text="title", label="label", citation=tmp_path / "none.bib"), "--citation"),
-        (dict(name="news", text="title", label="label", views=("p2p",)), "--view p2p: no text columns"),
+    for options, build_options, message in [
+        (dict(name="tenkgnad-clustering", text_p2p="body", label="label"), {}, "registry's tenkgnad-clustering-p2p"),
+        (dict(name="Bad Name", text="title", label="label"), {}, "--name 'Bad Name'"),
+        (dict(text="title", label="label"), {}, "--source table needs --name NAME"),
+        (dict(name="news", label="label"), {}, "needs --text"),
+        (dict(name="news", text="title", label="label", licence="cc-by-5.0"), {}, "--licence 'cc-by-5.0'"),
+        (dict(name="news", text="title", label="label", citation=tmp_path / "none.bib"), {}, "--citation"),
+        (dict(name="news", text="title", label="label"), dict(views=("p2p",)), "--view p2p: no text columns"),
     ]:
         with pytest.raises(UserError, match=re.escape(message)):
-            build_table(path, tmp_path / "out", **options)
+            build_table(path, tmp_path / "out", TableSettings(**options), **build_options)
     assert not (tmp_path / "out").exists()
     assert cli.main(["build", "--source", "tenkgnad", "--demo", "--text", "x", "--out", str(tmp_path / "o")]) == 2
+
+
+def test_build_builds_a_table_as_build_table_does(tmp_path):
+    path = write_csv(tmp_path / "t.csv", rows())
+    (a, _), = build("table", path, tmp_path / "a", name="news", text="title", label="label", seed=3)
+    (b, _), = build_table(path, tmp_path / "b", TableSettings(name="news", text="title", label="label"), seed=3)
+    assert files(a) == files(b)
+
+
+def test_every_table_option_is_a_settings_field_with_its_words():
+    import dataclasses
+    import inspect
+
+    from tecb_data.build import READERS
+
+    fields = [f.name for f in dataclasses.fields(TableSettings)]
+    assert set(READERS["table"].options.values()) - {"report"} == set(fields)
+    # Fields carry no docstrings: each says what it is in a comment on its line or just above it,
+    # which the API page renders.
+    lines = inspect.getsource(TableSettings).splitlines()
+    for name in fields:
+        (at,) = [i for i, line in enumerate(lines) if re.match(rf"\s+{name}:", line)]
+        assert "#" in lines[at] or lines[at - 1].strip().startswith("#"), f"TableSettings.{name} has no comment"
 
 
 # -- equivalence with the sources we trust ----------------------------------------------------------------
@@ -382,7 +409,8 @@ def test_the_10kgnad_csv_through_the_table_source_builds_what_the_tenkgnad_sourc
     with_ids = [{"id": hashlib.blake2b(collapse_spaces(body).encode("utf-8"), digest_size=8).hexdigest(),
                  "label": label, "text": body} for label, body in tenkgnad_rows(csv_path)]
     (table_folder, manifest), = build_table(write_csv(tmp_path / "ids.csv", with_ids), tmp_path / "ids",
-                                            name="tenkgnad-table", text_p2p="text", label="label", id="id")
+                                            TableSettings(name="tenkgnad-table", text_p2p="text", label="label",
+                                                          id="id"))
     assert manifest["splits"] == expected["splits"] and manifest["statistics"] == expected["statistics"]
     assert files(table_folder) == files(source)
 
@@ -477,7 +505,7 @@ def test_a_utf16_table_is_named_utf16_with_what_to_do(tmp_path, fmt, bom):
     path = tmp_path / f"unicode.{fmt}"
     path.write_bytes(text.encode("utf-16") if bom else text.encode("utf-16-le"))
     with pytest.raises(UserError) as caught:
-        build_table(path, tmp_path / "out", name="news", text="title", label="label")
+        build_table(path, tmp_path / "out", TableSettings(name="news", text="title", label="label"))
     message = str(caught.value)
     assert "UTF-16" in message and "re-save it as UTF-8" in message and "binary" not in message
     assert "\n" not in message

@@ -20,14 +20,15 @@ from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 
 from tecb_data import layout
+from tecb_data.contents import prepare, publish_all as publish_together
 from tecb_data.errors import UserError
 from tecb_data.recipes import DATASETS, Item, Split, reddit_splits
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_data.sources import reddit_api, reddit_ids
 from tecb_data.sources.reddit_api import INFO_BATCH, RetryPolicy
 from tecb_data.sources.reddit_cache import KEPT, RehydrationCache
 from tecb_data.sources.reddit_text import DROP_REASONS, views
 
-DEFAULT_SEED = 42
 TEXT_DATASETS = ("reddit-clustering-s2s", "reddit-clustering-p2p")
 IDS_DATASET = reddit_ids.IDS_DATASET
 
@@ -128,8 +129,6 @@ def _submission_rows(items: list[Item]):
 
 def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> list[tuple[Path, dict]]:
     """The two text datasets and the ids dataset, from the same splits."""
-    from tecb_data.build import prepare, publish_all as publish_together
-
     splits = reddit_splits(result.items, seed, result.universe)
     if not splits:
         raise UserError(
@@ -138,8 +137,9 @@ def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> li
         )
     items = {item.id: item for item in result.items}
     extra = {"subreddits": list(result.universe)}
+    # Rehydrated from Reddit: never the embedded demo sample.
     prepared = [
-        prepare(DATASETS[name], splits, items, seed=seed, inputs=inputs, report=result.report,
+        prepare(DATASETS[name], splits, items, seed=seed, inputs=inputs, report=result.report, synthetic=False,
                 manifest_extra=extra)
         for name in TEXT_DATASETS
     ]
@@ -151,7 +151,7 @@ def publish_all(result: Rehydrated, out: Path, *, seed: int, inputs: list) -> li
     }
     prepared.append(
         prepare(DATASETS[IDS_DATASET], splits, id_items, seed=seed, inputs=inputs, report=result.report,
-                data_files=data_files, manifest_extra=extra)
+                synthetic=False, data_files=data_files, manifest_extra=extra)
     )
     # The three folders come from one rehydration: published together, or none of them.
     return publish_together(Path(out), prepared)

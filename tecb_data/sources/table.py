@@ -26,7 +26,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from tecb_data import labels as spellings
 from tecb_data.errors import UserError
@@ -51,7 +51,7 @@ SIMILAR_LABELS = ("stop", "keep", "merge")
 
 @dataclass(frozen=True)
 class TableSource:
-    """What to read from the table and how to clean it: the library form of the CLI's options."""
+    """What to read from the table and how to clean it, normalized from :class:`TableSettings`."""
 
     label: str
     text: tuple[str, ...] = ()  # S2S view: these columns joined
@@ -121,6 +121,71 @@ class TableSource:
         # the card's line that names the separator.
         if self.label_path is not None and self.path_sep != "\t":
             check_no_control("--path-sep", self.path_sep, "a separator")
+
+
+def column_names(value) -> tuple[str, ...]:
+    """Column names as a tuple: a string is split at its commas (``"title,body"``), a list kept."""
+    if isinstance(value, str):
+        return tuple(c.strip() for c in value.split(",") if c.strip())
+    return tuple(value or ())
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableSettings:
+    """Everything a table build is told, as `tecb-data build --source table` takes it: each field is
+    the option of that name, dashes for underscores (but ``input_format`` is ``--format`` and
+    ``split`` ``--input-split``), with the command's default. :func:`tecb_data.build.build_table` takes one::
+
+        TableSettings(name="german-news", text="title", text_p2p="title,body", label="label")
+
+    A build needs ``name``, a text column (``text`` and/or ``text_p2p``) and the labels (``label``,
+    ``label`` with ``label_parent``, or ``label_path``); the rest is optional.
+    """
+
+    # The datasets are NAME-s2s and/or NAME-p2p: lower-case letters, digits, "-", "_" or ".", e.g.
+    # german-news-clustering.
+    name: str | None = None
+    # The label column: flat labels (the TenKGnad-style recipe), or the child label with label_parent.
+    label: str | None = None
+    text: str | Sequence[str] = ()  # S2S view: its text columns (a list, or one string "a,b"), joined by a space
+    text_p2p: str | Sequence[str] = ()  # P2P view: its text columns, as text
+    label_parent: str | None = None  # the parent label column beside label: Blurbs-style splits
+    label_path: str | None = None  # instead of label: one column "parent > child" (or a list), Blurbs-style splits
+    path_sep: str = ">"  # the separator of label_path's levels
+    id: str | None = None  # the record id column; without one, a digest of a record's texts and labels
+    columns: str | Sequence[str] | None = None  # a CSV/TSV without a header row: its column names, as text
+    delimiter: str | None = None  # the CSV delimiter, one character; sniffed among , ; tab | when None
+    quotechar: str | None = None  # the CSV quote character; sniffed among " and ' when None
+    # One of FORMATS; from the extension when None (a folder is a datasets save_to_disk folder).
+    input_format: str | None = None
+    split: str | None = None  # the split to read of a datasets DatasetDict folder
+    language: str = "de"  # the ISO 639-1 language of the texts, for the card, the manifest and MTEB's task
+    licence: str | None = None  # the data's Hub licence id, e.g. cc-by-4.0: needed to push, not to build
+    citation: Path | None = None  # a file with the source's BibTeX entry: needed to push, not to build
+    description: str | None = None  # one sentence for the card; made from the columns when None
+    pretty_name: str | None = None  # the card's title without the view; made from name when None
+    source_url: str | None = None  # where the table comes from, for the card
+    splits: int | None = None  # sampled splits per level; the paper's 10 when None
+    min_fraction: float | None = None  # the smallest sampled split, a fraction of the records; the paper's 0.1 when None
+    max_fraction: float = 1.0  # the largest sampled split, a fraction of the records
+    min_chars: int = 1  # texts shorter than this are removed (1: only empty ones)
+    min_per_label: int = 1  # rows of labels with fewer texts are removed (1: none)
+    language_filter: bool = False  # remove the rows langdetect does not find in language (counted as other_language)
+    # Labels that read as one (case, ligatures, look-alike letters): "stop" the build naming both,
+    # "keep" them apart, or "merge" them into their most frequent spelling (one of SIMILAR_LABELS).
+    similar_labels: str = "stop"
+
+    def table_source(self) -> TableSource:
+        """What to read from the table and how to clean it, column lists as tuples."""
+        return TableSource(
+            label=self.label or self.label_path or "", text=column_names(self.text),
+            text_p2p=column_names(self.text_p2p), label_parent=self.label_parent, label_path=self.label_path,
+            path_sep=self.path_sep, id=self.id,
+            columns=column_names(self.columns) if self.columns is not None else None, delimiter=self.delimiter,
+            quotechar=self.quotechar, format=self.input_format, split=self.split, min_chars=self.min_chars,
+            min_per_label=self.min_per_label, language=self.language, language_filter=self.language_filter,
+            similar_labels=self.similar_labels,
+        )
 
 
 def check_no_control(option: str, value: str | None, what: str) -> None:

@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from tecb_data.seeding import DEFAULT_SEED
+
 # (setting, option, type, help); each overrides the default of FinetuneSettings.
 _SETTINGS = (
     ("lambda_", "--lambda", float, "COB's blackbox step lambda (default 90, the paper's 20 Newsgroups value); above 0"),
@@ -29,7 +31,7 @@ _SETTINGS = (
      "triplet: draw this many random triples per instance instead (the earlier default was 50)"),
     ("max_length", "--max-length", int, "tokens per text (default: the model's own)"),
     ("eval_batch_size", "--eval-batch-size", int, "texts per encoding batch when scoring (default 32, the grid's)"),
-    ("kmeans_seed", "--kmeans-seed", int, "k-means seed of the V-measure tracked during training (default 42)"),
+    ("kmeans_seed", "--kmeans-seed", int, f"k-means seed of the V-measure tracked during training (default {DEFAULT_SEED})"),
 )
 
 
@@ -69,6 +71,7 @@ EXAMPLES = """examples (a quick look on the first fold; the paper's schedule is 
 
 def register(subparsers) -> argparse.ArgumentParser:
     from tecb_eval.cli.options import SeedsAction, parse_seeds
+    from tecb_eval.grid.seeds import PAPER_SEEDS
     from tecb_eval.finetuning.protocols import PROTOCOLS
     from tecb_eval.finetuning.settings import METHODS
 
@@ -86,9 +89,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         f"(default {PROTOCOLS[0]})")
     p.add_argument("--folds", type=int, help="run only the first N folds")
     p.add_argument("--seeds", type=parse_seeds, nargs="+", action=SeedsAction, metavar="SEED",
-                   help="training seeds, e.g. 42 or 42,1,2 (default 42)")
+                   help=f"training seeds, e.g. 42 or 42,1,2 (default {DEFAULT_SEED})")
     p.add_argument("--score-seeds", type=parse_seeds, nargs="+", action=SeedsAction, metavar="SEED",
-                   help="k-means seeds when scoring (default the grid's 42 1 2)")
+                   help=f"k-means seeds when scoring (default the grid's {' '.join(map(str, PAPER_SEEDS))})")
     for name, option, kind, text in _SETTINGS:
         p.add_argument(option, dest=name, type=kind, help=text, metavar=option.lstrip("-").replace("-", "_").upper())
     p.add_argument("--out", type=Path, required=True,

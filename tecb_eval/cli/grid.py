@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from tecb_data.repeats import CommaList
-from tecb_eval.cli.options import (check_grid_options, dataset_folders, encoding_defaults, grid_options, parse_model,
-                                   print_tables)
+from tecb_eval.cli.options import (check_grid_options, dataset_folders, encoding_defaults, format_option, grid_options,
+                                   parse_model, print_tables)
 
 DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
 DEMO_SPLITS = 4
@@ -163,8 +163,7 @@ def register(commands) -> None:
     run.add_argument("--encode-on", choices=["any", "gpu"],
                      help="with --scheduler: encode on any Dask worker (default), or only on workers started with "
                           "--resources GPU=1")
-    run.add_argument("--format", choices=["md", "csv", "latex"], default="md",
-                     help="format of the tables printed (default md)")
+    format_option(run, "format of the tables printed")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "
                                               "folder or an earlier export's, replaced whole")
     run.add_argument("--prompt", metavar="TEXT",

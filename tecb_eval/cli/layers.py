@@ -45,7 +45,7 @@ def _cmd_layers(args) -> int:
 
 def register(commands) -> None:
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
-    from tecb_eval.grid.seeds import DEFAULT_SEED
+    from tecb_data.seeding import DEFAULT_SEED
 
     layers = commands.add_parser(
         "layers", help="V-measure of every layer of a transformers model, one forward pass",

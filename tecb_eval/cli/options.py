@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tecb_data.errors import UserError
 from tecb_data.repeats import refuse_repeat
+from tecb_eval.reports.formats import DEFAULT_TABLE_FORMAT, TABLE_FORMATS
 
 DEFAULT_CACHE = Path(".tecb-cache")
 SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.grid.scheduling.DASK_CONNECT_TIMEOUT, without importing it here
@@ -219,7 +220,7 @@ def _add(out: list[str], seen: dict, item: str, given: str) -> None:
     out.append(item)
 
 
-def print_tables(frame, fmt: str = "md", selection: dict | None = None, said: set | None = None) -> None:
+def print_tables(frame, fmt: str = DEFAULT_TABLE_FORMAT, selection: dict | None = None, said: set | None = None) -> None:
     """Print the tables as `table` and `export` write them. ``said``: note lines already printed; each
     table leaves them out and adds its own, so that a command printing several tables says each note
     once (the demo). None: every table carries its whole note, as the files keep it."""
@@ -231,6 +232,12 @@ def print_tables(frame, fmt: str = "md", selection: dict | None = None, said: se
             note = "\n".join(line for line in (note or "").splitlines() if line not in said) or None
             said.update(note.splitlines() if note else ())
         print(report.format_table(table, fmt, note=note))
+
+
+def format_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--format``: one of the table formats, ``what`` saying what it formats."""
+    p.add_argument("--format", choices=list(TABLE_FORMATS), default=DEFAULT_TABLE_FORMAT,
+                   help=f"{what} (default {DEFAULT_TABLE_FORMAT})")
 
 
 def selection(args) -> dict:
@@ -254,7 +261,7 @@ def selection_options(p: argparse.ArgumentParser) -> None:
 
 
 def grid_options(p: argparse.ArgumentParser) -> None:
-    from tecb_eval.grid.seeds import DEFAULT_SEED
+    from tecb_data.seeding import DEFAULT_SEED
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
     from tecb_eval.grid.protocols import PROTOCOLS
 

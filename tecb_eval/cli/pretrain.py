@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from tecb_data.seeding import DEFAULT_SEED
+
 # (setting, type, help); each becomes --setting-name and overrides the method's default.
 _SETTINGS = (
     ("epochs", int, "epochs (default: WWM 30, TSDAE 1; TSDAE 30 with --profile paper)"),
@@ -28,7 +30,7 @@ _SETTINGS = (
                         "sentence-transformers model keeps its own"),
     ("max_grad_norm", float, "gradient clipping (default 1.0)"),
     ("eval_batch_size", int, "texts per encoding batch in evaluations (default 32, the grid's)"),
-    ("kmeans_seed", int, "MiniBatchKMeans random_state (default 42)"),
+    ("kmeans_seed", int, f"MiniBatchKMeans random_state (default {DEFAULT_SEED})"),
 )
 
 
@@ -77,6 +79,7 @@ def _cmd_pretrain(args) -> int:
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``pretrain`` command to the ``tecb-eval`` sub-commands."""
     from tecb_eval.cli.options import SeedsAction, parse_seeds
+    from tecb_eval.grid.seeds import PAPER_SEEDS
     from tecb_eval.pretraining.settings import METHODS, PRECISIONS
     from tecb_eval.clustering.profiles import DEFAULT_PROFILE, PROFILES
 
@@ -98,7 +101,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="output folder (written as OUT.partial, then renamed); not a dataset or model folder, nor "
                         "one that holds them")
     p.add_argument("--seeds", type=parse_seeds, nargs="+", action=SeedsAction, metavar="SEED",
-                   help="one training run per seed, e.g. 42 1 2 or 42,1,2 (default 42 1 2)")
+                   help=f"one training run per seed, e.g. 42 1 2 or 42,1,2 (default {' '.join(map(str, PAPER_SEEDS))})")
     for name, kind, text in _SETTINGS:
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text)
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs CUDA; bf16 works on CPU too")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.cli.options import selection, selection_options
 from tecb_eval.cli.results import NOTHING_YET, READ_ONLY
 
@@ -91,7 +92,8 @@ def register(commands) -> None:
     recommend.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     recommend.add_argument("--resamples", type=int, default=9999,
                            help="bootstrap and permutation resamples, at least 2 / (1 - confidence) (default 9999)")
-    recommend.add_argument("--seed", type=int, default=42,
-                           help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
+    recommend.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                           help="seed of the bootstrap and permutations, a non-negative integer "
+                                f"(default {DEFAULT_SEED})")
     selection_options(recommend)
     recommend.set_defaults(func=_cmd_recommend, interrupted=READ_ONLY)

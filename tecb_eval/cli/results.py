@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from tecb_data.errors import UserError
-from tecb_eval.cli.options import print_tables, selection, selection_options
+from tecb_data.seeding import DEFAULT_SEED
+from tecb_eval.cli.options import format_option, print_tables, selection, selection_options
 
 def _print_paper_tables(reference, which: str, fmt: str) -> None:
     from tecb_eval.reports import tables as report
@@ -164,7 +165,7 @@ def register(commands) -> None:
         epilog="examples:\n  tecb-eval table results.jsonl --table 2 --format latex\n"
                "  tecb-eval table --paper --reference ../shared/reference/tecb-de-full-results.csv")
     table.add_argument("results", type=Path, nargs="?", help="results store (JSONL); not with --paper")
-    table.add_argument("--format", choices=["md", "csv", "latex"], default="md", help="table format (default md)")
+    format_option(table, "table format")
     table.add_argument("--table", choices=["2", "3", "full", "both"], default="both",
                        help="2: model x dataset; 3: algorithm x reduction; full: the authors' CSV layout; "
                             "both: 2 and 3 (default both)")
@@ -213,8 +214,9 @@ def register(commands) -> None:
     compare.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     compare.add_argument("--resamples", type=int, default=9999,
                          help="bootstrap and permutation resamples, at least 2 / (1 - confidence) (default 9999)")
-    compare.add_argument("--seed", type=int, default=42,
-                         help="seed of the bootstrap and permutations, a non-negative integer (default 42)")
-    compare.add_argument("--format", choices=["md", "csv", "latex"], default="md", help="table format (default md)")
+    compare.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                         help="seed of the bootstrap and permutations, a non-negative integer "
+                              f"(default {DEFAULT_SEED})")
+    format_option(compare, "table format")
     selection_options(compare)
     compare.set_defaults(func=_cmd_compare, interrupted=READ_ONLY)

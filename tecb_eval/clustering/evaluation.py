@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 from sklearn.metrics import v_measure_score
 
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.clustering.algorithms import KMEANS_BATCH_SIZE, make_algorithm  # noqa: F401 (re-exported)
 
 
@@ -35,13 +36,13 @@ def split_matrix(split, vectors: dict[str, np.ndarray]) -> np.ndarray:
     return np.stack([vectors[t] for t in split.texts])
 
 
-def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[str], seed: int = 42) -> float:
+def kmeans_v_measure(embeddings: np.ndarray, labels: Sequence[str], seed: int = DEFAULT_SEED) -> float:
     """MTEB v1: MiniBatchKMeans with k = number of labels, batch 500, n_init auto, then V-measure (0..1)."""
     predicted = make_algorithm("minibatch_kmeans", len(set(labels)), seed).fit_predict(embeddings)
     return float(v_measure_score(labels, predicted))
 
 
-def evaluate_kmeans(benchmarks: Sequence, encode: Callable[[list[str]], np.ndarray], seed: int = 42) -> list[dict]:
+def evaluate_kmeans(benchmarks: Sequence, encode: Callable[[list[str]], np.ndarray], seed: int = DEFAULT_SEED) -> list[dict]:
     """V-measure (0..1) per (dataset, split) with k-means, encoding every unique text once."""
     vectors = encode_unique(benchmarks, encode)
     rows = []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.finetuning.scoring import HAC, KMEANS
 from tecb_eval.finetuning.settings import BASELINE, METHODS
 from tecb_eval.reports import compare, figures
@@ -30,7 +31,7 @@ def _series(frame: pd.DataFrame, method: str, dataset: str, algorithm: str, metr
     return rows.set_index(["split", "seed"])[metric].dropna().sort_index()
 
 
-def summarize(frame: pd.DataFrame, methods, *, resamples: int, seed: int = compare.DEFAULT_SEED) -> list[dict]:
+def summarize(frame: pd.DataFrame, methods, *, resamples: int, seed: int = DEFAULT_SEED) -> list[dict]:
     rows = []
     for dataset in sorted(frame.mteb_name.unique()):
         for method in order(methods):
@@ -46,7 +47,7 @@ def summarize(frame: pd.DataFrame, methods, *, resamples: int, seed: int = compa
     return rows
 
 
-def comparisons(frame: pd.DataFrame, methods, *, resamples: int, seed: int = compare.DEFAULT_SEED) -> list[dict]:
+def comparisons(frame: pd.DataFrame, methods, *, resamples: int, seed: int = DEFAULT_SEED) -> list[dict]:
     """Each method against no training, and each other method against triplet, per metric."""
     pairs = [(m, BASELINE) for m in order(methods)[1:]]
     if "triplet" in methods:
@@ -146,7 +147,7 @@ def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol:
     lines.append(_methods_text(run, settings) + " Each fold's checkpoint is chosen by ARI on its validation genre, "
                  "never on a scored split.")
     lines.append(f"The figure tracks another number: at every evaluated step, the mean k-means V-measure (k-means "
-                 f"seed {settings.get('kmeans_seed', 42)}) over all of a fold's scored splits, of the model at that "
+                 f"seed {settings.get('kmeans_seed', DEFAULT_SEED)}) over all of a fold's scored splits, of the model at that "
                  "step; the tables score each unit's chosen checkpoint per dataset with the scoring seeds above.")
     return "\n".join(lines) + "\n"
 
@@ -161,7 +162,7 @@ def _mean_and_interval(groups) -> tuple[pd.Series, pd.Series, pd.Series]:
     return means, means - half, means + half
 
 
-def plot(evaluations: pd.DataFrame, title: str, path: Path, *, kmeans_seed: int = 42) -> None:
+def plot(evaluations: pd.DataFrame, title: str, path: Path, *, kmeans_seed: int = DEFAULT_SEED) -> None:
     """Validation ARI and the scored splits' V-measure tracked over the steps, per method: the mean
     over the folds and seeds evaluated at that step, its 95 % interval shaded where two or more were
     (one fold and seed: no band, and the legend promises none), in the house style of the other

@@ -26,13 +26,14 @@ import pandas as pd
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
 from tecb_data.outputs import refuse_overlap, staged_output
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.files import csv_value, write_rows_csv
 from tecb_eval.finetuning import protocols, report
 from tecb_eval.finetuning.instances import check_pool
 from tecb_eval.finetuning.loop import check_trainable, train_unit
 from tecb_eval.finetuning.scoring import score_splits
 from tecb_eval.finetuning.settings import BASELINE, METHODS, as_dict, for_method, settings_for
-from tecb_eval.grid.seeds import check_seeds
+from tecb_eval.grid.seeds import PAPER_SEEDS, check_seeds
 from tecb_eval.reports.compare import DEFAULT_RESAMPLES
 from tecb_eval.reports.tables import csv_safe
 from tecb_eval.training.checkpoints import library_versions
@@ -43,8 +44,8 @@ from tecb_eval.training.model import describe_model, load_sentence_model
 from tecb_eval.training.tracking import LiveSentenceTransformerEncoder
 
 COMMAND = "tecb-eval finetune"
-DEFAULT_SEEDS = (42,)  # training seeds
-SCORE_SEEDS = (42, 1, 2)  # the grid's seeds for k-means
+DEFAULT_SEEDS = (DEFAULT_SEED,)  # training seeds
+SCORE_SEEDS = PAPER_SEEDS  # the grid's seeds for k-means
 SCORE_FIELDS = ("model", "fold", "train_seed", "dataset", "mteb_name", "split", "seed", "algorithm", "reduction",
                 "v_measure", "ari", "nmi", "ri")
 

@@ -25,6 +25,7 @@ import numbers
 from dataclasses import asdict, dataclass, fields, replace
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.grid.seeds import check_seed
 
 # cob: the paper's loss; cob-r0: without the regulariser; reg-only: the regulariser alone;
@@ -54,7 +55,7 @@ class FinetuneSettings:
     self_pairs: bool = True  # the regulariser's same-cluster mean counts the self pairs (the authors')
     max_length: int | None = None  # None: the model's own
     eval_batch_size: int = 32  # the grid's
-    kmeans_seed: int = 42
+    kmeans_seed: int = DEFAULT_SEED
     device: str | None = None
     save_best: bool = True
 

@@ -20,12 +20,9 @@ import numpy as np
 
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.levels import Level  # noqa: F401 (re-exported: the protocols make them)
+from tecb_eval.clustering.registry import NOISE_ALGORITHMS
 from tecb_eval.clustering.validity import dbcv
 
-from tecb_eval.clustering.registry import NOISE_ALGORITHMS
-
-# The algorithms that leave texts unassigned: DBCV scores their clusterings (the registry's labels_noise).
-DENSITY_ALGORITHMS = NOISE_ALGORITHMS
 # What extra_scores adds to a cell's scores, and the grid to its results row.
 EXTRA_FIELDS = ("levels", "levels_s", "dbcv", "dbcv_note", "dbcv_points", "dbcv_s")
 
@@ -49,7 +46,7 @@ def missing(row: dict, unit, algorithm: str, metrics) -> bool:
     where the unit has levels (a row written before them), DBCV on a density clustering's row."""
     if "level" in metrics and getattr(unit, "levels", ()) and not isinstance(row.get("levels"), list):
         return True
-    return "dbcv" in metrics and algorithm in DENSITY_ALGORITHMS and "dbcv" not in row and "dbcv_note" not in row
+    return "dbcv" in metrics and algorithm in NOISE_ALGORITHMS and "dbcv" not in row and "dbcv_note" not in row
 
 
 def label_codes(labels) -> np.ndarray:
@@ -75,7 +72,7 @@ def level_scores(unit, cell, reduced: np.ndarray, predicted: np.ndarray) -> list
         data = reduced if level.rows is None else reduced[level.rows]
         k = min(level.k, data.shape[0])
         if _same_rows(level.rows, cell.rows) and (k == min(cell.k, data.shape[0])
-                                                  or cell.algorithm in DENSITY_ALGORITHMS):
+                                                  or cell.algorithm in NOISE_ALGORITHMS):
             found = predicted
         else:
             estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile,
@@ -100,7 +97,7 @@ def extra_scores(unit, cell, reduced: np.ndarray, data: np.ndarray, predicted: n
         started = time.perf_counter()
         out["levels"] = level_scores(unit, cell, reduced, predicted)
         out["levels_s"] = time.perf_counter() - started
-    if cell.algorithm in DENSITY_ALGORITHMS:
+    if cell.algorithm in NOISE_ALGORITHMS:
         started = time.perf_counter()
         out.update(dbcv(data, predicted, unit.seed, cell.split, cell.algorithm))
         out["dbcv_s"] = time.perf_counter() - started

@@ -14,11 +14,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
 from tecb_eval.grid import extra, protocols
-from tecb_eval.grid.seeds import DEFAULT_SEED, check_seed, check_seeds
+from tecb_eval.grid.seeds import check_seed, check_seeds
 from tecb_eval.grid.store import cell_key, seed_set_name
 from tecb_eval.grid.work import Cell, WorkUnit
 from tecb_eval.models import encoders

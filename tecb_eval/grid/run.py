@@ -24,6 +24,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
@@ -35,7 +36,6 @@ from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Plan, check_backfill, check_options, preflight
 from tecb_eval.grid.samples import SampleCache
-from tecb_eval.grid.seeds import DEFAULT_SEED
 from tecb_eval.grid.store import ResultsStore, check_results, rows_frame
 from tecb_eval.models.spec import ModelRun, ModelSpec, find_model, model_spec, open_model  # noqa: F401 (re-exported)
 from tecb_eval.mteb.encoders import encoder_for_dataset  # noqa: F401 (re-exported)

@@ -23,6 +23,7 @@ import hashlib
 from pathlib import Path
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.models import registry
 from tecb_eval.models.kinds import pretrained
 from tecb_eval.models.kinds.common import Load
@@ -128,7 +129,7 @@ def preflight(spec, *, here: bool = True, **options) -> None:
 
 
 def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None,
-                batch_size: int | None = None, device: str | None = None, seed: int = 42, **kwargs):
+                batch_size: int | None = None, device: str | None = None, seed: int = DEFAULT_SEED, **kwargs):
     """An encoder for ``spec`` (see the module docstring). ``layer`` forces mean pooling over that
     hidden layer, also for a sentence-transformers folder (its transformer is loaded directly).
     An option the encoder does not take is an error, not ignored (see :func:`check_options`)."""

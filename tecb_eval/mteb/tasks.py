@@ -19,6 +19,7 @@ import functools
 from pathlib import Path
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 
 VERSIONS = ("legacy", "v2")
 SPLIT = "test"
@@ -228,7 +229,7 @@ def dataset_reference(bench) -> dict:
     return {"path": repo_id, "revision": revision or None}
 
 
-def mteb_tasks(datasets, version: str = "legacy", *, seed: int = 42) -> list:
+def mteb_tasks(datasets, version: str = "legacy", *, seed: int = DEFAULT_SEED) -> list:
     """MTEB task objects bound to our datasets: folders, ``repo_id@revision`` strings or loaded
     benchmarks. ``version="legacy"`` gives MTEB v1's per-split tasks (``BlurbsClusteringS2S``),
     ``"v2"`` the fast ones (``BlurbsClusteringS2S.v2``); a dataset MTEB has no German task for gets

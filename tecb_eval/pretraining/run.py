@@ -37,7 +37,7 @@ from tecb_eval.pretraining.report import (POOLED, RunRows, plot_curves, summariz
 from tecb_eval.pretraining.settings import PretrainSettings, as_dict, settings_for
 from tecb_eval.pretraining.truncate import check_truncation, truncate_checkpoint
 from tecb_eval.clustering.profiles import Profile, get_profile
-from tecb_eval.grid.seeds import check_seed, check_seeds
+from tecb_eval.grid.seeds import PAPER_SEEDS, check_seed, check_seeds
 from tecb_eval.training.checkpoints import library_versions
 from tecb_eval.training.data import load_benchmarks
 from tecb_eval.training.device import autocast_factory, deterministic, resolve_device
@@ -46,7 +46,7 @@ from tecb_eval.training.errors import NonFiniteVectors, TrainingDiverged
 from tecb_eval.training.model import ModelSource, model_source
 from tecb_eval.training.tracking import EVALUATIONS_CSV, LiveLogitsPoolingEncoder, Tracker, dataset_means, read_csv
 
-DEFAULT_SEEDS = (42, 1, 2)
+DEFAULT_SEEDS = PAPER_SEEDS
 COMMAND = "tecb-eval pretrain"  # the marker in its output folders names it
 FIGURE = "figure.png"
 SUMMARY_CSV = "summary.csv"

@@ -12,6 +12,7 @@ import numbers
 from dataclasses import asdict, dataclass, fields, replace
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 
 METHODS = ("wwm", "tsdae")
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -46,7 +47,7 @@ class PretrainSettings:
     truncate_at: int | None = None
     max_grad_norm: float = 1.0  # the transformers Trainer's default clipping
     eval_batch_size: int = 32  # the grid's: evaluations then give its vectors bit for bit
-    kmeans_seed: int = 42  # MiniBatchKMeans random_state, as in the paper
+    kmeans_seed: int = DEFAULT_SEED  # MiniBatchKMeans random_state, as in the paper
     precision: str = "fp32"
     device: str | None = None  # None: CUDA when present, else CPU
     save_best: bool = True

@@ -43,13 +43,13 @@ import numpy as np
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.clustering.registry import TABLE2_CONFIGURATION, table2_rows
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 9999
 # A bootstrap holds resamples x splits doubles; past a million the interval moves in its last digit only.
 MAX_RESAMPLES = 1_000_000
-DEFAULT_SEED = 42
 FAST_PROTOCOL = "fast"  # tecb_eval.grid.protocols' name for MTEB v2's bootstrap draws
 
 

@@ -34,6 +34,7 @@ from typing import Callable
 
 from tecb_data.errors import UserError
 from tecb_data.outputs import staged_output
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.files import WriteError
 from tecb_eval.mteb import results as mteb_results
 from tecb_eval.reports import figures, tables as report, versions
@@ -135,7 +136,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     return written
 
 
-def figure1(datasets, model, out: Path, *, seed: int = 42, cache_dir: Path | None = None, split: str | None = None,
+def figure1(datasets, model, out: Path, *, seed: int = DEFAULT_SEED, cache_dir: Path | None = None, split: str | None = None,
             frame=None, demo_note: str | None = None) -> Path:
     """The paper's Figure 1 for one model: a UMAP panel per dataset (its largest split by default).
 

@@ -33,7 +33,6 @@ from tecb_eval.clustering.registry import NOISE_ALGORITHMS, TABLE2_CONFIGURATION
 from tecb_eval.reports import compare, ranking, tables, versions
 from tecb_eval.reports import scores as scores_module
 
-DENSITY_ALGORITHMS = NOISE_ALGORITHMS  # the algorithms that leave texts unassigned (noise)
 SYNTHETIC = "synthetic, not comparable"
 
 
@@ -284,7 +283,7 @@ def averages(boards_: list[Board]) -> list[Average]:
 
 def _per_split(rows: pd.DataFrame) -> list[dict]:
     # Only a density algorithm leaves texts unassigned: elsewhere the noise column would be all 0.
-    noise = ["noise_fraction"] if set(rows.algorithm) & set(DENSITY_ALGORITHMS) else []
+    noise = ["noise_fraction"] if set(rows.algorithm) & set(NOISE_ALGORITHMS) else []
     columns = ["split", "seed", "v_measure", "ami", "ari", *noise, "n_clusters_found"]
     present = [c for c in columns if c in rows.columns]
     return rows.sort_values(["split", "seed"], kind="stable")[present].to_dict("records")
@@ -333,7 +332,7 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
                     if not hit.empty:
                         paper = float(hit.v_measure.iloc[0])
                 configs.append(ConfigRow(algorithm, reduction, get("v_measure"), get("v_measure", 1), get("ami"),
-                                         get("ari"), get("noise_fraction") if algorithm in DENSITY_ALGORITHMS
+                                         get("ari"), get("noise_fraction") if algorithm in NOISE_ALGORITHMS
                                          else math.nan, int(get("v_measure", 2)), paper,
                                          scores_module.zero_reason(rows[(rows.algorithm == algorithm)
                                                                         & (rows.reduction == reduction)])))

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.clustering import registry
 from tecb_eval.models import registry as models_registry
 from tecb_eval.reports import compare, leaderboard, tables, versions
@@ -87,7 +88,7 @@ def _scores(rows: pd.DataFrame) -> pd.Series:
 
 
 def recommend(frame: pd.DataFrame, datasets=None, *, confidence: float = compare.DEFAULT_CONFIDENCE,
-              resamples: int = compare.DEFAULT_RESAMPLES, seed: int = compare.DEFAULT_SEED) -> list[Recommendation]:
+              resamples: int = compare.DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> list[Recommendation]:
     """A recommendation per dataset of ``frame`` (one version per table: see the module), or of the
     ``datasets`` named (MTEB names).
 
@@ -174,7 +175,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         lead = _jsonable(result.record())
         sentence = result.sentence()
         holds = result.holds
-    noise = (float(mine.noise_fraction.mean()) if best.algorithm in leaderboard.DENSITY_ALGORITHMS
+    noise = (float(mine.noise_fraction.mean()) if best.algorithm in registry.NOISE_ALGORITHMS
              and "noise_fraction" in mine.columns else None)
     algorithm_params = leaderboard.params(mine, "algorithm_params")
     clusters = sorted({int(n) for n in mine.n_labels}) if "n_labels" in mine.columns else []
@@ -272,7 +273,7 @@ def _reduction_params(r: "Recommendation") -> dict:
             _checked_int(r, f"reduction parameter {key}", p[key], low=1)
     if "metric" in p and not (isinstance(p["metric"], str) and p["metric"].isidentifier()):
         raise _bad_value(r, "reduction parameter metric", p["metric"])
-    seed = p.get("random_state", 42)
+    seed = p.get("random_state", DEFAULT_SEED)
     p["random_state"] = None if seed is None else _checked_int(r, "reduction parameter random_state", seed)
     return p
 

@@ -15,9 +15,14 @@ import numpy as np
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY, NOISE_ALGORITHMS
 
 KEYS = ["model", "mteb_name", "algorithm", "reduction"]
-DENSITY = ("hdbscan", "dbstream")
+
+
+def _noise_labels(conjunction: str) -> str:
+    """The algorithms that leave texts unassigned, as the figures label them ("HDBSCAN and DBSTREAM")."""
+    return conjunction.join(ALGORITHMS_REGISTRY[name].label for name in NOISE_ALGORITHMS)
 
 
 def level_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -53,9 +58,9 @@ def density_table(frame: pd.DataFrame) -> pd.DataFrame:
     """(model, dataset, algorithm, reduction) of HDBSCAN and DBSTREAM: mean V-measure and noise
     fraction over the cell's rows (x100), mean DBCV over the rows where it was computed (-1..1),
     and how many rows were: computed, null (undefined) and not measured (written before DBCV)."""
-    rows = frame[frame.algorithm.isin(DENSITY)]
+    rows = frame[frame.algorithm.isin(NOISE_ALGORITHMS)]
     if rows.empty:
-        raise UserError("these results hold no HDBSCAN or DBSTREAM rows; run e.g. --config hdbscan:umap")
+        raise UserError(f"these results hold no {_noise_labels(' or ')} rows; run e.g. --config hdbscan:umap")
     rows = rows.copy()
     if "dbcv_note" not in rows.columns:
         rows["dbcv_note"] = None
@@ -83,7 +88,7 @@ def density_shown(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def density_note() -> str:
-    return ("HDBSCAN and DBSTREAM: V-measure x100 and noise % (means over splits and seeds), DBCV (-1..1, hdbscan's "
+    return (f"{_noise_labels(' and ')}: V-measure x100 and noise % (means over splits and seeds), DBCV (-1..1, hdbscan's "
             "validity_index on the clustered space; mean over the rows where it was computed), and how many rows "
             "were computed, null (undefined: every point noise, one cluster, a one-point cluster) or not measured "
             "(written before DBCV existed).")

@@ -28,6 +28,7 @@ from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
 from tecb_eval.clustering.registry import table2_rows
 from tecb_eval.files import csv_cell, write_text
+from tecb_eval.reports.formats import DEFAULT_TABLE_FORMAT, TABLE_FORMATS
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
 # The reference file's dataset columns (with its spellings) -> the MTEB task names we use.
@@ -662,7 +663,7 @@ def csv_safe(table: pd.DataFrame) -> pd.DataFrame:
     return data.map(csv_cell)
 
 
-def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, note: str | None = None) -> str:
+def format_table(table: pd.DataFrame, fmt: str = DEFAULT_TABLE_FORMAT, scale: float = 100.0, note: str | None = None) -> str:
     """Markdown, CSV or LaTeX text of a table (values x ``scale``, two decimals).
 
     ``note`` (lines of text) goes above the table in Markdown and as ``%`` comments in LaTeX; a
@@ -701,7 +702,7 @@ def format_table(table: pd.DataFrame, fmt: str = "md", scale: float = 100.0, not
         lines += [" & ".join([esc(i), *map(esc, row)]) + r" \\" for i, row in zip(cells.index, cells.values.tolist())]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
-    raise UserError(f"unknown table format {fmt!r}; choose md, csv or latex")
+    raise UserError(f"unknown table format {fmt!r}; choose {', '.join(TABLE_FORMATS[:-1])} or {TABLE_FORMATS[-1]}")
 
 
 def write_reference_csv(frame: pd.DataFrame, path: Path) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
+from tecb_data.seeding import DEFAULT_SEED
 
 DEFAULT_BATCH_SIZE = 32
 # The authors encoded with the models' own limits; 512 is BERT's, and what the paper's mean pooling saw.
@@ -33,7 +34,7 @@ class Load:
     ``identity``, ...), checked already against what the kind takes."""
 
     spec: object
-    seed: int = 42
+    seed: int = DEFAULT_SEED
     layer: int | None = None
     max_length: int | None = None
     batch_size: int | None = None

@@ -8,6 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
+from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.models.kinds.common import EmbeddingSnippet, Load, identity_parts, package_version
 
 
@@ -20,7 +21,7 @@ class TfidfLsaEncoder:
 
     per_dataset = True
 
-    def __init__(self, *, n_components: int = 256, seed: int = 42, max_features: int = 100_000):
+    def __init__(self, *, n_components: int = 256, seed: int = DEFAULT_SEED, max_features: int = 100_000):
         self.n_components = n_components
         self.seed = seed
         self.max_features = max_features
@@ -67,7 +68,7 @@ def snippet(identity: str, location: str | None) -> EmbeddingSnippet:
     where it names one that is not a number."""
     parts = identity_parts(identity)
     dim, features, seed = (int(parts.get(k, default)) for k, default in
-                           (("dim", "256"), ("max_features", "100000"), ("seed", "42")))
+                           (("dim", "256"), ("max_features", "100000"), ("seed", str(DEFAULT_SEED))))
     return EmbeddingSnippet(
         ["from sklearn.decomposition import TruncatedSVD",
          "from sklearn.feature_extraction.text import TfidfVectorizer", "from sklearn.pipeline import make_pipeline", "from sklearn.preprocessing import Normalizer"],
