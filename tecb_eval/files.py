@@ -68,6 +68,17 @@ def write_rows_csv(rows: list[dict], fields, path: Path) -> None:
             writer.writerow([repr(row[f]) if isinstance(row[f], float) else csv_cell(row[f]) for f in fields])
 
 
+def one_line(text) -> str:
+    """``text`` as one line of a message or a text output: every character Python would not print
+    (controls, line separators, bidirectional and other format characters, spaces other than " ")
+    as its escape in ``repr``'s spelling (``\\n``, ``\\x1b``, ``\\u202e``), so that a stored name can
+    neither start a line of its own (a fake block of output) nor turn the text around it."""
+    text = str(text)
+    if all(c.isprintable() or c == " " for c in text):
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 def short_hash(*parts: str) -> str:
     digest = hashlib.blake2b(digest_size=12)
     for part in parts:

@@ -125,10 +125,12 @@ def _cmd_compare(args) -> int:
         print(report.csv_safe(table).to_csv(float_format="%.6f", lineterminator="\n"), end="")
     else:
         shown = compare.shown_table(results)
-        note = (f"A = {args.model[0]}, B = {args.model[1]}, {algorithm}:{reduction or 'none'}; V-measure x100; "
-                f"A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over splits and seeds, "
-                f"its SD over splits (sd), the sign-flip p ({args.resamples} resamples, exact for few splits) and whether "
-                f"the ranking holds (interval excludes 0 and p < {1 - args.confidence:.2g}).")
+        from tecb_eval.files import one_line
+
+        note = (f"A = {one_line(args.model[0])}, B = {one_line(args.model[1])}, {algorithm}:{reduction or 'none'}; "
+                f"V-measure x100; A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over "
+                f"splits and seeds, its SD over splits (sd), the sign-flip p ({args.resamples} resamples, exact for few "
+                f"splits) and whether the ranking holds (interval excludes 0 and p < {1 - args.confidence:.2g}).")
         if not all(c.independent for c in results):
             note += ("\nFast protocol: sd is the SD over its bootstrap draws; low/high stay empty and p/holds are –: the "
                      "draws share one pool of texts, so they are not independent evidence for an interval or a test.")

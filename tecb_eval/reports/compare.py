@@ -44,6 +44,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
+from tecb_eval.files import one_line
 from tecb_eval.clustering.registry import TABLE2_CONFIGURATION, table2_rows
 
 DEFAULT_CONFIDENCE = 0.95
@@ -105,6 +106,10 @@ class Comparison:
         return (self.low > 0 or self.high < 0) and self.p_value < 1 - self.confidence
 
     def sentence(self) -> str:
+        """The comparison in words, on one line (a model name's control characters escaped)."""
+        return one_line(self._sentence())
+
+    def _sentence(self) -> str:
         ahead, behind = (self.model_a, self.model_b) if self.difference >= 0 else (self.model_b, self.model_a)
         if not self.independent:
             return self._draws_sentence(ahead, behind)

@@ -35,7 +35,7 @@ from typing import Callable
 from tecb_data.errors import UserError
 from tecb_data.outputs import staged_output
 from tecb_data.seeding import DEFAULT_SEED
-from tecb_eval.files import WriteError
+from tecb_eval.files import WriteError, one_line
 from tecb_eval.mteb import results as mteb_results
 from tecb_eval.reports import figures, tables as report, versions
 from tecb_eval.models.encoders import get_encoder
@@ -93,7 +93,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
         # (results.csv and the tables keep it, marked incomplete).
         partial = versions.incomplete(frame)
         for dataset, (covered, total) in partial.items():
-            log(f"{dataset}: left out of the MTEB results export: {covered} of {total} splits ran")
+            log(one_line(f"{dataset}: left out of the MTEB results export: {covered} of {total} splits ran"))
         written += mteb_results.write_results(frame[~frame.mteb_name.isin(list(partial))], folder / "mteb")
         check()
         ref_t3 = report.paper_table3(ref) if ref is not None else None
@@ -109,7 +109,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
                 # The per-model plots use every model the authors ran, sentence-t5-large included.
                 theirs = report.paper_model(model, ref.model.unique())
                 if theirs is None:
-                    log(f"{model}: not in the authors' table; no side-by-side plot for it")
+                    log(one_line(f"{model}: not in the authors' table; no side-by-side plot for it"))
                     continue
                 path = figures.plot_model_comparison(
                     means[means.model == model], ref[ref.model == theirs], model, folder / f"vs-authors-{_slug(model)}.png",

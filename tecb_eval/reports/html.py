@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.errors import UserError
-from tecb_eval.files import WriteError, write_text
+from tecb_eval.files import WriteError, one_line, write_text
 from tecb_eval.clustering import registry
 from tecb_eval.reports import figures, leaderboard, ranking, tables, versions
 
@@ -93,8 +93,8 @@ def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: li
             out.append({"file": name, "caption": f"{png.relative_to(source)} from {source.name}/",
                         "model": figure1.get(png.name)})
     if skipped:
-        log("--figures: left out " + "; ".join(f"{len(v)} PNG{'s' if len(v) != 1 else ''}, {why}: {', '.join(v)}"
-                                               for why, v in skipped.items()))
+        log(one_line("--figures: left out " + "; ".join(
+            f"{len(v)} PNG{'s' if len(v) != 1 else ''}, {why}: {', '.join(v)}" for why, v in skipped.items())))
     return out
 
 

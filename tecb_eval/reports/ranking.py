@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from tecb_eval.files import one_line
 from tecb_eval.clustering.registry import TABLE2_CONFIGURATION
 from tecb_eval.grid.store import seed_set_name
 from tecb_eval.reports import versions
@@ -68,8 +69,8 @@ class Selection:
         """Per dataset, the models not ranked and the rows of other versions, one line each."""
         out = []
         for dataset, shared in self.datasets.items():
-            out += [f"{dataset}: {model} not ranked: {why}" for model, why in shared.apart.items()]
-            out += [f"{dataset}: not ranked: {line}" for line in shared.others]
+            out += [one_line(f"{dataset}: {model} not ranked: {why}") for model, why in shared.apart.items()]
+            out += [one_line(f"{dataset}: not ranked: {line}") for line in shared.others]
         return out
 
 

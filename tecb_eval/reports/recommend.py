@@ -23,6 +23,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
+from tecb_eval.files import one_line
 from tecb_eval.clustering import registry
 from tecb_eval.models import registry as models_registry
 from tecb_eval.reports import compare, leaderboard, tables, versions
@@ -353,8 +354,11 @@ def text(recommendations: list[Recommendation], left_out: str | None = None) -> 
         for line in r.left_out:
             out.append(f"  not compared: {line}")
         out += ["  BERTopic:", *("    " + line if line else "" for line in r.bertopic.splitlines()), ""]
+    # Each entry is one line: a stored name (a model's, a dataset's) shows with its control
+    # characters escaped, so that it can never start a line of its own (a fake "BERTopic:" block).
+    out = [one_line(line) for line in out]
     if left_out:
-        out.append(left_out)
+        out.append(left_out)  # its lines were made one line each where they were composed
     return "\n".join(out).rstrip("\n") + "\n"
 
 

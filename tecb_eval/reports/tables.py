@@ -27,7 +27,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
 from tecb_eval.clustering.registry import table2_rows
-from tecb_eval.files import csv_cell, write_text
+from tecb_eval.files import csv_cell, one_line, write_text
 from tecb_eval.reports.formats import DEFAULT_TABLE_FORMAT, TABLE_FORMATS
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
@@ -234,8 +234,8 @@ def table3_models(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
             left.append(f"{model} on {dataset} ({len(ran[model])} of {len(configurations)} configurations)")
     if not left:
         return frame, None
-    return frame[keep], ("Table 3 averages each dataset over the models that ran every configuration; left out: "
-                         + "; ".join(left) + ".")
+    return frame[keep], one_line("Table 3 averages each dataset over the models that ran every configuration; "
+                                 "left out: " + "; ".join(left) + ".")
 
 
 def table3(frame: pd.DataFrame, *, stats: bool = False) -> pd.DataFrame:
@@ -646,7 +646,7 @@ def _md_cell(value) -> str:
 
 
 def _latex_cell(value) -> str:
-    text = "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in str(value))
+    text = one_line(value)  # a name's control characters as escapes, shown as every text output shows them
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text).replace("±", r"$\pm$")
 
 

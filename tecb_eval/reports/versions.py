@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.errors import UserError
+from tecb_eval.files import one_line
 from tecb_eval.grid.store import ResultsStore, no_results_file, rows_frame, seed_set_name
 
 ORDER = "store_order"  # position of a row's cell in the store: later lines are newer
@@ -152,8 +153,9 @@ def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | N
         chosen = chosen[[c for c in frame.columns]]
     lines = []
     if left:
-        lines.append(f"Left out {len(asked) - len(chosen)} rows of other versions (the newest of each is shown): "
-                     + "; ".join(left) + f". List them with `tecb-eval table RESULTS --versions`; choose with {CHOICES}.")
+        lines.append(one_line(f"Left out {len(asked) - len(chosen)} rows of other versions (the newest of each is "
+                              "shown): " + "; ".join(left)
+                              + f". List them with `tecb-eval table RESULTS --versions`; choose with {CHOICES}."))
     if like_with_like:
         chosen, uncommon = common_cells(chosen)
         lines += [line for line in (uncommon, incomplete_note(chosen)) if line]
@@ -189,9 +191,9 @@ def common_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
                     f"{len(cells)} models have ({fewest} has only these; left out: {extra})")
     if not left:
         return frame, None
-    return frame[keep], ("Compared like with like, over the cells every model has: " + "; ".join(left)
-                         + ". Run the missing cells (the same command without --limit-splits, or with a higher "
-                           "--memory-limit) to compare over all of them.")
+    return frame[keep], one_line("Compared like with like, over the cells every model has: " + "; ".join(left)
+                                 + ". Run the missing cells (the same command without --limit-splits, or with a "
+                                   "higher --memory-limit) to compare over all of them.")
 
 
 def coverage(frame: pd.DataFrame) -> dict[str, tuple[int, int]]:
@@ -218,8 +220,9 @@ def incomplete_note(frame: pd.DataFrame) -> str | None:
     if not partial:
         return None
     listed = ", ".join(f"{d} {c} of {n}" for d, (c, n) in partial.items())
-    return (f"Incomplete: {listed} splits (a run limited with --limit-splits, or units skipped); these figures are "
-            "not comparable with a full run's or MTEB's, and the MTEB results export leaves them out.")
+    return one_line(f"Incomplete: {listed} splits (a run limited with --limit-splits, or units skipped); these "
+                    "figures are not comparable with a full run's or MTEB's, and the MTEB results export leaves them "
+                    "out.")
 
 
 def versions(frame: pd.DataFrame) -> pd.DataFrame:
