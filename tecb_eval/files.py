@@ -79,6 +79,33 @@ def one_line(text) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
+# Markdown's own escapes for what would otherwise be markup: a backslash escape for its punctuation,
+# an entity for what HTML reads (Python-Markdown does not take "\<" as an escape). "(" and ")" are
+# link syntax only right after "]", which is always escaped.
+_MARKDOWN_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]",
+                     "`": "\\`"}
+
+
+def _can_delimit(text: str, i: int) -> bool:
+    """Whether the ``*`` or ``_`` at ``text[i]`` could open or close emphasis: not when it stands
+    between two spaces (or ends), nor ``_`` between two letters or digits, which Markdown reads as
+    part of the word (``minibatch_kmeans``)."""
+    before = text[i - 1] if i > 0 else " "
+    after = text[i + 1] if i + 1 < len(text) else " "
+    if before.isspace() and after.isspace():
+        return False
+    return not (text[i] == "_" and before.isalnum() and after.isalnum())
+
+
+def markdown_text(value) -> str:
+    """``value`` as Markdown text that shows as itself: on one line (:func:`one_line`), with the
+    characters that would make HTML, a link, a code span, emphasis or a new table cell escaped.
+    Every cell and every name we write into Markdown goes through it."""
+    text = one_line(value)
+    return "".join(_MARKDOWN_ESCAPES.get(c) or ("\\" + c if c in "*_" and _can_delimit(text, i) else c)
+                   for i, c in enumerate(text))
+
+
 def short_hash(*parts: str) -> str:
     digest = hashlib.blake2b(digest_size=12)
     for part in parts:

@@ -37,7 +37,7 @@ from tecb_data.progress import Progress
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_data.outputs import check_output, staged_output
 from tecb_eval.grid.seeds import check_seed
-from tecb_eval.files import WriteError, atomic_save
+from tecb_eval.files import WriteError, atomic_save, markdown_text
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore
 from tecb_eval.grid.store import check_results
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
@@ -171,7 +171,8 @@ def _summarise(splits: pd.DataFrame, layer_of: dict, identity_of: dict) -> pd.Da
 
 
 def summary_markdown(table: pd.DataFrame, *, model: str, seed: int, n_layers: int) -> str:
-    lines = [f"Layer sweep of {model} ({n_layers} layers; layer 0 is the embedding layer): V-measure x 100, "
+    md = markdown_text  # every name written into the Markdown, escaped
+    lines = [f"Layer sweep of {md(model)} ({n_layers} layers; layer 0 is the embedding layer): V-measure x 100, "
              f"Minibatch k-Means (seed {seed}) on each layer's mean-pooled embeddings, mean over splits "
              "(legacy protocol).", ""]
     for dataset, rows in table.groupby("dataset", sort=True):
@@ -179,13 +180,13 @@ def summary_markdown(table: pd.DataFrame, *, model: str, seed: int, n_layers: in
         last = rows[rows.layer == rows.layer.max()].iloc[0]
         # The SD over one split is no spread: "–", not 0.00.
         spread = "–" if best.splits < 2 or pd.isna(best.v_measure_sd) else f"{100 * best.v_measure_sd:.2f}"
-        lines.append(f"- {dataset}: best layer {int(best.layer)}, {100 * best.v_measure:.2f} ± "
+        lines.append(f"- {md(dataset)}: best layer {int(best.layer)}, {100 * best.v_measure:.2f} ± "
                      f"{spread} over {int(best.splits)} split{'s' if best.splits != 1 else ''} "
                      f"(layer {int(last.layer)}: {100 * last.v_measure:.2f})")
     lines.append("")
     wide = table.pivot(index="layer", columns="dataset", values="v_measure").sort_index()
     datasets = list(wide.columns)
-    lines.append("| layer | " + " | ".join(datasets) + " |")
+    lines.append("| layer | " + " | ".join(map(md, datasets)) + " |")
     lines.append("| ---: |" + " ---: |" * len(datasets))
     for layer, row in wide.iterrows():
         cells = []

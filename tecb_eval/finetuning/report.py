@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.seeding import DEFAULT_SEED
+from tecb_eval.files import markdown_text as md
 from tecb_eval.finetuning.scoring import HAC, KMEANS
 from tecb_eval.finetuning.settings import BASELINE, METHODS
 from tecb_eval.reports import compare, figures
@@ -95,7 +96,7 @@ def _methods_text(methods, settings: dict) -> str:
 def _held_out(fold: dict) -> str:
     """What a fold holds out, in words; a transfer fold holds out no genre (it scores other datasets)."""
     genre = fold.get("held_out_genre")
-    return f"held out {genre}, " if genre else "trained on every genre but the validation one, "
+    return f"held out {md(genre)}, " if genre else "trained on every genre but the validation one, "
 
 
 def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol: str, folds: list[dict],
@@ -104,10 +105,10 @@ def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol:
     """The summary; ``untrained``: methods whose every unit kept its step-0 checkpoint (the model
     without training, the same model as ``none``); ``demo_note``: the data are synthetic, said first."""
     lines = [demo_note, ""] if demo_note else []
-    lines += [f"Fine-tuning {model} on a clustering metric, protocol `{protocol}`: {len(folds)} fold(s), training "
+    lines += [f"Fine-tuning {md(model)} on a clustering metric, protocol `{protocol}`: {len(folds)} fold(s), training "
               f"seed(s) {', '.join(map(str, seeds))}, scored with seeds {', '.join(map(str, score_seeds))}.", ""]
     for dataset in dict.fromkeys(r["dataset"] for r in summary):
-        lines.append(f"**{dataset}** (x 100, mean over the scored splits of each split's mean over seeds, "
+        lines.append(f"**{md(dataset)}** (x 100, mean over the scored splits of each split's mean over seeds, "
                      f"[{100 * confidence:g} % bootstrap interval over splits])")
         lines.append("")
         lines.append("| method | " + " | ".join(c for c, _, _ in METRICS) + " |")
@@ -137,11 +138,11 @@ def markdown(summary: list[dict], compared: list[dict], *, model: str, protocol:
             interval = NO_INTERVAL if one or math.isnan(c["low"]) else f"{_cell(c['low'])} to {_cell(c['high'])}"
             p = NO_INTERVAL if one or math.isnan(c["p_value"]) else f"{c['p_value']:.4f}"
             holds = "n/a" if one else {True: "yes", False: "no", None: "n/a"}[c["holds"]]
-            lines.append(f"| {c['dataset']} | {c['model_a']} - {c['model_b']} | {c['metric']} | "
+            lines.append(f"| {md(c['dataset'])} | {md(c['model_a'])} - {md(c['model_b'])} | {c['metric']} | "
                          f"{_cell(c['difference'])} | {interval} | {p} | {c['splits']} | {holds} |")
         lines.append("")
     lines.append("Folds: " + "; ".join(
-        f"{f['id']} = {f['fold']} ({_held_out(f)}validation {f['validation_genre']}, "
+        f"{f['id']} = {md(f['fold'])} ({_held_out(f)}validation {md(f['validation_genre'])}, "
         f"{f['train_texts']} training texts, {f['train_labels']} labels)" for f in folds) + ".")
     run = dict.fromkeys(r["method"] for r in summary if r["method"] != BASELINE)
     lines.append(_methods_text(run, settings) + " Each fold's checkpoint is chosen by ARI on its validation genre, "

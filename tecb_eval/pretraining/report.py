@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tecb_eval.files import write_rows_csv
+from tecb_eval.files import markdown_text as md, write_rows_csv
 from tecb_eval.training.encoding import LOGITS
 
 SUMMARY_FIELDS = ("profile", "method", "trained_on", "checkpoint", "dataset", "seeds", "mean", "sd", "min", "max",
@@ -108,7 +108,7 @@ def evaluation_note(summary: list[dict], evaluations: list[dict]) -> str:
     moved = []
     for evaluation in evaluations:
         for dataset, grid in evaluation["grid_baseline"].items():
-            text = (f"{dataset}: {100 * grid:.2f} without pre-training (the logits pooling gives "
+            text = (f"{md(dataset)}: {100 * grid:.2f} without pre-training (the logits pooling gives "
                     f"{100 * base[dataset]:.2f}, {100 * (base[dataset] - grid):+.2f})")
             kept = [scores[dataset] for scores in evaluation.get("grid_best", {}).values()]
             if kept:
@@ -134,9 +134,10 @@ def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, 
     shown_epochs = f"{epochs[0]:g}" if len(epochs) == 1 else "see below"
     trained = f"{len(real)} datasets pooled" if pooled else "its own dataset"
     lines = [f"Profile `{profile.name}`: {profile.description}.", ""]
-    lines.append(f"| model | method (epochs) | trained on | checkpoint | {' | '.join(datasets)} |")
+    lines.append(f"| model | method (epochs) | trained on | checkpoint | {' | '.join(map(md, datasets))} |")
     lines.append("|" + " --- |" * (4 + len(datasets)))
     base = {r["dataset"]: r["baseline"] for r in summary}
+    model = md(model)  # a folder's name or a Hub id, written into Markdown
     lines.append(f"| {model} | none | - | - | " + " | ".join(f"{100 * base[d]:.2f}" for d in datasets) + " |")
     method = summary[0]["method"].upper()
     for checkpoint in ("last", "best"):
@@ -160,7 +161,7 @@ def summary_markdown(summary: list[dict], *, model: str, epochs_done: dict[str, 
                      "as the paper did" + ("; `avg` averages the datasets' runs seed by seed." if AVERAGE in datasets
                                            else "."))
     if len(epochs) > 1:
-        lines.append("Epochs trained: " + ", ".join(f"{name} {e:g}" for name, e in epochs_done.items()) + ".")
+        lines.append("Epochs trained: " + ", ".join(f"{md(name)} {e:g}" for name, e in epochs_done.items()) + ".")
     lines.append(evaluation_note(summary, evaluations))
     return "\n".join(lines) + "\n"
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
 from tecb_eval.clustering.registry import table2_rows
-from tecb_eval.files import csv_cell, one_line, write_text
+from tecb_eval.files import csv_cell, markdown_text, one_line, write_text
 from tecb_eval.reports.formats import DEFAULT_TABLE_FORMAT, TABLE_FORMATS
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
@@ -639,12 +638,6 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
-def _md_cell(value) -> str:
-    """A Markdown table cell: ``|`` escaped, line breaks and other control characters as spaces."""
-    text = "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in str(value))
-    return text.replace("\\", "\\\\").replace("|", "\\|")
-
-
 def _latex_cell(value) -> str:
     text = one_line(value)  # a name's control characters as escapes, shown as every text output shows them
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text).replace("±", r"$\pm$")
@@ -687,11 +680,13 @@ def format_table(table: pd.DataFrame, fmt: str = DEFAULT_TABLE_FORMAT, scale: fl
         cells = flat.map(lambda v: shown(v, scale))
     name = table.index.name or " / ".join(n for n in (table.index.names or []) if n) or ""
     if fmt == "md":
-        head = [_md_cell(name), *map(_md_cell, cells.columns)]
+        # Every cell and note line through one escaper: a name shows as text, never as HTML, a
+        # link or a new cell.
+        head = [markdown_text(name), *map(markdown_text, cells.columns)]
         # One paragraph per note line: Markdown would run consecutive lines together.
-        lines = [part for line in (note or "").splitlines() for part in (line, "")]
+        lines = [part for line in (note or "").splitlines() for part in (markdown_text(line), "")]
         lines += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(cells.columns)) + "|"]
-        lines += ["| " + " | ".join([_md_cell(i), *map(_md_cell, row)]) + " |"
+        lines += ["| " + " | ".join([markdown_text(i), *map(markdown_text, row)]) + " |"
                   for i, row in zip(cells.index, cells.values.tolist())]
         return "\n".join(lines) + "\n"
     if fmt == "latex":
