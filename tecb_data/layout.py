@@ -32,7 +32,7 @@ from typing import Iterable
 
 from tecb_data import publication
 from tecb_data.errors import UserError, VerificationError
-from tecb_data.outputs import created_folder, write_failed
+from tecb_data.outputs import created_folder, name_problem, write_failed
 
 MANIFEST = "manifest.json"
 CARD = "README.md"
@@ -268,14 +268,29 @@ def _is_name(value) -> bool:
     return isinstance(value, str) and value.strip() != ""
 
 
+# The manifest's names that commands build file and folder names from: the dataset's (a
+# pre-training run's folder), the MTEB task's (MTEB's results layout, the report's figures), the
+# source's and the view's. A published folder is data someone else wrote: its names must be plain.
+PATH_NAMES = ("dataset", "mteb_name", "source", "view")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def manifest_problem(manifest: dict) -> str | None:
-    """What makes a manifest unusable by the evaluation (a field missing or of the wrong type, or one
-    that contradicts the dataset registry), or None."""
-    if not _is_name(manifest.get("dataset")):
-        return f"'dataset' must be a name, got {manifest.get('dataset')!r}"
+    """What makes a manifest unusable by the evaluation (a field missing or of the wrong type, a
+    name that is not a plain name, or one that contradicts the dataset registry), or None."""
+    if "dataset" not in manifest:
+        return "'dataset' is missing"
     # Without an MTEB name a dataset is reported under its own name (tecb_data.Benchmark.mteb_name).
-    if "mteb_name" in manifest and not _is_name(manifest["mteb_name"]):
-        return f"'mteb_name' must be a name, got {manifest['mteb_name']!r}"
+    for name in PATH_NAMES:
+        if name in manifest:
+            problem = name_problem(manifest[name])
+            if problem is not None:
+                return (f"{name!r} {_shown(manifest[name])} {problem}, but a file or folder is named by it, "
+                        "so it must be a plain name")
     seed = manifest.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         return f"'seed' must be a non-negative integer, got {seed!r}"

@@ -24,6 +24,7 @@ import signal
 import tempfile
 import threading
 import time
+import unicodedata
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -31,6 +32,55 @@ from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
 
 MARKER = ".tecb-output.json"
+
+# A name that becomes one file or folder name (a dataset's, an MTEB task's) fits in one with room
+# for what is added to it (".v2.json", "table3-...png"): file systems allow 255 bytes.
+NAME_BYTES = 200
+# Bidirectional controls: they make a name read differently from what it is (U+202E turns
+# "exe.txt" around), in a listing as in a message.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def name_problem(value) -> str | None:
+    """Why ``value`` cannot be a plain name, one file or folder name that a path is built from, or
+    None: text, not empty, no path separator (``/``, ``\\``), no leading ``.`` (``..``, a hidden
+    file), no control, line-separator or bidirectional character, at most :data:`NAME_BYTES` bytes."""
+    if not isinstance(value, str):
+        return "is not text"
+    if not value.strip():
+        return "is empty"
+    for separator in ("/", "\\"):
+        if separator in value:
+            return f"holds the path separator {separator!r}"
+    if value.startswith("."):
+        return "starts with '.'"
+    bad = next((c for c in value if unicodedata.category(c) == "Cc" or c in "\u2028\u2029" or c in BIDI_CONTROLS),
+               None)
+    if bad is not None:
+        return f"holds the control character U+{ord(bad):04X}"
+    if len(value.encode("utf-8")) > NAME_BYTES:
+        return f"is longer than {NAME_BYTES} bytes"
+    return None
+
+
+def inside(folder: str | Path, *parts: str, what: str = "a stored name") -> Path:
+    """``folder`` joined with ``parts``, refused in one line where the joined path (resolved: ``..``
+    and symbolic links followed) lies outside ``folder``. Every path built from a value a command
+    read (a dataset's manifest, a results store's row) goes through it: such a value is data
+    someone may have sent, and never chooses where a command writes. ``what``: where the parts
+    come from, in words."""
+    base = Path(folder)
+    joined = base.joinpath(*parts)
+    try:
+        resolved_base, resolved = base.resolve(), joined.resolve()
+    except (RuntimeError, OSError) as exc:
+        raise UserError(f"{joined}: built from {what}, cannot be resolved ({exc}); check that value") from None
+    if resolved == resolved_base or not resolved.is_relative_to(resolved_base):
+        shown = "/".join(parts)
+        shown = repr(shown) if len(shown) <= 80 else repr(shown[:77]) + "..."
+        raise UserError(f"{what} {shown}: the path built from it lies outside {base}, the folder it is written "
+                        "into; nothing was written: check that value (a plain name has no '/', '..' or leading '.')")
+    return joined
 
 
 def refuse_overlap(output: str | Path, inputs: Iterable[str | Path], *, option: str = "--out") -> None:

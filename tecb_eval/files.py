@@ -113,6 +113,22 @@ def short_hash(*parts: str) -> str:
     return digest.hexdigest()
 
 
+# A name in a file name (a model's page, a figure) is cut to this many characters: with what is
+# added around it ("vs-authors-", ".html") it stays far below the 255 bytes a file name may have.
+SLUG_CHARS = 80
+
+
+def file_slug(name: str) -> str:
+    """``name`` as part of a file name (a model's page, ``figure1-<model>.png``): letters, digits,
+    ``.``, ``_`` and ``-``, everything else as ``_``, never starting with ``.``. A name longer than
+    :data:`SLUG_CHARS` is cut and ends in a digest of the whole name, so that a long name never
+    makes a file name the file system refuses, and two that share their start stay apart."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_").lstrip(".") or "model"
+    if len(slug) > SLUG_CHARS:
+        slug = slug[:SLUG_CHARS - 13].rstrip("._-") + "-" + short_hash(name)[:12]
+    return slug
+
+
 def _create_temporary(folder: Path, suffix: str) -> tuple[int, Path]:
     # Mode 0o666 as open() uses: the kernel applies the umask (and a folder's default ACL).
     while True:

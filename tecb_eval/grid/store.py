@@ -86,6 +86,8 @@ COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "
 OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dtype", "mteb_model",
                         "algorithm_params", "reduction_params", "dbcv_note")
 FLAG_FIELDS = ("synthetic", "reduce_cached")
+# What files are named by (MTEB's results layout, the report's figures): plain names only.
+NAME_FIELDS = ("mteb_name", "dataset")
 # grid.work.METRIC_FIELDS, less the count; named here so that reading a store needs no scikit-learn.
 SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction")
 def row_problem(row: dict) -> str | None:
@@ -365,6 +367,7 @@ class ResultsStore:
         self.rows: list[dict] = []
         self.skipped: list[tuple[int, str]] = []  # (line number, what is wrong) of rows read but not kept
         self._keys: dict[tuple, int] = {}
+        self._plain: set[str] = set()  # names checked to be plain (tecb_data.outputs.name_problem)
         self._tail: int | None = None  # where a torn last line starts (cut before the next append)
         self._needs_newline = False  # the last row lacks its newline (appends start a fresh line)
         self._size = 0  # the file's size when read: a repair is made only to the file as it was read
@@ -414,11 +417,13 @@ class ResultsStore:
                 found = _row_key(line)
                 if found is None:
                     raise self._foreign(number)
+                self._check_names(number, found[0])
                 self._keep(number, *found)
             offset += len(line) + 1
         if last.strip():
             found = _row_key(last)
             if found is not None:
+                self._check_names(len(lines), found[0])
                 self._keep(len(lines), *found)
                 self._needs_newline = True
             elif _is_torn_write(last, after_own_rows=bool(self.rows)):
@@ -439,6 +444,24 @@ class ResultsStore:
             self.skipped.append((number, row_problem(row)))
         else:
             self._remember(with_defaults(row), key)
+
+    def _check_names(self, number: int, row: dict) -> None:
+        """A row whose dataset names are no plain names is refused, not skipped: an export names
+        files by them, and a store may come from anyone (a row ``mteb_name: "../../x"`` would
+        choose where it writes)."""
+        from tecb_data.outputs import name_problem
+        from tecb_eval.files import one_line
+
+        for name in NAME_FIELDS:
+            if isinstance(row.get(name), str) and row[name] not in self._plain:  # a store repeats them
+                problem = name_problem(row[name])
+                if problem is not None:
+                    shown = one_line(json.dumps(row[name], ensure_ascii=False))
+                    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                    raise UserError(f"{self.path}:{number}: {name} {shown} {problem}, but files are named by it, so "
+                                    "it must be a plain name; fix or delete that line (a store from elsewhere: ask "
+                                    "whoever sent it)")
+                self._plain.add(row[name])
 
     def _foreign(self, number: int) -> UserError:
         return UserError(f"{self.path}:{number}: not a results line; is this a tecb-eval results file? It is left "

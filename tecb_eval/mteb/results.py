@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from tecb_data.errors import UserError
+from tecb_data.outputs import NAME_BYTES, inside, name_problem
 from tecb_eval.clustering.ranges import SCORE_RANGES, in_range
 from tecb_eval.clustering.registry import table2_rows
 from tecb_eval.mteb.encoders import revision_of
@@ -95,16 +96,23 @@ def check_rows(rows) -> None:
         for field in _SECONDS:
             if field in row and not (_is_number(row[field]) and row[field] >= 0):
                 raise bad(field, "a number of seconds")
+        # The task's file is named by the dataset's MTEB name: a plain name, or a path of its own.
+        problem = name_problem(row["mteb_name"])
+        if problem is not None:
+            raise bad("mteb_name", f"a plain name (it {problem})")
         model_folder(row["model"])
 
 
 def model_folder(model: str) -> str:
     """The folder MTEB's layout files a model under (``/`` as ``__``, as MTEB writes it); a name that
-    cannot be one folder there (empty, ``.``, ``..``, a control character) is a one-line error."""
+    cannot be one folder there (empty, ``.``, ``..``, a control character, longer than a file name
+    may be) is a one-line error."""
     folder = model.replace("/", "__")
-    if folder in ("", ".", "..") or any(ord(c) < 32 or ord(c) == 127 for c in folder):
-        raise UserError(f"model name {model!r}: cannot name a folder of MTEB's results layout; run it under a plain "
-                        "name (--model SPEC,name=NAME)")
+    if (folder in ("", ".", "..") or any(ord(c) < 32 or ord(c) == 127 for c in folder)
+            or len(folder.encode("utf-8")) > NAME_BYTES):
+        shown = repr(model) if len(model) <= 60 else repr(model[:57]) + "..."
+        raise UserError(f"model name {shown}: cannot name a folder of MTEB's results layout; run it under a plain "
+                        f"name of at most {NAME_BYTES} bytes (--model SPEC,name=NAME)")
     return folder
 
 
@@ -172,7 +180,9 @@ def write_results(frame, out: Path) -> list[Path]:
     seen = set()
     prompts: dict[Path, dict] = {}
     for model, revision, result, extra in task_results(frame):
-        folder = Path(out) / "results" / model_folder(model) / revision
+        # Every part is checked where it is made; the join checks again that no value, however it
+        # came into the frame, takes the file out of the layout.
+        folder = inside(out, "results", model_folder(model), revision, what="a results row's model name")
         if (folder, result.task_name) in seen:
             # Two versions (builds, seed sets, protocols...) would write one file: the last would win.
             raise UserError(f"{model} on {result.task_name}: the results hold several versions; take one first "
@@ -182,7 +192,8 @@ def write_results(frame, out: Path) -> list[Path]:
         data["date"] = None  # MTEB writes a timestamp; ours stay byte-identical across runs
         for score in data["scores"][SPLIT]:
             score.update(extra)  # MTEB keeps unknown score keys: which protocol and profile made it
-        written.append(write_text(folder / f"{result.task_name}.json", json.dumps(data, indent=2, sort_keys=True) + "\n"))
+        task_file = inside(folder, f"{result.task_name}.json", what="a results row's mteb_name")
+        written.append(write_text(task_file, json.dumps(data, indent=2, sort_keys=True) + "\n"))
         known = registry_meta(model)
         if known is not None and known.revision == revision:
             meta = known.to_dict()  # MTEB's own metadata: languages, revision, loader, instructions...

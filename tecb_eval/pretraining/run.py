@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tecb_data.errors import UserError
-from tecb_data.outputs import refuse_overlap, staged_output
+from tecb_data.outputs import inside, name_problem, refuse_overlap, staged_output
 from tecb_eval.models.devices import check_device
 from tecb_eval.clustering.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, train_seed
@@ -184,6 +184,13 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     seeds = _seeds(seeds)
     benchmarks = load_benchmarks(datasets)
     groups = {POOLED: benchmarks} if pool else {b.name: [b] for b in benchmarks}
+    if not pool:
+        for name in groups:  # each dataset's run is a folder named by it: checked before any work
+            inside(output_dir, name, what="a dataset's name")
+            problem = name_problem(name)
+            if problem is not None:
+                raise UserError(f"dataset {name[:60]!r}: its name {problem}, but its run's folder is named by it; "
+                                "give it a plain name")
     texts = {name: unique_texts(group) for name, group in groups.items()}
     for name, found in texts.items():
         if not found:
@@ -227,7 +234,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
                            keep_partial=(KeyboardInterrupt, TrainingDiverged)) as stage:
             work = stage.work
             for name, group in groups.items():
-                run_dir = work if pool else work / name
+                run_dir = work if pool else inside(work, name, what="a dataset's name")
                 run_dir.mkdir(exist_ok=True)
                 done[name] = _run(source, s, seeds, group, texts[name], run_dir, name=name, shown=shown, common=common,
                                   profile=profile, eval_pooling=eval_pooling, device=device, autocast=autocast,

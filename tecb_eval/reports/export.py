@@ -28,14 +28,13 @@ said in the tables' notes, so tables, CSV and MTEB JSON always show the same fig
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Callable
 
 from tecb_data.errors import UserError
-from tecb_data.outputs import staged_output
+from tecb_data.outputs import inside, staged_output
 from tecb_data.seeding import DEFAULT_SEED
-from tecb_eval.files import WriteError, one_line
+from tecb_eval.files import WriteError, file_slug, one_line
 from tecb_eval.mteb import results as mteb_results
 from tecb_eval.reports import figures, tables as report, versions
 from tecb_eval.models.encoders import get_encoder
@@ -47,10 +46,6 @@ from tecb_eval.mteb.encoders import encoder_for_dataset
 # the other's. The demo's folder also holds its results store, so it is a kind of its own.
 EXPORT = "tecb-eval export"
 DEMO = "tecb-eval demo"
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
 def _write_table(stem: Path, table, note: str | None) -> list[Path]:
@@ -112,7 +107,8 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
                     log(one_line(f"{model}: not in the authors' table; no side-by-side plot for it"))
                     continue
                 path = figures.plot_model_comparison(
-                    means[means.model == model], ref[ref.model == theirs], model, folder / f"vs-authors-{_slug(model)}.png",
+                    means[means.model == model], ref[ref.model == theirs], model,
+                    inside(folder, f"vs-authors-{file_slug(model)}.png", what="a model's name"),
                     demo_title, frame,
                 )
                 if path is not None:
@@ -174,7 +170,8 @@ def figure1(datasets, model, out: Path, *, seed: int = DEFAULT_SEED, cache_dir: 
     title = f"Figure 1: UMAP (2-D, cosine, seed {seed}) of {spec.name} embeddings, coloured by gold label"
     if demo_note:
         title += "\n" + demo_note
-    return figures.plot_umap_scatter(panels, Path(out) / f"figure1-{_slug(spec.name)}.png", title)
+    return figures.plot_umap_scatter(panels, inside(out, f"figure1-{file_slug(spec.name)}.png", what="a model's name"),
+                                     title)
 
 
 def interrupted_state(out: Path, since: int = 0, what: str = "export") -> str:

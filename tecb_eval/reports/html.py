@@ -29,7 +29,8 @@ from pathlib import Path
 import pandas as pd
 
 from tecb_data.errors import UserError
-from tecb_eval.files import WriteError, one_line, write_text
+from tecb_data.outputs import NAME_BYTES, inside
+from tecb_eval.files import WriteError, file_slug, one_line, write_text
 from tecb_eval.clustering import registry
 from tecb_eval.reports import figures, leaderboard, ranking, tables, versions
 
@@ -89,7 +90,9 @@ def _figures(frame: pd.DataFrame, folder: Path, reference, demo: bool, extra: li
                 skipped.setdefault("the report draws it itself", []).append(shown_as)
                 continue
             name = f"extra-{index}-{'-'.join(png.relative_to(source).parts)}"
-            shutil.copyfile(png, folder / name)
+            if len(name.encode("utf-8")) > NAME_BYTES:  # a deep path: one file name may not hold it all
+                name = f"extra-{index}-{file_slug('-'.join(png.relative_to(source).with_suffix('').parts))}.png"
+            shutil.copyfile(png, inside(folder, name, what=f"--figures {source}"))
             out.append({"file": name, "caption": f"{png.relative_to(source)} from {source.name}/",
                         "model": figure1.get(png.name)})
     if skipped:
@@ -115,8 +118,8 @@ def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dic
     paper_drawn = ref_t3 is not None and not demo
     for dataset in tables.dataset_columns([c for c in tables.means_of(t3).columns if c != "avg"]):
         name = f"table3-{leaderboard.slug(dataset)}.png"
-        figures.plot_table3(t3, folder / name, ref_t3, tables.PAPER_BARS_LABEL, demo_title, frame,
-                            models=t3_models.model.nunique(), datasets=[dataset])
+        figures.plot_table3(t3, inside(folder, name, what="a dataset's name"), ref_t3, tables.PAPER_BARS_LABEL,
+                            demo_title, frame, models=t3_models.model.nunique(), datasets=[dataset])
         out.append({"file": name, "caption": f"Table 3 on {dataset} as bars: V-measure x100 per algorithm / "
                     "reduction, averaged over the ranked models, whiskers ± the SD over splits"
                     + (", the paper's figure beside ours where this run covered the dataset as the paper did"
@@ -129,7 +132,8 @@ def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dic
                 continue
             name = f"vs-authors-{leaderboard.slug(model)}.png"
             if figures.plot_model_comparison(means[means.model == model], reference[reference.model == theirs],
-                                             model, folder / name, demo_title, frame) is not None:
+                                             model, inside(folder, name, what="a model's name"), demo_title,
+                                             frame) is not None:
                 out.append({"file": name, "caption": f"{model}: V-measure x100 of our configurations beside the "
                             f"authors' ({theirs})", "model": model})
     return out
@@ -213,7 +217,7 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
                 text = env.get_template("model.html.j2").render(
                     **context, page=page, root="../",
                     figures=[f for f in shown_figures if f.get("model") == page.model])
-                written.append(write_text(folder / "models" / f"{page.slug}.html", text))
+                written.append(write_text(inside(folder / "models", f"{page.slug}.html", what="a model's name"), text))
                 stage.check()
             written = [out / p.relative_to(folder) for p in written]
     except WriteError as exc:

@@ -25,11 +25,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import re
-
 import pandas as pd
 
 from tecb_eval.clustering.registry import NOISE_ALGORITHMS, TABLE2_CONFIGURATION, table2_rows
+from tecb_eval.files import SLUG_CHARS, file_slug, short_hash
 from tecb_eval.reports import compare, ranking, tables, versions
 from tecb_eval.reports import scores as scores_module
 
@@ -307,8 +306,11 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
     for model in sorted(frame.model.unique()):
         mine = frame[frame.model == model]
         name = slug(model)
-        while name.lower() in slugs:  # two names that slug alike still get a page each
-            name += "_"
+        # Two names that slug alike still get a page each, its name as bounded as the slug's.
+        count = 1
+        while name.lower() in slugs:
+            name = f"{slug(model)[:SLUG_CHARS - 21]}-{short_hash(model)[:12]}" + (f"-{count}" if count > 1 else "")
+            count += 1
         slugs.add(name.lower())
         page = ModelPage(model=model, slug=name)
         theirs = None
@@ -428,5 +430,6 @@ def heat_colour(value: float, low: float, high: float) -> str:
 
 
 def slug(name: str) -> str:
-    """A file name for a model's page (the export's spelling of model names in file names)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
+    """A file name for a model's page (the export's spelling of model names in file names,
+    :func:`tecb_eval.files.file_slug`: bounded in length however long the name)."""
+    return file_slug(name)
