@@ -116,6 +116,48 @@ def _inside_dataset(target: Path) -> Path | None:
     return None
 
 
+def _marked_around(target: Path, *, itself: bool) -> tuple[Path, str] | None:
+    """The nearest folder around ``target`` (``itself``: or ``target``) whose marker names the
+    command that wrote it, and that command."""
+    for folder in [target, *target.parents] if itself else target.parents:
+        command = written_by(folder)
+        if command is not None:
+            return folder, command
+    return None
+
+
+def refuse_nested(path: str | Path, *, option: str = "--out", command: str | None = None, itself: bool = False,
+                  inputs: Iterable[str | Path | None] = ()) -> Path:
+    """Refuse in one line, creating nothing, a place a command writes into (an output folder, a
+    cache, a checkpoint folder) that lies inside a dataset folder (what its manifest lists would
+    change) or inside an output folder another command wrote (its marker: that command replaces
+    its folder whole, or refuses to, once it holds files it did not write), or that is or lies
+    inside one of the command's ``inputs``. ``command``: this command, whose own earlier output
+    may hold it. ``itself``: ``path`` itself counts too (a cache; an output folder's own
+    replacement is :func:`check_output`'s to judge). Returns the resolved path."""
+    target = output_target(path, option=option)
+    owner = _inside_dataset(target) if itself else _inside_dataset(target.parent) if target.parent != target else None
+    if owner is not None:
+        where = "is a dataset folder" if owner == target else f"lies inside the dataset folder {owner}"
+        raise UserError(f"{option} {path}: {where}, whose files its manifest lists, so writing there would break "
+                        "it; choose a folder outside every dataset folder")
+    marked = _marked_around(target, itself=itself)
+    if marked is not None and marked[1] != command:
+        folder, other = marked
+        where = "is" if folder == target else "lies inside"
+        raise UserError(f"{option} {path}: {where} {folder}, the output of `{other}`, which replaces that folder "
+                        "whole; choose a folder outside it")
+    for item in inputs:
+        if item is None or not _resolvable(item):
+            continue
+        source = Path(item).expanduser().resolve()
+        if target == source or target.is_relative_to(source):
+            where = "is" if target == source else "lies inside"
+            raise UserError(f"{option} {path}: {where} the input {item}, which writing there would change; choose "
+                            "a folder outside the command's inputs")
+    return target
+
+
 def check_output_file(path: str | Path, *, option: str, inputs: Iterable[str | Path | None] = (),
                       outputs: Iterable[str | Path | None] = (), ours=None) -> Path:
     """May a command write the file the user named with ``option``? Checked before any work, creating
@@ -152,6 +194,11 @@ def check_output_file(path: str | Path, *, option: str, inputs: Iterable[str | P
     if owner is not None:
         raise UserError(f"{option} {shown}: lies inside the dataset folder {owner}, whose files its manifest lists; "
                         "choose a file outside it")
+    marked = _marked_around(target, itself=False)
+    # A file that output lists as its own (the demo's results store in its folder) is that output's.
+    if marked is not None and target.relative_to(marked[0]).as_posix() not in (_listed_files(marked[0]) or []):
+        raise UserError(f"{option} {shown}: lies inside {marked[0]}, the output of `{marked[1]}`, which replaces "
+                        "that folder whole; choose a file outside it")
     if ours is not None and (target.exists() or target.is_symlink()) and not ours(target):
         raise UserError(f"{option} {shown}: already exists and was not written by this command; it is never "
                         "replaced: choose another file, or move it away yourself")
@@ -482,6 +529,7 @@ def check_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pat
     ``OUT.partial`` that is not ours, a place that cannot be written. Returns the folder to write."""
     target = output_target(folder, option=option)
     refuse_overlap(folder, [item for item in inputs if item is not None and _resolvable(item)], option=option)
+    refuse_nested(folder, option=option, command=command)
     if not _replaceable(target, command, _kept(target, keep)):
         _refuse_unreplaceable(target, command, shown=folder, option=option)
     work = target.with_name(target.name + ".partial")
@@ -612,6 +660,7 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
         target = check_output(folder, command, inputs=inputs, option=option, keep=keep)
     else:
         refuse_overlap(folder, [item for item in inputs if item is not None and _resolvable(item)], option=option)
+        refuse_nested(folder, option=option, command=command)
         target = output_target(folder, option=option)
         check_replaceable(target, command, overwrite=overwrite, option=option, listed=True)
     kept = _kept(target, keep)

@@ -35,7 +35,7 @@ from tecb_data.errors import UserError
 from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 from tecb_data.seeding import DEFAULT_SEED
-from tecb_data.outputs import check_output, staged_output
+from tecb_data.outputs import check_output, refuse_nested, staged_output
 from tecb_eval.grid.seeds import check_seed
 from tecb_eval.files import WriteError, atomic_save, markdown_text
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore
@@ -293,6 +293,13 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
     seed = check_seed(seed)  # before encoding, not after it (run_grid would check it then)
     asked = parse_layers(layers)
     benchmarks = _load(datasets)
+    # Where the sweep writes is checked before the model is loaded (refuse_nested's rules).
+    local = [b.location for b in benchmarks if getattr(b, "location", None) and Path(b.location).is_dir()]
+    local += [model] if isinstance(model, (str, Path)) and Path(str(model)).is_dir() else []
+    if cache_dir is not None:
+        refuse_nested(cache_dir, option="cache folder", itself=True, inputs=local)
+    if output_dir is not None:
+        refuse_nested(output_dir, command=COMMAND)
     encoder = _sweep_encoder(model, max_length=max_length, batch_size=batch_size, device=device, seed=seed)
     n_layers = encoder.n_layers
     beyond = [k for k in (asked or []) if k > n_layers]

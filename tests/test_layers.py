@@ -292,6 +292,6 @@ def test_truncate_at_errors_leave_nothing_behind(tiny_bert, datasets, tmp_path, 
 
 def test_an_output_inside_a_dataset_is_refused_before_any_work(tiny_bert, datasets, tmp_path):
     inside = f"{datasets[1].location}/sweep"
-    with ForwardCounter() as counter, pytest.raises(UserError, match="lies inside the input"):
+    with ForwardCounter() as counter, pytest.raises(UserError, match="lies inside the dataset folder"):
         tecb_eval.layer_sweep(str(tiny_bert), datasets, output_dir=inside, progress=False)
     assert counter.texts == 0 and not os.path.exists(inside)

@@ -344,7 +344,7 @@ def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert, blurbs, t
             "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--overwrite"]
     # An output that is, holds or lies inside an input (a dataset folder, the folder of datasets, the
     # model folder) is refused before anything is written, --overwrite or not.
-    for out, says in [(data, "holds the input"), (data.parent, "holds the input"), (data / "pre", "lies inside the input"),
+    for out, says in [(data, "holds the input"), (data.parent, "holds the input"), (data / "pre", "lies inside the dataset folder"),
                       (tiny_bert, "holds the input"), (tiny_bert / "pre", "lies inside the input")]:
         assert says in _one_line_error(capsys, base + ["--out", str(out)])
     assert _files(data.parent) == datasets_before and _files(tiny_bert) == model_before

@@ -19,18 +19,25 @@ def _output_rules(args, models, datasets) -> dict:
     keeps (the store, the cache, datasets, model folders): replacing the folder would delete them."""
     from tecb_eval.reports.export import DEMO, EXPORT
 
-    local = [d for d in datasets if Path(d).exists()]
-    local += [spec for spec in (m["spec"] if isinstance(m, dict) else m for m in models) if Path(spec).is_dir()]
-    inputs = [*local, args.cache_dir, args.reference]
+    inputs = [*_local_inputs(models, datasets), args.cache_dir, args.reference]
     if getattr(args, "demo", False):
         return {"command": DEMO, "inputs": inputs, "keep": [args.results]}
     return {"command": EXPORT, "inputs": [*inputs, args.results], "keep": []}
 
 
+def _local_inputs(models, datasets) -> list:
+    """The dataset and model folders a grid reads."""
+    local = [d for d in datasets if Path(d).exists()]
+    return local + [spec for spec in (m["spec"] if isinstance(m, dict) else m for m in models) if Path(spec).is_dir()]
+
+
 def _run_grid(args, models, datasets, configurations=None):
-    from tecb_data.outputs import check_output
+    from tecb_data.outputs import check_output, refuse_nested
     from tecb_eval.grid.run import run_grid
 
+    if args.cache_dir is not None:
+        # The cache is written into, never replaced: not a dataset's folder, another output's, or an input.
+        refuse_nested(args.cache_dir, option="--cache-dir", itself=True, inputs=_local_inputs(models, datasets))
     if getattr(args, "out", None) is not None:
         # A read-only, foreign or file-typed --out fails now, not after the grid; nothing is created yet.
         check_output(args.out, **_output_rules(args, models, datasets))

@@ -32,7 +32,15 @@ def _cmd_layers(args) -> int:
 
     since = len(published())
     args.interrupted = lambda: _interrupted(args, since)
-    table = layer_sweep(args.model, dataset_folders(args.data), layers=args.layers, seed=args.seed,
+    datasets = dataset_folders(args.data)
+    if args.cache_dir is not None:
+        from tecb_data.outputs import refuse_nested
+
+        # Named as the user gave it: --cache-dir, not the API's "cache folder".
+        model = [args.model] if Path(args.model).is_dir() else []
+        refuse_nested(args.cache_dir, option="--cache-dir", itself=True,
+                      inputs=[d for d in datasets if Path(d).exists()] + model)
+    table = layer_sweep(args.model, datasets, layers=args.layers, seed=args.seed,
                         cache_dir=args.cache_dir, output_dir=args.out, max_length=args.max_length,
                         batch_size=args.batch_size, device=args.device, results=args.results,
                         profile=args.profile, progress=not args.quiet)

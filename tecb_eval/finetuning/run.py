@@ -25,7 +25,7 @@ import pandas as pd
 
 from tecb_data.demo import is_demo_manifest
 from tecb_data.errors import UserError
-from tecb_data.outputs import refuse_overlap, staged_output
+from tecb_data.outputs import refuse_nested, refuse_overlap, staged_output
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.files import csv_value, write_rows_csv
 from tecb_eval.finetuning import protocols, report
@@ -126,6 +126,7 @@ def finetune(model, data, method=METHODS, protocol: str = "leave-one-genre-out",
     score_seeds = check_seeds(int(x) for x in score_seeds)
     if folds is not None and (isinstance(folds, bool) or not isinstance(folds, int) or folds < 1):
         raise UserError(f"folds must be a positive integer, got {folds!r} (--folds)")
+    refuse_nested(output_dir, command=COMMAND)  # never inside a dataset or another command's output
     benchmarks = load_benchmarks(data)
     all_folds = build_folds(benchmarks, protocol)
     chosen = all_folds[:folds] if folds else all_folds

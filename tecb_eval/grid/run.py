@@ -240,8 +240,12 @@ def run_grid(
             # Before any work: a store that cannot be kept there is found now, not after the encoding.
             check_results(results, inputs=[d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()])
         if cache_dir is not None:
-            from tecb_data.outputs import writable_folder
+            from tecb_data.outputs import refuse_nested, writable_folder
 
+            # A cache inside a dataset folder breaks the dataset; inside an export it is deleted with it.
+            refuse_nested(cache_dir, option="cache folder", itself=True, inputs=[
+                *(d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()),
+                *(s.spec for s in options.models if isinstance(s.spec, (str, Path)) and Path(s.spec).is_dir())])
             writable_folder(cache_dir, option="cache folder")
         for spec in options.models:
             find_model(spec.spec)

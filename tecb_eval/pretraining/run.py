@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tecb_data.errors import UserError
-from tecb_data.outputs import inside, name_problem, refuse_overlap, staged_output
+from tecb_data.outputs import inside, name_problem, refuse_nested, refuse_overlap, staged_output
 from tecb_eval.models.devices import check_device
 from tecb_eval.clustering.evaluation import unique_texts
 from tecb_eval.pretraining.loop import Schedule, train_seed
@@ -182,6 +182,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
         settings["eval_batch_size"] = DEFAULT_BATCH_SIZE
     s = settings_for(method, profile, epochs=epochs, eval_every=eval_every, **settings)
     seeds = _seeds(seeds)
+    refuse_nested(output_dir, command=COMMAND)  # never inside a dataset or another command's output
     benchmarks = load_benchmarks(datasets)
     groups = {POOLED: benchmarks} if pool else {b.name: [b] for b in benchmarks}
     if not pool:
