@@ -25,16 +25,22 @@ def dataset(demo_datasets, tmp_path) -> Path:
 
 @pytest.fixture(scope="module")
 def written(demo_datasets, tmp_path_factory) -> dict[str, Path]:
-    """A results store, an export and a report: folders other commands wrote (their markers)."""
+    """A results store, and an export's and a report's folders: what makes a folder another
+    command's output is its marker, which names that command and lists its files."""
+    from tecb_data.outputs import mark_files
     from tecb_eval.cli import main
+    from tecb_eval.reports.export import EXPORT
+    from tecb_eval.reports.html import REPORT
 
     root = tmp_path_factory.mktemp("places")
     store = root / "r.jsonl"
     assert main(["run", "--data", str(demo_datasets / DATASET), *GRID, "--results", str(store),
                  "--cache-dir", str(root / "cache")]) == 0
-    assert main(["export", str(store), "--out", str(root / "export")]) == 0
-    assert main(["report", str(store), "--out", str(root / "report"), "--no-figures"]) == 0
-    return {"store": store, "export": root / "export", "report": root / "report", "cache": root / "cache"}
+    for name, command in (("export", EXPORT), ("report", REPORT)):
+        (root / name).mkdir()
+        (root / name / "index.html").write_text("<p>written by the command</p>\n", encoding="utf-8")
+        mark_files(root / name, command)
+    return {"store": store, "export": root / "export", "report": root / "report"}
 
 
 def _unchanged(dataset: Path) -> None:
