@@ -136,3 +136,28 @@ def test_encode_on_gpu_without_a_gpu_worker_says_so_and_waits_only_the_scheduler
     assert time.monotonic() - started < 120
     assert any("offers the resource GPU=1" in line and "waiting up to 2 s" in line for line in lines), lines
     assert not (tmp_path / "r.jsonl").exists() or not (tmp_path / "r.jsonl").read_text().strip()
+
+
+def test_one_clients_end_leaves_the_memory_budget_to_the_others_on_a_shared_cluster(dask_cluster):
+    """Client B's run needs every worker, a restarted one too, to offer the MEMORY its units ask
+    for; client A ending its run on the same cluster must not take that away."""
+    from tecb_eval.grid.dask_executor import DaskExecutor, connect
+
+    address = dask_cluster.scheduler_address
+    second = DaskExecutor(connect(address, 30), address, 2**30, log=lambda m: None)
+    try:
+        first = DaskExecutor(connect(address, 30), address, 2**30, log=lambda m: None)
+        first.close()
+        (worker, *_) = sorted(second.client.scheduler_info(n_workers=-1)["workers"])
+        second.client.restart_workers([worker], timeout=120)
+        deadline = time.monotonic() + 120
+        offered = {}
+        while time.monotonic() < deadline:
+            workers = second.client.scheduler_info(n_workers=-1)["workers"]
+            offered = {w: info.get("resources", {}) for w, info in workers.items()}
+            if len(offered) == 2 and all("MEMORY" in r for r in offered.values()):
+                break
+            time.sleep(0.2)
+        assert len(offered) == 2 and all("MEMORY" in r for r in offered.values()), offered
+    finally:
+        second.close()

@@ -254,8 +254,9 @@ class DaskExecutor:
                          "rerun the same command to resume")
 
     def close(self, abandon: bool = False) -> None:
-        with contextlib.suppress(Exception):
-            self.client.unregister_worker_plugin(MemoryBudget.name)
+        # The memory plugin stays registered: the cluster may be shared, and another client's run
+        # needs it on every worker that joins or restarts after this run ends (a worker without it
+        # offers no MEMORY, and that run's units would wait for one for ever).
         try:
             self.client.close()
         finally:
