@@ -14,9 +14,8 @@ import pytest
 
 from conftest import run_cli
 from tecb_data import layout
-from hubserver import FakeHub
+from hubserver import TOKEN, FakeHub
 
-TOKEN = "hf_tecbTestSecret0123456789abcdef"
 REPO = "tecb-test/blurbs-clustering-s2s"
 
 

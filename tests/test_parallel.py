@@ -28,6 +28,7 @@ import pytest
 import tecb_data
 from conftest import CountingEncoder as Counting
 from conftest import unit_holding_plugin, wait_for_claim
+from degenerate_inputs import HashingEncoder, replicate_books
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
@@ -37,7 +38,6 @@ from tecb_eval.models.encoders import get_encoder
 from tecb_eval.grid.run import run_grid
 from tecb_eval.grid.store import cell_key
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, Cell, WorkUnit, run_unit
-from test_degenerate_determinism import HashingEncoder, replicate_books
 
 import distributed  # noqa: E402  (the [test] extra)
 

@@ -236,7 +236,7 @@ def test_the_card_passes_the_hub_checks_and_says_what_how_and_whose(cli_built):
 
 
 def test_push_dry_run_and_a_push_without_licence_is_refused(cli_built, tmp_path):
-    from test_hub import TOKEN, FakeHub
+    from hubserver import TOKEN, FakeHub
 
     hub = FakeHub(tokens={TOKEN: "maintainer"})
     hub.start()
