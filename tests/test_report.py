@@ -5,6 +5,7 @@ tests/test_report_browser.py.)"""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -271,3 +272,23 @@ def test_a_score_of_zero_says_why(mixed, capsys):
     assert zero_reason(noise) == "every text left as noise: no cluster found"
     kmeans = rows[(rows.algorithm == "minibatch_kmeans")]
     assert zero_reason(kmeans) is None
+
+
+def test_a_figure_named_with_url_characters_is_linked_by_its_escaped_name(tmp_path, demo_datasets):
+    from tecb_eval.reports.html import render
+
+    store = two_model_store(demo_datasets, tmp_path, configurations=["minibatch_kmeans:none"])
+    extra = tmp_path / "figs"
+    extra.mkdir()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tecb_eval.reports.figures import save_figure
+
+    fig = plt.figure(figsize=(1, 1))
+    save_figure(fig, extra / "a#b?c.png")  # a tecb figure drawn from no results store: --figures takes it
+    render([store], tmp_path / "report", figure_folders=[extra], draw_figures=False, log=lambda *_: None)
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'src="figures/[^"]*a%23b%3Fc\.png"', page) and "#b?c.png\"" not in page.split("<img")[1]

@@ -3,6 +3,7 @@ longer limit for the ``slow`` ones (tests/conftest.py), and a hanging test fails
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -53,3 +54,10 @@ def test_the_repository_holds_source_only():
     too_big = {name: size for name, size in sizes.items() if size > MAX_TRACKED_BYTES}
     assert not too_big, f"tracked files over 2 MB (remove them with git rm --cached and ignore their pattern): {too_big}"
 
+
+def test_the_tests_keep_their_own_datasets_cache():
+    import datasets
+
+    cache = Path(datasets.config.HF_DATASETS_CACHE).resolve()
+    assert cache == Path(os.environ["HF_DATASETS_CACHE"]).resolve()
+    assert not cache.is_relative_to(Path.home() / ".cache")
