@@ -18,8 +18,6 @@ import time
 import numpy as np
 import pytest
 
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
 from tecb_eval.grid.cache import EmbeddingStore
 from tecb_eval.grid.cluster_encode import shards
@@ -34,10 +32,8 @@ CONFIGS = ["minibatch_kmeans:none", "agglomerative:none"]
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo-data")
-    build("tenkgnad", demo_input("tenkgnad"), out)
-    return out / "tenkgnad-clustering-s2s"
+def folder(demo_datasets):
+    return demo_datasets / "tenkgnad-clustering-s2s"
 
 
 @pytest.fixture(scope="module")

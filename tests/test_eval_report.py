@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_eval.reports import tables as report
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS
 from tecb_eval.cli import main
@@ -21,10 +20,11 @@ CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:pca"]
 
 
 @pytest.fixture(scope="module")
-def grid_run(tmp_path_factory):
-    """`tecb-eval run` over both TenKGnad demo datasets, with exports."""
+def grid_run(demo_datasets, tmp_path_factory):
+    """`tecb-eval run` over both TenKGnad demo datasets (a folder of the two), with exports."""
     root = tmp_path_factory.mktemp("eval-cli")
-    build("tenkgnad", demo_input("tenkgnad"), root / "data")
+    for name in ("tenkgnad-clustering-s2s", "tenkgnad-clustering-p2p"):
+        shutil.copytree(demo_datasets / name, root / "data" / name)
     args = ["run", "--data", str(root / "data"), "--model", "tfidf-lsa", "--model", "tfidf-lsa,name=tfidf-again",
             "--results", str(root / "results.jsonl"), "--cache-dir", str(root / "cache"), "--quiet",
             "--out", str(root / "out"), "--no-figure1"]  # every split: MTEB's JSON holds complete results only

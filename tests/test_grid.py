@@ -17,8 +17,6 @@ from sklearn.metrics import v_measure_score
 
 import tecb_data
 from conftest import CountingEncoder as Counting
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, DBSTREAMClusterer, configurations
 from tecb_eval.models.encoders import get_encoder
@@ -31,11 +29,8 @@ FAST_CONFIGS = ["minibatch_kmeans:none", "agglomerative:none", "minibatch_kmeans
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo-data")
-    build("blurbs", demo_input("blurbs"), out)
-    build("tenkgnad", demo_input("tenkgnad"), out)
-    return out
+def demo(demo_datasets):
+    return demo_datasets
 
 
 def _texts(folders, limit=None):

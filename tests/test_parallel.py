@@ -49,11 +49,8 @@ MODELS = ["tfidf-lsa", HashingEncoder()]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo-data")
-    build("blurbs", demo_input("blurbs"), out)
-    build("tenkgnad", demo_input("tenkgnad"), out)
-    return [out / "blurbs-clustering-s2s", out / "tenkgnad-clustering-s2s"]
+def demo(demo_datasets):
+    return [demo_datasets / "blurbs-clustering-s2s", demo_datasets / "tenkgnad-clustering-s2s"]
 
 
 @pytest.fixture(scope="module")

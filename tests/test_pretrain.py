@@ -20,8 +20,6 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import tecb_data  # noqa: E402
-from tecb_data.build import build  # noqa: E402
-from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
@@ -95,8 +93,8 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert_with_dropo
 
 
 def test_tsdae_trains_with_a_tied_decoder(tiny_bert_with_dropout, blurbs_small, tmp_path):
-    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="tsdae", epochs=1, seeds=(1,), output_dir=tmp_path / "tsdae",
-                      progress=False, batch_size=16, learning_rate=3e-3, eval_every=4)
+    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="tsdae", epochs=1, seeds=(1,),
+                      output_dir=tmp_path / "tsdae", progress=False, batch_size=16, learning_rate=3e-3, eval_every=4)
     out = tmp_path / "tsdae" / S2S
     steps = math.ceil(len(unique_texts([blurbs_small])) / 16)
     losses = _losses(out)
@@ -132,7 +130,8 @@ def test_same_seed_same_numbers(tiny_bert_with_dropout, blurbs_small, tmp_path):
     # The second run in another process with another hash seed (and this process's torch threads,
     # which decide how sums are split): nothing may depend on set order or on what ran before.
     arguments = tmp_path / "arguments.pickle"
-    arguments.write_bytes(pickle.dumps((tiny_bert_with_dropout, blurbs_small, tmp_path / "b", settings, torch.get_num_threads())))
+    arguments.write_bytes(pickle.dumps((tiny_bert_with_dropout, blurbs_small, tmp_path / "b", settings,
+                                        torch.get_num_threads())))
     other_process = subprocess.run([sys.executable, "-c", PRETRAIN_AGAIN, str(arguments)], capture_output=True,
                                    text=True, env={**os.environ, "PYTHONHASHSEED": "4242"}, timeout=900)
     assert other_process.returncode == 0, other_process.stderr
@@ -147,9 +146,9 @@ def test_same_seed_same_numbers(tiny_bert_with_dropout, blurbs_small, tmp_path):
 
 
 def test_bf16_autocast_on_cpu(tiny_bert_with_dropout, blurbs_small, tmp_path):
-    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="wwm", seeds=(42,), output_dir=tmp_path / "bf16", progress=False,
-                      precision="bf16", device="cpu", max_steps=2, eval_every=2, batch_size=16, grad_accumulation=1,
-                      save_best=False)
+    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="wwm", seeds=(42,), output_dir=tmp_path / "bf16",
+                      progress=False, precision="bf16", device="cpu", max_steps=2, eval_every=2, batch_size=16,
+                      grad_accumulation=1, save_best=False)
     assert result.settings.precision == "bf16"
     assert all(np.isfinite(_losses(tmp_path / "bf16" / S2S)))
     assert sorted({r["step"] for r in result.evaluations}) == [0, 2]
@@ -175,7 +174,8 @@ def test_settings_defaults_and_user_errors(tiny_bert_with_dropout, blurbs, tmp_p
     with pytest.raises(TypeError, match="lr"):
         settings_for("wwm", lr=1e-3)
     with pytest.raises(UserError, match="fp16 needs a CUDA GPU"):
-        pretrain(tiny_bert_with_dropout, blurbs, output_dir=tmp_path / "x", precision="fp16", device="cpu", progress=False)
+        pretrain(tiny_bert_with_dropout, blurbs, output_dir=tmp_path / "x", precision="fp16", device="cpu",
+                 progress=False)
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "file").write_text("x")
     with pytest.raises(UserError, match="already exists"):
@@ -199,7 +199,8 @@ def test_cli_pretrain_prints_the_summary_and_the_best_checkpoints(tiny_bert_with
         rows = list(csv.DictReader(fh))
     assert [r["step"] for r in rows] == ["0", "2"] and {r["method"] for r in rows} == {"tsdae"}
 
-    code = main(["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--out", str(out), "--quiet"])
+    code = main(["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--out", str(out),
+                 "--quiet"])
     error = capsys.readouterr().err
     assert code == 2 and error.count("\n") == 1 and "already exists" in error and "--overwrite" in error
 
@@ -282,13 +283,16 @@ def test_pool_trains_one_model_on_the_union(tiny_bert_with_dropout, blurbs, tmp_
 
 
 @pytest.mark.slow
-def test_cli_folder_of_datasets_one_run_each_or_pooled(tiny_bert_with_dropout, tmp_path, capsys):
+def test_cli_folder_of_datasets_one_run_each_or_pooled(tiny_bert_with_dropout, demo_datasets, tmp_path, capsys):
+    import shutil
+
     from tecb_eval.cli import main
 
     data = tmp_path / "data"
-    build("blurbs", demo_input("blurbs"), data)  # S2S and P2P side by side
-    common = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", str(data), "--max-steps", "1", "--eval-every", "1",
-              "--batch-size", "64", "--grad-accumulation", "1", "--seeds", "5", "--quiet"]
+    for name in ("blurbs-clustering-s2s", "blurbs-clustering-p2p"):  # S2S and P2P side by side
+        shutil.copytree(demo_datasets / name, data / name)
+    common = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", str(data), "--max-steps", "1",
+              "--eval-every", "1", "--batch-size", "64", "--grad-accumulation", "1", "--seeds", "5", "--quiet"]
     assert main([*common, "--out", str(tmp_path / "each")]) == 0
     printed = capsys.readouterr().out
     for name in ("blurbs-clustering-p2p", "blurbs-clustering-s2s"):
@@ -322,12 +326,13 @@ def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert_with_dropo
 
     data = Path(blurbs.location)
     datasets_before, model_before = _files(data.parent), _files(tiny_bert_with_dropout)
-    base = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", str(data), "--method", "tsdae", "--seeds", "7",
-            "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--overwrite"]
+    base = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", str(data), "--method", "tsdae", "--seeds",
+            "7", "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--overwrite"]
     # An output that is, holds or lies inside an input (a dataset folder, the folder of datasets, the
     # model folder) is refused before anything is written, --overwrite or not.
     for out, says in [(data, "holds the input"), (data.parent, "holds the input"), (data / "pre", "lies inside the input"),
-                      (tiny_bert_with_dropout, "holds the input"), (tiny_bert_with_dropout / "pre", "lies inside the input")]:
+                      (tiny_bert_with_dropout, "holds the input"),
+                      (tiny_bert_with_dropout / "pre", "lies inside the input")]:
         assert says in _one_line_error(capsys, base + ["--out", str(out)])
     assert _files(data.parent) == datasets_before and _files(tiny_bert_with_dropout) == model_before
     tecb_data.load(data)  # still verifies against its manifest
@@ -396,7 +401,8 @@ def _holds_flock(pid: int, path: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(tiny_bert_with_dropout, blurbs, tmp_path, capsys):
+def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(tiny_bert_with_dropout, blurbs,
+                                                                                tmp_path, capsys):
     import os
     import signal
     import subprocess
@@ -406,8 +412,8 @@ def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(
     from tecb_data.outputs import MARKER
 
     out = tmp_path / "out"
-    args = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--method", "tsdae", "--seeds", "7",
-            "--max-steps", "2", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
+    args = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--method", "tsdae",
+            "--seeds", "7", "--max-steps", "2", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
     first = subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", *args], cwd=Path(__file__).resolve().parents[1],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     marker = tmp_path / "out.partial" / MARKER

@@ -122,8 +122,8 @@ def test_a_plain_checkpoint_is_mean_pooled_as_the_grid_does_in_fp32(tiny_bert_wi
     assert isinstance(get_encoder(str(best["path"])), MeanPoolingEncoder)
     assert grid_score(best["path"], [blurbs_small]) == best["v_measure"]
     # Training in bf16 does not change how the model is encoded: the grid encodes a checkpoint in fp32.
-    bf16 = pretrain(tiny_bert_with_dropout, [blurbs_small], method="wwm", output_dir=tmp_path / "bf16", precision="bf16", device="cpu",
-                    save_best=False, **{**FAST, "max_steps": 1, "eval_every": 1})
+    bf16 = pretrain(tiny_bert_with_dropout, [blurbs_small], method="wwm", output_dir=tmp_path / "bf16",
+                    precision="bf16", device="cpu", save_best=False, **{**FAST, "max_steps": 1, "eval_every": 1})
     assert bf16.baseline == {S2S: before}
 
 
@@ -172,7 +172,8 @@ def _overflowing_bert(tiny_bert_with_dropout, folder, logit: float):
     config.tie_word_embeddings = False
     torch.manual_seed(0)
     model = transformers.BertForMaskedLM(config)
-    model.bert.load_state_dict(transformers.AutoModel.from_pretrained(str(tiny_bert_with_dropout)).state_dict(), strict=False)
+    model.bert.load_state_dict(transformers.AutoModel.from_pretrained(str(tiny_bert_with_dropout)).state_dict(),
+                               strict=False)
     head = model.cls.predictions
     width = config.hidden_size
     with torch.no_grad():
@@ -196,8 +197,8 @@ def overflowing_loss(tmp_path_factory, tiny_bert_with_dropout):
 
 
 @pytest.mark.slow
-def test_a_diverging_run_stops_in_one_line_and_keeps_its_best_checkpoint(overflowing_gradient, tiny_bert_with_dropout, blurbs,
-                                                                        tmp_path, capsys):
+def test_a_diverging_run_stops_in_one_line_and_keeps_its_best_checkpoint(overflowing_gradient, tiny_bert_with_dropout,
+                                                                         blurbs, tmp_path, capsys):
     from tecb_eval.cli import main
 
     out = tmp_path / "out"
@@ -238,8 +239,8 @@ def test_a_diverging_run_stops_in_one_line_and_keeps_its_best_checkpoint(overflo
 def test_a_loss_that_overflows_is_a_user_error_of_the_library(overflowing_loss, blurbs_small, tmp_path):
     with pytest.raises(TrainingDiverged, match=r"training diverged at step \d+ of 12 \(seed 42, "
                                                r"blurbs-clustering-s2s\): the loss is inf;") as caught:
-        pretrain(overflowing_loss, [blurbs_small], method="wwm", seeds=(42,), progress=False, max_steps=12, eval_every=4,
-                 batch_size=16, grad_accumulation=1, learning_rate=5e-3, output_dir=tmp_path / "lib")
+        pretrain(overflowing_loss, [blurbs_small], method="wwm", seeds=(42,), progress=False, max_steps=12,
+                 eval_every=4, batch_size=16, grad_accumulation=1, learning_rate=5e-3, output_dir=tmp_path / "lib")
     assert isinstance(caught.value, UserError) and caught.value.exit_code == 2
     assert not (tmp_path / "lib").exists() and (tmp_path / "lib.partial" / S2S / "seed-42" / "best").is_dir()
     with open(tmp_path / "lib.partial" / S2S / "losses.csv", newline="") as fh:

@@ -229,8 +229,8 @@ def test_per_epoch_schedule_restarts_each_epoch_and_evaluates_each_epoch_end():
 
 
 def test_paper_tsdae_run_evaluates_at_each_epoch_end(tiny_bert_with_dropout, blurbs_small, tmp_path):
-    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="tsdae", profile="paper", epochs=2, seeds=(1,), eval_every=512,
-                      batch_size=64, learning_rate=3e-3, progress=False, output_dir=tmp_path / "tsdae")
+    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="tsdae", profile="paper", epochs=2, seeds=(1,),
+                      eval_every=512, batch_size=64, learning_rate=3e-3, progress=False, output_dir=tmp_path / "tsdae")
     per_epoch = -(-len(unique_texts([blurbs_small])) // 64)
     assert sorted({r["step"] for r in result.evaluations}) == [0, per_epoch, 2 * per_epoch]
     run = json.loads((tmp_path / "tsdae" / S2S / "run.json").read_text())
