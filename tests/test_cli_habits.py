@@ -1,5 +1,7 @@
 """Command-line habits of both tools: every --help ends with examples that parse (the cheap ones
-really run on the demo data), and no option is ever abbreviated (issue 31)."""
+really run on the demo data), every command has a description and an example, no option is ever
+abbreviated, an option given twice adds up or is one line, a missing option is one line naming it,
+and --debug (before or after the command) shows the traceback and keeps a user error's exit code."""
 
 from __future__ import annotations
 
@@ -142,7 +144,7 @@ def test_cheap_examples_really_run(tmp_path, monkeypatch, capsys):
     assert "blurbs-clustering-s2s" in out
 
 
-# --- one module for errors, one for running a command (issue 42) and its messages (round 4) ------
+# --- one module for errors, one for running a command and its messages ------------------------------
 
 def test_errors_holds_errors_only_and_no_command_catches_ctrl_c_itself():
     """The runner says what Ctrl-C left (each command through ``args.interrupted``); errors.py is

@@ -1,4 +1,4 @@
-"""Encode tasks on a Dask cluster (issue 44): a model's missing texts in shards cut on the
+"""Encode tasks on a Dask cluster: a model's missing texts in shards cut on the
 encoder's own batch boundaries give the in-process vectors and scores bit for bit; a worker
 killed mid-shard loses no row, doubles none, and leaves no half shard in the embedding store;
 the GPU resource and the shards' cut.
@@ -173,7 +173,7 @@ def test_encode_on_gpu_goes_only_to_workers_with_the_gpu_resource(folder, serial
 
 
 # -- the client that only plans and writes, prompts, two models, placement, Ctrl-C ------------------
-# What the caller does without on a cluster: the encoders' libraries and MTEB (issue 44), and
+# What the caller does without on a cluster: the encoders' libraries and MTEB, and
 # scikit-learn (2.7 s of a warm-cluster run's 13 s: only the workers score), and scipy.stats (1 to
 # 2 s, for Table 2's ranking tests, which a table of one model per dataset has none of).
 FORBIDDEN = ("torch", "transformers", "sentence_transformers", "mteb", "sklearn", "scipy.stats")

@@ -1,6 +1,5 @@
-"""COB's four settings that followed neither the paper nor its authors' code now follow them by
-default (Kashyapi & Dietz 2021; github.com/nihilistsumo/Blackbox_clustering), each with an option
-that restores the earlier behaviour:
+"""COB's four settings follow the paper and its authors' code by default (Kashyapi & Dietz 2021;
+github.com/nihilistsumo/Blackbox_clustering), each with an option that gives the other behaviour:
 
 - the triplet baseline trains on 1/25 of each instance's valid triples (``get_frac_triples`` in
   their ``experiments/ng20_run.py``), not 50 random ones;

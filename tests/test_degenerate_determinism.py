@@ -1,13 +1,13 @@
 """Degenerate inputs give the same bits in every run and in every process.
 
-The input is issue 18's case 7: a 256-d signed hashing bag of words (many exact duplicates and
-near-duplicates) of the GermEval dev set's titles, four copies of every book as
-``bench/bench_scale.py`` replicates them, here only the books of two top-level genres so that the
-first two splits are small. UMAP's spectral start breaks such a graph into many small components,
-some of them cliques of copies on which ARPACK asks for a restart vector that, without a generator
-of ours, scipy drew from the operating system's entropy: each run, process or worker gave other
-bits for the ``umap`` and ``pca50+umap`` cells. Serial, local workers and Dask on such inputs:
-tests/test_parallel.py, with this module's encoder and replica.
+The input: a 256-d signed hashing bag of words (many exact duplicates and near-duplicates) of the
+GermEval dev set's titles, four copies of every book as ``bench/bench_scale.py`` replicates them,
+here only the books of two top-level genres so that the first two splits are small (the encoder and
+the replica: tests/degenerate_inputs.py). UMAP's spectral start breaks such a graph into many small
+components, some of them cliques of copies on which ARPACK asks for a restart vector; unless a
+generator of ours gives it, scipy draws it from the operating system's entropy, and each run,
+process or worker gets other bits for the ``umap`` and ``pca50+umap`` cells. Serial, local workers
+and Dask on such inputs: tests/test_parallel.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Every figure drawn from a small real store and read back without eyes (issue 22 "Plots", issue 20
-point 5): the plotted values equal the table they come from, compared panels share their axis from
+"""Every figure drawn from a small real store and read back without eyes: the plotted values equal the table they come from, compared panels share their axis from
 0, there is a legend, the title says what was run, and no text lies outside the figure.
 
 The store is a real grid (`tecb-eval run`, tfidf-lsa and minilm-l6 on the demo TenKGnad datasets,
@@ -306,7 +305,7 @@ def test_pretraining_curves_plot_the_mean_over_seeds_without_exaggeration(seeds)
     _inside(fig)
 
 
-# -- the tables' small untruths (issue 22, point 6) ------------------------------------------------
+# -- the tables' small untruths ------------------------------------------------------------------
 @pytest.mark.slow
 def test_an_sd_of_one_split_prints_as_a_dash_not_zero(store):
     _, frame = store

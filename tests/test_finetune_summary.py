@@ -1,7 +1,7 @@
-"""What `tecb-eval finetune`'s summary and figure say (issue 31): the untrained model named as such
-at step 0, only the methods asked for, no interval over fewer than 2 splits ("–"), the figure's
-tracked V-measure labelled apart from the table's score, no band promised over one fold, and the
-synthetic mark on demo data."""
+"""What `tecb-eval finetune`'s summary and figure say: the untrained model named as such at step 0,
+only the methods asked for, no interval over fewer than 2 splits ("–"), the figure's tracked
+V-measure labelled apart from the table's score, no band promised over one fold, the synthetic
+mark on demo data, and no "held out: None" for a transfer fold."""
 
 from __future__ import annotations
 

@@ -237,7 +237,7 @@ def test_profiles_differ_only_in_dbstream_and_old_stores_read_as_current(demo, t
 
 
 def test_metrics_on_a_store_of_another_build_says_so_instead_of_running_a_new_grid(demo, tmp_path):
-    """Round 4, E1: --metrics fills in stored rows; a store whose rows of the dataset are all of
+    """--metrics fills in stored rows; a store whose rows of the dataset are all of
     another build has none to fill in, and a full new grid is not what was asked."""
     folder = demo / "tenkgnad-clustering-s2s"
     store = tmp_path / "r.jsonl"

@@ -4,8 +4,9 @@ The referee is MTEB: its own ``AbsTaskClustering`` (the v2 task of our folder, i
 transform, downsampling, level-by-level draws and k-means), given the embedded texts labelled with
 their genre paths, scores every level as our fast protocol does, to 1e-9. The legacy protocol's
 levels are k-means with k = the level's labels on the split's texts that carry the level. A
-dataset built before label paths loads and runs as before, without per-level scores; tables read
-rows without them as not measured, never as 0.
+dataset built without label paths (an earlier recipe version) loads and runs without per-level
+scores; tables read rows without them as not measured, never as 0; per-level scores that cover
+part of a cell say so.
 """
 
 from __future__ import annotations

@@ -99,8 +99,8 @@ def _closed_port() -> int:
 
 @pytest.mark.slow
 def test_an_mteb_model_without_weights_and_network_is_one_line_within_30_s(demo_datasets, tmp_path):
-    """Not HF_HUB_OFFLINE, just no network: huggingface_hub retried each file with backoff (15
-    "Retrying in ..." lines over 95 s); now one look at the Hub and one line."""
+    """Not HF_HUB_OFFLINE, just no network: one look at the Hub and one line, not huggingface_hub's
+    retries of each file with backoff (15 "Retrying in ..." lines over 95 s)."""
     pytest.importorskip("mteb")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
     env.update(HF_HOME=str(tmp_path / "hf-home"), HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")

@@ -1,8 +1,8 @@
-"""Options and inputs that used to end in a traceback, or do nothing without a word, through the
-real `tecb-eval` command: non-finite or absurd numbers, options ignored beside others, a dataset
-given twice, the Reddit ids folder where texts are needed, results rows of the right shape with
-wrong values, and a Dask cluster that goes away mid-run. Each is refused in one line naming the
-option (exit code 2), honoured, or skipped with a line saying so."""
+"""Options and inputs a user can get wrong, through the real `tecb-eval` command: bad arguments,
+non-finite or absurd numbers, --limit-splits 0, options ignored beside others, a dataset given
+twice, the Reddit ids folder where texts are needed, results rows of the right shape with wrong
+values, and a Dask cluster that goes away mid-run. Each is refused in one line naming the option
+(exit code 2), honoured, or skipped with a line saying so."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """Outputs are owned and whole, through the real commands: an export folder holds exactly one
-export; `export`, `run --out`, `demo` and `layers` write only into a folder they wrote (their marker)
-and never into a dataset, a pre-training output or a user's folder; Ctrl-C during an export (even
-one a library swallows) leaves the earlier export as it was; a full disk cuts the results store back
-to its last whole row and is one line; an early error leaves no empty store; every file follows the
-umask.
+export; `export`, `run --out`, `demo`, `layers`, `finetune` and `pretrain` write only into a folder
+they wrote (their marker) and never into a dataset, a pre-training output or a user's folder;
+`tecb-data build` never writes its --report or --out onto its input or into a dataset, nor replaces
+a file or folder that is not a dataset, and `collect` never writes its id list over its input or a
+foreign file; Ctrl-C during an export (even one a library swallows) leaves the earlier export as it
+was; a full disk cuts the results store back to its last whole row, leaves no work folder, and is
+one line; an early error leaves no empty store; every file follows the umask.
 
 The full-disk cases run on a real small tmpfs (skipped where mounting is not permitted) and, for
 the store's short write, under a file-size limit (RLIMIT_FSIZE in a child process: the kernel
@@ -66,7 +68,7 @@ def _mteb_files(out: Path) -> list[str]:
     return sorted(p.relative_to(out / "mteb" / "results").as_posix() for p in (out / "mteb").rglob("*.json"))
 
 
-# -- case 5: an export folder holds exactly one export ------------------------------------------
+# -- an export folder holds exactly one export --------------------------------------------------
 
 @pytest.mark.slow
 def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
@@ -92,7 +94,7 @@ def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
     capsys.readouterr()
 
 
-# -- case 9: a command writes only into a folder it wrote ---------------------------------------
+# -- a command writes only into a folder it wrote -----------------------------------------------
 
 @pytest.mark.slow
 def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, stores, tmp_path, capsys):
@@ -231,7 +233,7 @@ def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_fo
     assert (out / "summary.md").is_file()
 
 
-# -- case 10: Ctrl-C during an export ------------------------------------------------------------
+# -- Ctrl-C during an export ---------------------------------------------------------------------
 
 def _child(script: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=ENV,
@@ -309,7 +311,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_export(stores, tmp_pat
     assert _snapshot(out) == before and not (tmp_path / "report.partial").exists()
 
 
-# -- case 11: a full disk ------------------------------------------------------------------------
+# -- a full disk ---------------------------------------------------------------------------------
 
 @pytest.fixture
 def small_fs(tmp_path):
@@ -431,7 +433,7 @@ def test_finetuning_onto_a_full_disk_is_one_line(tiny_bert, blurbs_folder, small
     assert code == 2 and len(errors) == 1 and "disk is full" in errors[0], errors
 
 
-# -- case 12: nothing is created before there is something to write -----------------------------
+# -- nothing is created before there is something to write --------------------------------------
 
 class _Stops:
     """An encoder whose encoding is interrupted (Ctrl-C) or fails."""
@@ -510,7 +512,7 @@ def test_a_run_waiting_on_a_store_that_is_removed_opens_it_again(data, tmp_path)
     assert len(ResultsStore(results).rows) == 1
 
 
-# -- case 13: files follow the umask ----------------------------------------------------------------
+# -- files follow the umask -------------------------------------------------------------------------
 
 def _modes(*folders: Path) -> Counter:
     found = Counter()
@@ -540,7 +542,7 @@ def test_outputs_and_caches_follow_the_umask(data, stores, tiny_bert, tmp_path, 
     assert set(modes) == {("dir", oct(0o777 & ~umask)), ("file", oct(0o666 & ~umask))}, modes
 
 
-# --- staged_output: the one way a command publishes its folder (issue 42) -----------------------
+# --- staged_output: the one way a command publishes its folder ----------------------------------
 
 def _stage(out: Path, body, **options) -> None:
     from tecb_data.outputs import staged_output

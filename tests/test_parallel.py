@@ -1,9 +1,9 @@
 """The grid on several cores and on a Dask cluster: the serial scores bit for bit, several seeds
 with one encoding, a worker killed mid-grid, memory budgets, Ctrl-C, and the one-line errors.
 
-The grids compare tfidf-lsa's dense vectors and issue 18's degenerate ones: a signed hashing bag
-of words of a four-fold replica of the demo Blurbs, whose UMAP start once drew from the operating
-system's entropy (tests/test_degenerate_determinism.py).
+The grids compare tfidf-lsa's dense vectors and degenerate ones: a signed hashing bag of words of a
+four-fold replica of the demo Blurbs, whose UMAP start needs a seeded restart vector
+(tests/degenerate_inputs.py, tests/test_degenerate_determinism.py).
 
 Dask runs for real: a ``distributed.LocalCluster`` with worker processes on 127.0.0.1, and for
 the worker without tecb, a ``dask worker`` process whose Python cannot import it.

@@ -352,7 +352,7 @@ def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert_with_dropo
 
     # An earlier pretrain output is what --overwrite replaces: its marker names the command and lists
     # every file that run wrote (what a later --overwrite may remove; a file it does not list makes
-    # --overwrite refuse, tests/test_hardening_round3.py).
+    # --overwrite refuse, tests/test_outputs_owned.py).
     assert main(base + ["--out", str(out)]) == 0
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != MARKER)
     assert json.loads((out / MARKER).read_text()) == {"written_by": "tecb-eval pretrain", "files": written}
@@ -419,7 +419,7 @@ def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(
     marker = tmp_path / "out.partial" / MARKER
     # Until the first run holds its work folder (its flock on the marker, as the kernel lists it), not
     # merely until the marker file appears: between the two the folder is an unclaimed one, which a
-    # second run may rightly remove, and a stop landing there made this test fail now and then.
+    # second run may rightly remove.
     deadline = time.monotonic() + 240
     while not _holds_flock(first.pid, marker) and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)

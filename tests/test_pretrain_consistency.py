@@ -37,8 +37,8 @@ def grid_score(model, datasets) -> float:
 @pytest.fixture(scope="module")
 def tiny_st(tmp_path_factory, tiny_bert_with_dropout):
     """A sentence-transformers model around the tiny BERT: CLS pooling, then Normalize, at most 48 tokens
-    (as BGE-style models): the mean of the last layer, which pre-training used to evaluate every
-    model by, differs from it in both."""
+    (as BGE-style models): it differs in both from the mean of the last layer, how a plain checkpoint
+    is pooled."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling

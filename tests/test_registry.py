@@ -236,7 +236,8 @@ def test_store_values_of_the_wrong_type_are_refused_not_written_as_code():
 
 
 def test_a_hostile_store_through_the_command_gives_one_line(tmp_path, demo_datasets, capsys):
-    """The repro of round 4: a shared store whose reduction_params and model_identity carry code."""
+    """A shared store whose reduction_params carry code: `recommend` says the store is damaged in one
+    line and runs nothing."""
     from conftest import one_line_error
     from reportstore import two_model_store
 

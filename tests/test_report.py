@@ -80,7 +80,7 @@ def test_missing_store_and_figures_folder_are_one_line(store, tmp_path, capsys):
 def test_figures_are_drawn_and_other_outputs_embedded(store, demo_datasets, tmp_path, capsys):
     """Table 3 one PNG per dataset; from --figures the PNGs of an export of the same store and of
     no store (a layer sweep) are embedded, an older export's of another store is left out and
-    named, and a file name with # and ? is linked URL-encoded (round 4)."""
+    named, and a file name with # and ? is linked URL-encoded."""
     from urllib.parse import quote
 
     from PIL import Image
@@ -204,7 +204,7 @@ def mixed(demo_datasets, tmp_path_factory):
 
 def test_models_over_other_seed_sets_are_ranked_on_the_seed_they_share(mixed, capsys):
     """Two models over seeds 42 and 1, a third later over 42 only: all three are ranked, on seed
-    42, and recommend's runner-up is another model (issue 45: before, only the newest showed)."""
+    42 (not only the newest), and recommend's runner-up is another model."""
     from tecb_eval.cli import main
     from tecb_eval.reports.leaderboard import boards
     from tecb_eval.reports.ranking import shared_selection

@@ -1,4 +1,4 @@
-"""Seeds in the tables, paired comparisons, and versions kept apart (issues 13 and 11, item 2).
+"""Seeds in the tables, paired comparisons, and versions kept apart.
 
 Expected figures are computed here with plain ``statistics`` over explicit numbers, never through
 the functions under test; the grid cases run the real grid (tfidf-lsa, the demo TenKGnad data).
@@ -216,7 +216,7 @@ def test_protocols_and_profiles_are_one_per_table():
     assert set(chosen.protocol) == {"legacy"} and left is None
 
 
-# -- the real grid: issue 11's case, end to end ---------------------------------------------------
+# -- the real grid: two builds and two seeds in one store, end to end -----------------------------
 @pytest.fixture(scope="module")
 def two_builds(tmp_path_factory):
     root = tmp_path_factory.mktemp("versions")

@@ -1,6 +1,8 @@
 """SIGTERM and SIGHUP stop a command as Ctrl-C does (its workers and children with it, a line saying
 what was kept, the shell's exit code for the signal), and a reader that went away ends a command
-quietly with 141 (round 4 of the adversarial trial: O1, T1)."""
+quietly with 141. Ctrl-C before the first cell names no store it removed, Ctrl-C while the exit
+handlers run is 130 without a traceback, and a command exits with its own code after every exit
+handler and flush."""
 
 from __future__ import annotations
 
