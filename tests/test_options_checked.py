@@ -33,8 +33,11 @@ DATASET = "tenkgnad-clustering-s2s"
 
 
 @pytest.fixture(scope="module")
-def data(demo_datasets) -> Path:
-    return demo_datasets / DATASET
+def data(demo_datasets, tmp_path_factory) -> Path:
+    """The demo TenKGnad S2S, alone in its folder (a test gives that folder as --data too)."""
+    out = tmp_path_factory.mktemp("options-data")
+    shutil.copytree(demo_datasets / DATASET, out / DATASET)
+    return out / DATASET
 
 
 @pytest.fixture(scope="module")
