@@ -368,7 +368,7 @@ def test_the_private_name_check_finds_an_import_and_a_read(tmp_path):
 
 
 def test_the_grid_keeps_its_rooms_small():
-    # The grid's plan, encoding and execution live apart (issue 42): the module that runs them stays
+    # The grid's plan, encoding and execution live apart: the module that runs them stays
     # short and no class in the grid grows past one screenful of responsibilities.
     assert len((REPO / "tecb_eval/grid/run.py").read_text(encoding="utf-8").splitlines()) <= 350
     for path in sorted((REPO / "tecb_eval/grid").glob("*.py")):

@@ -401,7 +401,7 @@ def test_a_build_leaves_the_temporary_folder_of_a_live_concurrent_build_alone(tm
 
 @pytest.mark.slow
 def test_the_registry_sources_labels_need_no_respelling_and_none_read_as_one():
-    """The table source's label rule (round 4, W1) would change no label of the published datasets:
+    """The table source's label rule would change no label of the published datasets:
     their builds stay byte-identical with it or without it."""
     from tecb_data.labels import fold_key, normalise
     from tecb_data.sources import tenkgnad

@@ -1,13 +1,13 @@
 """Degenerate inputs give the same bits in every run and in every process.
 
-The input is issue 18's case 7: a 256-d signed hashing bag of words (many exact duplicates and
-near-duplicates) of the GermEval dev set's titles, four copies of every book as
-``bench/bench_scale.py`` replicates them, here only the books of two top-level genres so that the
-first two splits are small. UMAP's spectral start breaks such a graph into many small components,
-some of them cliques of copies on which ARPACK asks for a restart vector that, without a generator
-of ours, scipy drew from the operating system's entropy: each run, process or worker gave other
-bits for the ``umap`` and ``pca50+umap`` cells. Serial, local workers and Dask on such inputs:
-tests/test_parallel.py, with this module's encoder and replica.
+The input: a 256-d signed hashing bag of words (many exact duplicates and near-duplicates) of the
+GermEval dev set's titles, four copies of every book as ``bench/bench_scale.py`` replicates them,
+here only the books of two top-level genres so that the first two splits are small (the encoder and
+the replica: tests/degenerate_inputs.py). UMAP's spectral start breaks such a graph into many small
+components, some of them cliques of copies on which ARPACK asks for a restart vector; unless a
+generator of ours gives it, scipy draws it from the operating system's entropy, and each run,
+process or worker gets other bits for the ``umap`` and ``pca50+umap`` cells. Serial, local workers
+and Dask on such inputs: tests/test_parallel.py.
 """
 
 from __future__ import annotations
@@ -16,48 +16,22 @@ import gzip
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.feature_extraction.text import HashingVectorizer
 
 import tecb_data
 from conftest import shared_file
+from degenerate_inputs import HashingEncoder, replicate_books
 from tecb_data.build import build
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.grid.work import Cell, WorkUnit, run_unit
 
 GENRES = ("Ganzheitliches Bewusstsein", "Glaube & Ethik")
 METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found"]
-
-
-class HashingEncoder:
-    """The issue's encoder: scikit-learn's signed hashing bag of words, 256 buckets, unit length."""
-
-    identity = "hashing-256-signed-l2"
-
-    def encode(self, texts):
-        vectorizer = HashingVectorizer(n_features=256, alternate_sign=True, norm="l2")
-        return vectorizer.transform(list(texts)).toarray().astype(np.float32)
-
-
-def replicate_books(text: str, copies: int, keep=lambda book: True) -> str:
-    """bench_scale's replica of a GermEval file: ``copies`` copies of every kept book, each with its
-    own ISBN and its title suffixed " (k)" (a suffix the hashing tokenizer drops: exact duplicates)."""
-    head, _, rest = text.partition("<book ")
-    body, _, tail = ("<book " + rest).rpartition("</book>")
-    books = [b for b in re.findall(r"<book .*?</book>", body + "</book>", flags=re.S) if keep(b)]
-    parts = []
-    for k in range(copies):
-        for book in books:
-            if k:
-                book = re.sub(r"<title>(.*?)</title>", lambda m: f"<title>{m.group(1)} ({k + 1})</title>", book)
-            parts.append(re.sub(r"<isbn>(\d+)</isbn>", lambda m: f"<isbn>{m.group(1)}{k:02d}</isbn>", book))
-    return head + "\n".join(parts) + tail
 
 
 @pytest.fixture(scope="module")

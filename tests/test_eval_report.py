@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_eval.reports import tables as report
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS
 from tecb_eval.cli import main
@@ -21,10 +20,11 @@ CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:pca"]
 
 
 @pytest.fixture(scope="module")
-def grid_run(tmp_path_factory):
-    """`tecb-eval run` over both TenKGnad demo datasets, with exports."""
+def grid_run(demo_datasets, tmp_path_factory):
+    """`tecb-eval run` over both TenKGnad demo datasets (a folder of the two), with exports."""
     root = tmp_path_factory.mktemp("eval-cli")
-    build("tenkgnad", demo_input("tenkgnad"), root / "data")
+    for name in ("tenkgnad-clustering-s2s", "tenkgnad-clustering-p2p"):
+        shutil.copytree(demo_datasets / name, root / "data" / name)
     args = ["run", "--data", str(root / "data"), "--model", "tfidf-lsa", "--model", "tfidf-lsa,name=tfidf-again",
             "--results", str(root / "results.jsonl"), "--cache-dir", str(root / "cache"), "--quiet",
             "--out", str(root / "out"), "--no-figure1"]  # every split: MTEB's JSON holds complete results only
@@ -247,3 +247,19 @@ def test_formats_carry_the_note_where_they_can():
     assert report.format_table(table, "md", note="one\ntwo").startswith("one\n\ntwo\n\n| model | A | avg |")
     assert report.format_table(table, "latex", note="one").startswith("% one\n\\begin{tabular}")
     assert report.format_table(table, "csv", note="one") == "model,A,avg\nm,0.123400,0.123400\n"
+
+
+def test_dbstream_on_pca_gets_its_reason_under_table_3(demo_datasets, tmp_path):
+    """A V-measure of 0 for a reason (every text noise, one cluster) says so under the text tables, as
+    the report's pages and `recommend` say it: 0.00 is no clustering, not a bad one."""
+    from tecb_eval.grid.run import run_grid
+    from tecb_eval.reports import tables
+
+    frame = run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"],
+                     configurations=["dbstream:pca", "minibatch_kmeans:none"], limit_splits=2,
+                     results=tmp_path / "r.jsonl", cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    assert (frame[frame.algorithm == "dbstream"].v_measure == 0).all()  # what the demo data gives DBSTREAM on PCA
+    note = tables.tables(frame)["table3"][1]
+    assert "0.00 for dbstream / pca / BlurbsClusteringS2S: one cluster (or none) for all texts." in note
+    # k-means scores above 0: no note for it, in Table 3 or Table 2.
+    assert "minibatch_kmeans / none /" not in note and "0.00 for" not in tables.tables(frame)["table2"][1]

@@ -19,8 +19,6 @@ import transformers  # noqa: E402
 from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
 import tecb_data  # noqa: E402
 import tecb_eval  # noqa: E402
-from tecb_data.build import build  # noqa: E402
-from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.grid.cache import EmbeddingStore  # noqa: E402
 from tecb_eval.models.encoders import get_encoder  # noqa: E402
@@ -33,11 +31,9 @@ METRIC_COLUMNS = ["v_measure", "ami", "ari", "homogeneity", "completeness"]
 
 
 @pytest.fixture(scope="module")
-def datasets(tmp_path_factory):
+def datasets(demo_datasets):
     """Blurbs S2S and P2P of the demo sample, four splits each (the same texts recur across splits)."""
-    out = tmp_path_factory.mktemp("blurbs")
-    built = build("blurbs", demo_input("blurbs"), out)
-    loaded = [tecb_data.load(folder) for folder, _ in built]
+    loaded = [tecb_data.load(demo_datasets / name) for name in ("blurbs-clustering-s2s", "blurbs-clustering-p2p")]
     return [dataclasses.replace(b, splits=b.splits[:4]) for b in sorted(loaded, key=lambda b: b.name)]
 
 

@@ -1,9 +1,9 @@
 """The grid on several cores and on a Dask cluster: the serial scores bit for bit, several seeds
 with one encoding, a worker killed mid-grid, memory budgets, Ctrl-C, and the one-line errors.
 
-The grids compare tfidf-lsa's dense vectors and issue 18's degenerate ones: a signed hashing bag
-of words of a four-fold replica of the demo Blurbs, whose UMAP start once drew from the operating
-system's entropy (tests/test_degenerate_determinism.py).
+The grids compare tfidf-lsa's dense vectors and degenerate ones: a signed hashing bag of words of a
+four-fold replica of the demo Blurbs, whose UMAP start needs a seeded restart vector
+(tests/degenerate_inputs.py, tests/test_degenerate_determinism.py).
 
 Dask runs for real: a ``distributed.LocalCluster`` with worker processes on 127.0.0.1, and for
 the worker without tecb, a ``dask worker`` process whose Python cannot import it.
@@ -28,6 +28,7 @@ import pytest
 import tecb_data
 from conftest import CountingEncoder as Counting
 from conftest import unit_holding_plugin, wait_for_claim
+from degenerate_inputs import HashingEncoder, replicate_books
 from tecb_data.build import build
 from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
@@ -37,7 +38,6 @@ from tecb_eval.models.encoders import get_encoder
 from tecb_eval.grid.run import run_grid
 from tecb_eval.grid.store import cell_key
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, Cell, WorkUnit, run_unit
-from test_degenerate_determinism import HashingEncoder, replicate_books
 
 import distributed  # noqa: E402  (the [test] extra)
 
@@ -49,11 +49,8 @@ MODELS = ["tfidf-lsa", HashingEncoder()]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo-data")
-    build("blurbs", demo_input("blurbs"), out)
-    build("tenkgnad", demo_input("tenkgnad"), out)
-    return [out / "blurbs-clustering-s2s", out / "tenkgnad-clustering-s2s"]
+def demo(demo_datasets):
+    return [demo_datasets / "blurbs-clustering-s2s", demo_datasets / "tenkgnad-clustering-s2s"]
 
 
 @pytest.fixture(scope="module")

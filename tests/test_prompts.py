@@ -13,7 +13,7 @@ import pytest
 
 import mteb  # noqa: E402
 
-from conftest import SPECIAL_TOKENS, save_tiny_bert  # noqa: E402
+from conftest import SPECIAL_TOKENS, eval_error, run_args, save_tiny_bert  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.models import encoders  # noqa: E402
@@ -212,6 +212,24 @@ def test_a_backend_that_cannot_be_imported_is_one_line(prompted, demo, tmp_path,
         run_grid([demo["s2s"]], [{"spec": str(prompted), "backend": "openvino"}],
                  configurations=["minibatch_kmeans:none"], cache_dir=tmp_path, progress=False, log=lambda m: None)
     assert "\n" not in str(info.value)
+
+
+def test_a_prompt_that_leaves_no_room_is_refused_and_cut_text_is_counted(tiny_sentence_transformer, demo_datasets,
+                                                                         tmp_path, capsys):
+    from tecb_eval.grid.run import run_grid
+
+    data = demo_datasets / "tenkgnad-clustering-s2s"
+    long_prompt = "Ordne den Text ein " * 20
+    argv = run_args(data, tmp_path / "r.jsonl", tmp_path / "cache", "--limit-splits", "1")
+    argv[argv.index("tfidf-lsa")] = f"{tiny_sentence_transformer},prompt={long_prompt}"
+    error = eval_error(capsys, argv)
+    assert "leaves no room for the text" in error and not (tmp_path / "r.jsonl").exists()
+    said = []
+    run_grid([data], [{"spec": str(tiny_sentence_transformer), "prompt": "Ordne den Text ein " * 5}],
+             configurations=["minibatch_kmeans:none"], limit_splits=1, progress=False, log=said.append,
+             cache_dir=tmp_path / "cache2")
+    notes = [line for line in said if "were cut" in line]
+    assert len(notes) == 1 and "tokens not encoded" in notes[0], said
 
 
 @pytest.fixture(scope="module")
