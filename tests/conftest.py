@@ -1,4 +1,5 @@
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -455,3 +456,44 @@ def dask_cluster(kept_environment):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1", silence_logs=40) as local:
         yield local
+
+
+# -- MTEB referees: one thread, draws made here -----------------------------------------------------
+@pytest.fixture
+def one_thread():
+    """BLAS, OpenMP (scikit-learn's k-means) and torch at one thread for the test: the suite already
+    runs one test process per core, and a library that starts a thread per core on top of that only
+    has its threads wait on each other (MTEB's own k-means over the Blurbs dev set's bootstrap draws:
+    10 s at one thread, 40-60 s at two on a busy 2-core machine). Our grid runs its units at one
+    thread anyway (tecb_eval/grid/work.py), so both sides of a referee compute as they always do."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1):
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def draws_in_this_process():
+    """The grid's fast protocol draws MTEB's samples here instead of ahead in a child process: the
+    child's head start is a fresh interpreter importing MTEB (about 10 s on a busy machine), which a
+    test process that has MTEB imported already does not need, and what it draws is the same
+    (SampleCache.get draws with the same function when nothing was drawn ahead). Drawing ahead is
+    tests/test_fixed_costs.py's subject."""
+    from tecb_eval.grid.samples import SampleCache
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SampleCache, "draw_ahead", lambda self, benches, seeds: 0)
+        yield
+
+
+@pytest.fixture
+def draws_here():
+    """:func:`draws_in_this_process` for one test."""
+    with draws_in_this_process():
+        yield

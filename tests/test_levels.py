@@ -29,6 +29,8 @@ from tecb_eval.grid.run import run_grid
 from tecb_eval.mteb.encoders import HashingEncoder
 from tecb_eval.reports import scores
 
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread", "draws_here")
 TOLERANCE = 1e-9
 
 

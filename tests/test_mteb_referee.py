@@ -21,7 +21,8 @@ from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge  # no
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.mteb.encoders import HashingEncoder  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread", "draws_here")]
 TOLERANCE = 1e-9
 
 

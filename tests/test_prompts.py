@@ -7,6 +7,7 @@ grid through the plain folder (its prompts chosen per task as MTEB's wrapper cho
 from __future__ import annotations
 
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.models import encoders  # noqa: E402
 from tecb_eval.mteb import tasks as mteb_bridge  # noqa: E402
 
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread", "draws_here")
 TOLERANCE = 1e-9
 PROMPTS = {
     "BlurbsClusteringS2S": "Ordne den Buchtitel einem Genre zu: ",
@@ -157,14 +160,24 @@ def test_ours_equal_mtebs_scores_of_the_prompted_model(prompted, demo, protocol,
         "mteb-spec": f"mteb:{prompted}",                           # loaded and encoded through MTEB's wrapper
         "mteb-object": SentenceTransformerEncoderWrapper(str(prompted)),  # any MTEB model object
     }
+    # The fast protocol's draws are MTEB's, the same for every model (tecb_eval/grid/samples.py): the
+    # first run draws them and the others read them from a copy in their own cache folder, where
+    # each still encodes every text itself.
+    drawn = tmp_path / "folder" / "samples"
+
+    def own_cache(label):
+        if drawn.is_dir():
+            shutil.copytree(drawn, tmp_path / label / "samples")
+        return tmp_path / label
+
     for label, model in runs.items():
-        ours, frame = _ours(folder, model, protocol, tmp_path / label)
+        ours, frame = _ours(folder, model, protocol, own_cache(label))
         assert len(ours) == len(theirs) > 1, label
         assert max(abs(a - b) for a, b in zip(ours, theirs)) < TOLERANCE, label
         expected = PROMPTS["BlurbsClusteringS2S"] if (view, version) == ("s2s", "legacy") else PROMPTS["Clustering"]
         assert set(frame.prompt) == {expected}, label
     # The prompt matters here: without it the same model scores otherwise.
-    unprompted, frame = _ours(folder, {"spec": str(prompted), "prompt": ""}, protocol, tmp_path / "none")
+    unprompted, frame = _ours(folder, {"spec": str(prompted), "prompt": ""}, protocol, own_cache("none"))
     assert max(abs(a - b) for a, b in zip(unprompted, theirs)) > 1e-6
     assert frame.model.iloc[0].endswith("-no-prompt") and set(frame.prompt) == {""}
 

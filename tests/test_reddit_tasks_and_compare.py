@@ -22,6 +22,7 @@ import pytest
 
 import mteb  # noqa: E402
 
+from conftest import draws_in_this_process  # noqa: E402
 from tecb_data import layout  # noqa: E402
 from tecb_data.sources.reddit import build_from_ids  # noqa: E402
 from tecb_data.sources.reddit_cache import RehydrationCache  # noqa: E402
@@ -32,6 +33,8 @@ from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge  # no
 from tecb_eval.mteb.encoders import HashingEncoder  # noqa: E402
 from tecb_eval.mteb.sampling import fast_sample  # noqa: E402
 
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread", "draws_here")
 TOLERANCE = 1e-9
 TOPICS = {
     "Fahrrad": "Fahrrad Kette Sattel Radweg Schaltung Reifen",
@@ -175,8 +178,9 @@ def store(demo_datasets, tmp_path_factory):
     """hashing and tfidf-lsa on the demo TenKGnad S2S, legacy (10 splits) and fast (10 draws)."""
     root = tmp_path_factory.mktemp("compare")
     data = demo_datasets / "tenkgnad-clustering-s2s"
-    for protocol in ("legacy", "fast"):
-        _grid(data, MODELS, root / "results.jsonl", root / "cache", protocol=protocol)
+    with draws_in_this_process():
+        for protocol in ("legacy", "fast"):
+            _grid(data, MODELS, root / "results.jsonl", root / "cache", protocol=protocol)
     return root / "results.jsonl"
 
 

@@ -19,6 +19,8 @@ from tecb_data.errors import UserError
 from tecb_eval.reports import compare, tables as report, versions
 from tecb_eval.cli import main
 
+# One thread for torch and BLAS (tests/conftest.py): the grid cases encode with minilm-l6.
+pytestmark = pytest.mark.usefixtures("one_thread")
 S2S = "TenKGnadClusteringS2S"
 
 
