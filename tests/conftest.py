@@ -484,7 +484,7 @@ def draws_in_this_process():
     child's head start is a fresh interpreter importing MTEB (about 10 s on a busy machine), which a
     test process that has MTEB imported already does not need, and what it draws is the same
     (SampleCache.get draws with the same function when nothing was drawn ahead). Drawing ahead is
-    tests/test_fixed_costs.py's subject."""
+    tests/test_caches.py's subject."""
     from tecb_eval.grid.samples import SampleCache
 
     with pytest.MonkeyPatch.context() as patch:
