@@ -13,7 +13,6 @@ and Dask on such inputs: tests/test_parallel.py.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import subprocess
@@ -25,13 +24,11 @@ import pytest
 
 import tecb_data
 from conftest import shared_file
-from degenerate_inputs import HashingEncoder, replicate_books
+from degenerate_inputs import HashingEncoder, replicate_books, unit_bits
 from tecb_data.build import build
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.grid.work import Cell, WorkUnit, run_unit
 
 GENRES = ("Ganzheitliches Bewusstsein", "Glaube & Ethik")
-METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found"]
 
 
 @pytest.fixture(scope="module")
@@ -42,21 +39,6 @@ def degenerate(tmp_path_factory):
     source.write_text(replicate_books(text, 4, lambda book: any(f'<topic d="0">{g}</topic>' in book for g in GENRES)),
                       encoding="utf-8")
     return build("blurbs", source, out / "data", views=("s2s",))[0][0]
-
-
-def unit_bits(folder) -> dict:
-    """Per reduction, the sha256 of the reduced coarse-01 split and its cells' scores (as reprs)."""
-    split = tecb_data.load(folder).splits[1]
-    X = HashingEncoder().encode(split.texts)
-    labels = tuple(split.labels)
-    cells = tuple(Cell(split.name, None, labels, len(set(labels)), a) for a in ("agglomerative", "minibatch_kmeans"))
-    out = {}
-    for reduction in ("umap", "pca50+umap"):
-        unit = WorkUnit(f"u-{reduction}", "l", "d", reduction, 42, "legacy", "current", cells, len(X), X.shape[1])
-        result = run_unit(unit, X, False)
-        out[reduction] = {"reduced": hashlib.sha256(result.reduced.tobytes()).hexdigest(),
-                          "scores": [repr(m[name]) for m in result.metrics for name in METRICS]}
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +60,7 @@ def test_another_process_with_another_hash_seed_gives_the_same_bits(degenerate, 
     ours = os.environ.get("PYTHONHASHSEED", "random")
     theirs = "2" if ours == "1" else "1"
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
-            "from test_degenerate_determinism import unit_bits; print(json.dumps(unit_bits(sys.argv[2])))")
+            "from degenerate_inputs import unit_bits; print(json.dumps(unit_bits(sys.argv[2])))")
     child = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(degenerate)],
                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": theirs})
     assert child.returncode == 0, child.stderr[-2000:]
