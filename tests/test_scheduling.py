@@ -4,7 +4,10 @@ estimate grows with the grid; asking for more jobs or memory than the machine ha
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -51,6 +54,23 @@ def test_a_grid_too_small_for_workers_runs_here_unless_workers_are_asked_for(blu
     monkeypatch.setenv("TECB_JOBS", "2")
     with pytest.raises(AssertionError, match="a worker pool was started"):
         run_grid([blurbs_folder], ["tfidf-lsa"], cache_dir=tmp_path / "env", **args)
+
+
+def test_a_unit_that_first_loads_scikit_learn_still_runs_on_one_thread():
+    """threadpoolctl limits the libraries already loaded; a run imports scikit-learn (its OpenMP
+    runtime, SciPy's BLAS) only for its first unit, inside the limit. In a fresh interpreter, as a
+    run starts: every thread pool a unit's fits use is at one thread."""
+    code = ("import sys\nfrom tecb_eval.grid.work import one_thread\n"
+            "assert 'sklearn' not in sys.modules\n"
+            "with one_thread():\n"
+            "    import sklearn.cluster\n"
+            "    from threadpoolctl import threadpool_info\n"
+            "    import json\n"
+            "    print(json.dumps(sorted({(i['internal_api'], i['num_threads']) for i in threadpool_info()})))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    pools = json.loads(done.stdout)
+    assert {api for api, _ in pools} >= {"openmp", "openblas"} and {n for _, n in pools} == {1}, pools
 
 
 def test_workers_start_only_for_work_that_pays_for_them():
