@@ -299,3 +299,40 @@ def dask_cluster(kept_environment):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1", silence_logs=40) as local:
         yield local
+
+
+# -- one thread per test process ---------------------------------------------------------------
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """torch, BLAS (OpenBLAS) and OpenMP at one thread in this process and in the processes the
+    module's tests start, put back as they were when the module is done.
+
+    `make test` runs one test process per core (pytest-xdist): a second thread per process finds no
+    free core, and OpenMP's and OpenBLAS's threads spin waiting for each other. On a 2-core machine
+    under load a tiny BERT's forward passes took 3 times, an LSA fit 8 to 15 times as long at two
+    threads as at one. Every number a module compares is computed at one thread, here and in its
+    subprocesses alike (thread counts change float sums, not what the tests assert)."""
+    import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS)
+    import sklearn  # noqa: F401  (its OpenMP)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    # The libraries are loaded before the limit, so leaving it puts each back exactly.
+    saved = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
+    torch_threads = torch.get_num_threads()
+    os.environ.update(dict.fromkeys(_THREAD_VARIABLES, "1"))
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1):
+            yield
+    finally:
+        torch.set_num_threads(torch_threads)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
