@@ -458,24 +458,41 @@ def dask_cluster(kept_environment):
         yield local
 
 
-# -- MTEB referees: one thread, draws made here -----------------------------------------------------
-@pytest.fixture
+# -- one thread per test process ---------------------------------------------------------------
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@pytest.fixture(scope="module")
 def one_thread():
-    """BLAS, OpenMP (scikit-learn's k-means) and torch at one thread for the test: the suite already
-    runs one test process per core, and a library that starts a thread per core on top of that only
-    has its threads wait on each other (MTEB's own k-means over the Blurbs dev set's bootstrap draws:
-    10 s at one thread, 40-60 s at two on a busy 2-core machine). Our grid runs its units at one
-    thread anyway (tecb_eval/grid/work.py), so both sides of a referee compute as they always do."""
+    """torch, BLAS (OpenBLAS) and OpenMP at one thread in this process and in the processes the
+    module's tests start, put back as they were when the module is done.
+
+    `make test` runs one test process per core (pytest-xdist): a second thread per process finds no
+    free core, and OpenMP's and OpenBLAS's threads spin waiting for each other. On a 2-core machine
+    under load a tiny BERT's forward passes took 3 times, an LSA fit 8 to 15 times as long at two
+    threads as at one. Every number a module compares is computed at one thread, here and in its
+    subprocesses alike (thread counts change float sums, not what the tests assert)."""
+    import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS)
+    import sklearn  # noqa: F401  (its OpenMP)
     import torch
     from threadpoolctl import threadpool_limits
 
-    threads = torch.get_num_threads()
+    # The libraries are loaded before the limit, so leaving it puts each back exactly.
+    saved = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
+    torch_threads = torch.get_num_threads()
+    os.environ.update(dict.fromkeys(_THREAD_VARIABLES, "1"))
     torch.set_num_threads(1)
     try:
         with threadpool_limits(limits=1):
             yield
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(torch_threads)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager

@@ -26,15 +26,19 @@ from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.layers import parse_layers  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 N_LAYERS = 4
 METRIC_COLUMNS = ["v_measure", "ami", "ari", "homogeneity", "completeness"]
 
 
 @pytest.fixture(scope="module")
 def datasets(demo_datasets):
-    """Blurbs S2S and P2P of the demo sample, four splits each (the same texts recur across splits)."""
+    """Blurbs S2S and P2P of the demo sample, two splits each (the same texts recur across splits):
+    every sweep and grid here clusters each split once per layer, and two splits are enough for
+    what the tests compare (per-split scores, their mean and spread, texts shared by splits)."""
     loaded = [tecb_data.load(demo_datasets / name) for name in ("blurbs-clustering-s2s", "blurbs-clustering-p2p")]
-    return [dataclasses.replace(b, splits=b.splits[:4]) for b in sorted(loaded, key=lambda b: b.name)]
+    return [dataclasses.replace(b, splits=b.splits[:2]) for b in sorted(loaded, key=lambda b: b.name)]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +174,7 @@ def test_outputs_and_cli(tiny_bert, datasets, tmp_path, capsys):
         best = rows[rows.best]
         assert len(best) == 1 and best.v_measure.iloc[0] == rows.v_measure.max()
         assert f"{dataset}: best layer {int(best.layer.iloc[0])}" in printed
-    # The CLI reads the whole folders (28 splits each, not the fixture's first four); the results store
+    # The CLI reads the whole folders (28 splits each, not the fixture's first two); the results store
     # holds one k-means cell per (dataset, layer, split), as a grid run with layer=k writes it.
     from tecb_eval.grid.store import read_results
 

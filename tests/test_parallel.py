@@ -72,7 +72,7 @@ def cluster(dask_cluster):
 
 # Every LocalCluster of this module (the shared one, and a bare one a test starts) leaves the
 # environment as it found it.
-pytestmark = pytest.mark.usefixtures("kept_environment")
+pytestmark = pytest.mark.usefixtures("kept_environment", "one_thread")
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,9 @@ def test_dask_cluster_gives_the_serial_scores(grid_data, serial, cluster, tmp_pa
 
 def test_a_worker_killed_mid_grid_is_survived(grid_data, serial, cluster, tmp_path):
     """SIGKILL one worker while it runs a unit: Dask (and the grid, for an input that died with
-    it) run its units again; every cell ends up in the store exactly once, with the serial score."""
+    it) run its units again; every cell ends up in the store exactly once, with the serial score.
+    One seed of the serial grid, its smallest (the grid's encoders take the smallest seed of the
+    run): a worker is killed and its units run again with one seed as with two, at half the cells."""
     results = tmp_path / "r.jsonl"
     claim = tmp_path / "held-unit"
     killed = []
@@ -144,7 +146,7 @@ def test_a_worker_killed_mid_grid_is_survived(grid_data, serial, cluster, tmp_pa
         try:
             killer = threading.Thread(target=kill_the_held_worker, daemon=True)
             killer.start()
-            frame = run_grid(grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2,
+            frame = run_grid(grid_data, MODELS, configurations=CONFIGS, seeds=(7,), limit_splits=2,
                              scheduler=cluster.scheduler_address, cache_dir=tmp_path / "cache", results=results,
                              progress=False, log=lambda m: None)
             grid_ended.set()
@@ -152,9 +154,10 @@ def test_a_worker_killed_mid_grid_is_survived(grid_data, serial, cluster, tmp_pa
         finally:
             client.unregister_worker_plugin("hold-one-unit")
     assert killed, "no worker started a unit once the store held 3 cells: the test did not kill anything"
-    assert _same_scores(serial, frame)
+    reference = serial[serial.seed == 7]
+    assert _same_scores(reference, frame)
     keys = [cell_key(json.loads(line)) for line in results.read_text().splitlines()]
-    assert len(keys) == len(set(keys)) == len(serial)
+    assert len(keys) == len(set(keys)) == len(reference)
     # The cluster recovers its worker (the nanny restarts it) for the tests that follow.
     with distributed.Client(cluster.scheduler_address, timeout=10) as client:
         client.wait_for_workers(2, timeout=60)
