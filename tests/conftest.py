@@ -299,3 +299,13 @@ def dask_cluster(kept_environment):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1", silence_logs=40) as local:
         yield local
+
+
+# -- the test session's own settings and read-only inputs built once per session ------------------
+
+# What keeps an idle Dask cluster busy, for no test: its statistical profiler (each worker's threads
+# sampled every 10 ms for the dashboard) off, and the check that an event loop is not blocked (every
+# 20 ms in each scheduler, nanny, worker and client; it only logs) once a second. An idle cluster
+# then costs a third of the CPU time; in the clusters the tests start, here and in subprocesses.
+os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
+os.environ.setdefault("DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL", "1s")
