@@ -514,3 +514,23 @@ def draws_here():
     """:func:`draws_in_this_process` for one test."""
     with draws_in_this_process():
         yield
+
+
+# -- the test session's own settings and read-only inputs built once per session ------------------
+
+# What keeps an idle Dask cluster busy, for no test: its statistical profiler (each worker's threads
+# sampled every 10 ms for the dashboard) off, and the check that an event loop is not blocked (every
+# 20 ms in each scheduler, nanny, worker and client; it only logs) once a second. An idle cluster
+# then costs a third of the CPU time; in the clusters the tests start, here and in subprocesses.
+os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
+os.environ.setdefault("DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL", "1s")
+
+
+@pytest.fixture(scope="session")
+def germeval_dev_datasets(tmp_path_factory):
+    """Both views of the real GermEval 2019 dev set, built with the default seed once per test
+    session: {folder name: (folder, manifest)}. Tests read them and never write into them."""
+    from tecb_data.build import build
+
+    out = tmp_path_factory.mktemp("germeval-dev")
+    return {f.name: (f, m) for f, m in build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out)}

@@ -101,7 +101,8 @@ class FakeHub:
         server.daemon_threads = True
         server.hub = self
         self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        # shutdown() waits for the serving loop's next poll: a short poll stops the server at once.
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self.url
 
     @property

@@ -21,7 +21,11 @@ CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:pca"]
 
 @pytest.fixture(scope="module")
 def grid_run(demo_datasets, tmp_path_factory):
-    """`tecb-eval run` over both TenKGnad demo datasets (a folder of the two), with exports."""
+    """`tecb-eval run` over both TenKGnad demo datasets (a folder of the two), with exports, run once
+    for the module: (root, its argv, what it printed). The tests read its store and exports."""
+    import contextlib
+    import io
+
     root = tmp_path_factory.mktemp("eval-cli")
     for name in ("tenkgnad-clustering-s2s", "tenkgnad-clustering-p2p"):
         shutil.copytree(demo_datasets / name, root / "data" / name)
@@ -30,14 +34,15 @@ def grid_run(demo_datasets, tmp_path_factory):
             "--out", str(root / "out"), "--no-figure1"]  # every split: MTEB's JSON holds complete results only
     for config in CONFIGS:
         args += ["--config", config]
-    return root, args
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(args) == 0, err.getvalue()
+    return root, args, out.getvalue()
 
 
 @pytest.mark.slow
 def test_run_prints_tables_and_writes_every_export(grid_run, capsys):
-    root, args = grid_run
-    assert main(args) == 0
-    printed = capsys.readouterr().out
+    root, args, printed = grid_run
     assert "Table 2" in printed and "Table 3" in printed and "| tfidf-lsa |" in printed
     frame = read_results(root / "results.jsonl")
     assert len(frame) == 2 * 2 * 10 * len(CONFIGS)
@@ -63,9 +68,7 @@ def test_run_prints_tables_and_writes_every_export(grid_run, capsys):
 
 @pytest.mark.slow
 def test_table_command_formats(grid_run, capsys):
-    root, args = grid_run
-    main(args)
-    capsys.readouterr()
+    root = grid_run[0]
     results = str(root / "results.jsonl")
     assert main(["table", results, "--table", "2", "--format", "latex"]) == 0
     latex = capsys.readouterr().out
@@ -113,8 +116,7 @@ def test_side_by_side_plot_for_a_model_the_authors_ran(grid_run, tmp_path):
         pytest.skip(f"{SHARED_REFERENCE} is absent")
     from tecb_eval.reports.export import export_all
 
-    root, args = grid_run
-    main(args)
+    root = grid_run[0]
     frame = read_results(root / "results.jsonl")
     frame.loc[frame.model == "tfidf-again", "model"] = "GBERT-base"  # pretend: a model the authors also ran
     written = export_all(frame, tmp_path, reference=SHARED_REFERENCE, log=lambda m: None)
@@ -126,13 +128,11 @@ def _md_rows(text: str) -> dict[str, list[str]]:
             ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| "))}
 
 
-def _finished_grid_with_reference(grid_run, capsys):
-    """The grid run (a rerun only resumes it) and its results, for the tests that need the paper's CSV."""
+def _finished_grid_with_reference(grid_run):
+    """The grid run's folder and its results, for the tests that need the paper's CSV."""
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")
-    root, args = grid_run
-    main(args)
-    capsys.readouterr()
+    root = grid_run[0]
     return root, read_results(root / "results.jsonl")
 
 
@@ -140,7 +140,7 @@ def _finished_grid_with_reference(grid_run, capsys):
 def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path, capsys):
     from tecb_eval.reports.export import export_all
 
-    root, frame = _finished_grid_with_reference(grid_run, capsys)
+    root, frame = _finished_grid_with_reference(grid_run)
     export_all(frame, tmp_path / "a", reference=SHARED_REFERENCE, log=lambda m: None)
     md = (tmp_path / "a" / "table3.md").read_text()
     rows = _md_rows(md)
@@ -172,8 +172,8 @@ def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path,
 
 
 @pytest.mark.slow
-def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path, capsys):
-    root, frame = _finished_grid_with_reference(grid_run, capsys)
+def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path):
+    root, frame = _finished_grid_with_reference(grid_run)
     frame.loc[frame.model == "tfidf-again", "model"] = "deepset/gbert-base"  # pretend: a model the paper printed
     shown = report.tables(frame, report.read_reference(SHARED_REFERENCE))
     rows = _md_rows(report.format_table(*shown["table2"][:1], note=shown["table2"][1]))
@@ -198,9 +198,7 @@ def test_table3_plot_labels_the_paper_bars_and_the_demo(grid_run, tmp_path, monk
         return fig
 
     monkeypatch.setattr(figures, "table3_figure", recording)
-    root, args = grid_run
-    main(args)
-    capsys.readouterr()
+    root = grid_run[0]
     results = str(root / "results.jsonl")
     # Rows that are not the demo sample's (as a real build's are): the paper's bars beside ours.
     frame = read_results(root / "results.jsonl").assign(synthetic=False)

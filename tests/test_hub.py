@@ -326,13 +326,10 @@ def test_the_token_never_reaches_output_or_files(hub, hub_env, dataset, tmp_path
 
 
 @pytest.mark.slow
-def test_real_germeval_build_publishes_through_lfs_and_loads_back(hub, hub_env, tmp_path):
+def test_real_germeval_build_publishes_through_lfs_and_loads_back(hub, hub_env, germeval_dev_datasets):
     """The dev set of GermEval 2019: its P2P clustering file passes the Hub's 10 MB line, so it
     travels through git-LFS exactly as it would to huggingface.co."""
-    from conftest import shared_file
-    from tecb_data.build import build
-
-    (folder, manifest), *_ = build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), tmp_path / "out", views=("p2p",))
+    folder, manifest = germeval_dev_datasets["blurbs-clustering-p2p"]
     assert (folder / "data" / "test.jsonl").stat().st_size >= hub.lfs_threshold
     result = push(folder, hub_env, repo="tecb-test/blurbs-clustering-p2p")
     assert result.returncode == 0, result.stderr

@@ -497,9 +497,9 @@ def test_the_10kgnad_csv_through_the_table_source_builds_what_the_tenkgnad_sourc
     assert files(table_folder) == files(source)
 
 
-def test_the_germeval_dev_set_as_a_table_builds_the_blurbs_splits_and_members(tmp_path):
+def test_the_germeval_dev_set_as_a_table_builds_the_blurbs_splits_and_members(germeval_dev_datasets, tmp_path):
     dev = shared_file("germeval2019/blurbs_dev.txt.gz")
-    built = {f.name: (f, m) for f, m in build("blurbs", dev, tmp_path / "source")}
+    built = germeval_dev_datasets
     books, _, _ = blurbs.read_books(dev)
     items, _ = blurbs.select(books)
     by_isbn = {b.isbn: b for b in books}
