@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from tecb_data.heartbeat import Heartbeat
 from tecb_data.progress import Progress
 from tecb_eval.pretraining.settings import PretrainSettings
-from tecb_eval.training.errors import NonFiniteVectors
 from tecb_eval.training.data import epoch_order
 from tecb_eval.training.device import to_device
-from tecb_eval.training.errors import TrainingDiverged
+from tecb_eval.training.errors import NonFiniteVectors, TrainingDiverged
 from tecb_eval.training.optimiser import adamw
 
 
