@@ -59,10 +59,35 @@ def test_a_damaged_cache_file_is_recomputed_with_a_warning_naming_it(demo_datase
 
 # -- MTEB's draws for the fast protocol --------------------------------------------------------------
 
-@pytest.mark.slow
-def test_the_stored_sample_is_the_one_mteb_draws(blurbs_folder, tmp_path, monkeypatch, capsys):
+@pytest.fixture(scope="module")
+def mteb_draws():
+    """What MTEB draws afresh for a dataset and seed, each drawn once for the module: the flat sample
+    (``mteb_draws.sample(bench, seed)``) and the per-level draws (``mteb_draws.levels(bench, seed,
+    texts)``), each by its own function (never through the cache under test). Read-only."""
+    from tecb_eval.mteb.levels import fast_levels
     from tecb_eval.mteb.sampling import fast_sample
 
+    class Draws:
+        def __init__(self):
+            self._samples, self._levels = {}, {}
+
+        def sample(self, bench, seed):
+            key = (bench.location, bench.fingerprint, seed)
+            if key not in self._samples:
+                self._samples[key] = fast_sample(bench, seed)
+            return self._samples[key]
+
+        def levels(self, bench, seed, texts):
+            key = (bench.location, bench.fingerprint, seed, tuple(texts))
+            if key not in self._levels:
+                self._levels[key] = fast_levels(bench, seed, texts)
+            return self._levels[key]
+
+    return Draws()
+
+
+@pytest.mark.slow
+def test_the_stored_sample_is_the_one_mteb_draws(blurbs_folder, tmp_path, monkeypatch, capsys, mteb_draws):
     bench = tecb_data.load(blurbs_folder)
     cache = SampleCache(tmp_path)
     cache.get(bench, 42)
@@ -71,13 +96,13 @@ def test_the_stored_sample_is_the_one_mteb_draws(blurbs_folder, tmp_path, monkey
     # bootstrap rows, in order and as int64.
     later = SampleCache(tmp_path)
     stored = later.lookup(bench, 42)
-    fresh = fast_sample(bench, 42)
+    fresh = mteb_draws.sample(bench, 42)
     assert stored is not None and later.drawn == 0
     assert same_sample(stored, fresh) and len(fresh.bootstraps) == 10
     assert all(rows.dtype == np.int64 for rows in stored.bootstraps)
     # Another seed is another draw, and it too equals MTEB's.
     assert later.lookup(bench, 7) is None
-    assert same_sample(later.get(bench, 7), fast_sample(bench, 7)) and later.drawn == 1
+    assert same_sample(later.get(bench, 7), mteb_draws.sample(bench, 7)) and later.drawn == 1
     # Another MTEB version is another key: drawn again, never read from the old file.
     key = sample_key(bench, 42)
     real = samples_module._version
@@ -98,9 +123,7 @@ def test_the_stored_sample_is_the_one_mteb_draws(blurbs_folder, tmp_path, monkey
 
 
 @pytest.mark.slow
-def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs_folder, tmp_path, capsys):
-    from tecb_eval.mteb.levels import fast_levels
-
+def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs_folder, tmp_path, capsys, mteb_draws):
     bench = tecb_data.load(blurbs_folder)
     cache = SampleCache(tmp_path)
     for seed in (42, 7):
@@ -114,7 +137,7 @@ def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs_folder, tmp_p
         later = SampleCache(tmp_path)
         sample = later.lookup(bench, seed)
         stored = later.levels(bench, seed, sample.texts)
-        fresh = fast_levels(bench, seed, sample.texts)
+        fresh = mteb_draws.levels(bench, seed, sample.texts)
         assert later.drawn == 0 and later.levels_drawn == 0
         assert len(fresh) == 10 and len(fresh[0]) >= 2  # the demo's paths have two levels or more
         assert samples_module.same_levels(stored, fresh)
@@ -126,7 +149,7 @@ def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs_folder, tmp_p
     key = sample_key(bench, 42)
     path = tmp_path / "samples" / f"{key}.levels.npz"
     base = cache.lookup(bench, 42).texts
-    fresh = fast_levels(bench, 42, base)
+    fresh = mteb_draws.levels(bench, 42, base)
     for damage in (lambda: path.write_bytes(b"not a zip"),
                    lambda: np.savez(path.open("wb"), rows=np.full((1, 10, 4), len(base), dtype=np.int32))):
         damage()
@@ -138,10 +161,10 @@ def test_the_stored_per_level_draws_are_the_ones_mteb_draws(blurbs_folder, tmp_p
 
 
 @pytest.mark.slow
-def test_one_run_of_mtebs_transform_gives_both_the_flat_and_the_per_level_draws(blurbs_folder, monkeypatch):
+def test_one_run_of_mtebs_transform_gives_both_the_flat_and_the_per_level_draws(blurbs_folder, monkeypatch,
+                                                                                 mteb_draws):
     from tecb_eval.mteb import levels as levels_module
     from tecb_eval.mteb import sampling
-    from tecb_eval.mteb.levels import fast_levels
 
     bench = tecb_data.load(blurbs_folder)
     calls = []
@@ -150,20 +173,18 @@ def test_one_run_of_mtebs_transform_gives_both_the_flat_and_the_per_level_draws(
     monkeypatch.setattr(sampling, "embedded_set", lambda *a: calls.append(a) or real(*a))
     sample, levels = levels_module.fast_draws(bench, 42)
     assert len(calls) == 1
+    monkeypatch.undo()
     # The same draws as MTEB's flat sample and its per-level draws, each made on its own.
-    assert same_sample(sample, sampling.fast_sample(bench, 42))
-    assert samples_module.same_levels(levels, fast_levels(bench, 42, sample.texts)) and len(levels[0]) >= 2
+    assert same_sample(sample, mteb_draws.sample(bench, 42))
+    assert samples_module.same_levels(levels, mteb_draws.levels(bench, 42, sample.texts)) and len(levels[0]) >= 2
     # A dataset without genre paths: the flat sample alone.
     flat, none = levels_module.fast_draws(_without_paths(bench), 42)
     assert none is None and same_sample(flat, sample)
 
 
 @pytest.mark.slow
-def test_draws_made_ahead_in_a_child_are_mtebs_and_stored_here_only_when_taken(blurbs_folder, tmp_path):
+def test_draws_made_ahead_in_a_child_are_mtebs_and_stored_here_only_when_taken(blurbs_folder, tmp_path, mteb_draws):
     import psutil
-
-    from tecb_eval.mteb.levels import fast_levels
-    from tecb_eval.mteb.sampling import fast_sample
 
     def drawing_children() -> set[int]:  # loky's worker processes (its resource trackers stay)
         return {c.pid for c in psutil.Process().children()
@@ -183,8 +204,8 @@ def test_draws_made_ahead_in_a_child_are_mtebs_and_stored_here_only_when_taken(b
     assert not child & drawing_children()
     assert sorted(p.name for p in (tmp_path / "samples").iterdir()) == \
         sorted([f"{sample_key(bench, 42)}.npz", f"{sample_key(bench, 42)}.levels.npz"])
-    assert same_sample(sample, fast_sample(bench, 42))
-    assert samples_module.same_levels(levels, fast_levels(bench, 42, sample.texts))
+    assert same_sample(sample, mteb_draws.sample(bench, 42))
+    assert samples_module.same_levels(levels, mteb_draws.levels(bench, 42, sample.texts))
     # Stored draws are not drawn ahead again.
     with SampleCache(tmp_path) as later:
         assert later.draw_ahead([bench], [42]) == 0 and later._pool is None
@@ -225,9 +246,8 @@ def test_ctrl_c_while_mteb_draws_ahead_stops_the_child_and_leaves_no_sample(blur
     assert not list(cache.glob("samples/*.npz")) and not results.exists()
 
 
-def test_a_sample_copied_over_another_key_is_discarded_and_drawn_again(demo_datasets, tmp_path, capsys):
+def test_a_sample_copied_over_another_key_is_discarded_and_drawn_again(demo_datasets, tmp_path, capsys, mteb_draws):
     from tecb_eval.mteb.levels import first_paths
-    from tecb_eval.mteb.sampling import fast_sample
 
     bench = tecb_data.load(demo_datasets / "blurbs-clustering-s2s")
     cache = SampleCache(tmp_path)
@@ -244,5 +264,5 @@ def test_a_sample_copied_over_another_key_is_discarded_and_drawn_again(demo_data
     assert error.count("\n") == 1 and "drawn for key" in error and sample_key(bench, 42) in error
     assert later.lookup_levels(bench, 42, seven.texts, first_paths(bench)) is None
     assert "drawn for key" in capsys.readouterr().err
-    assert same_sample(later.get(bench, 42), fast_sample(bench, 42)) and later.drawn == 1
-    assert same_sample(SampleCache(tmp_path).lookup(bench, 7), fast_sample(bench, 7))  # the original stays
+    assert same_sample(later.get(bench, 42), mteb_draws.sample(bench, 42)) and later.drawn == 1
+    assert same_sample(SampleCache(tmp_path).lookup(bench, 7), mteb_draws.sample(bench, 7))  # the original stays

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import stat
 import subprocess
@@ -17,14 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import book, run_cli
+from conftest import book, run_cli, run_cli_here
 from tecb_data import layout, publication
 
 VIEWS = ("blurbs-clustering-p2p", "blurbs-clustering-s2s")
 
 
-def synthetic_blurbs(folder: Path, books: int = 4000) -> Path:
-    """A GermEval-format input big enough that a build takes a few seconds to write."""
+def synthetic_blurbs(folder: Path, books: int = 2000) -> Path:
+    """A GermEval-format input big enough that reading, splitting and writing each take a good part
+    of a build (about 40 MB written), small enough that the many builds of a test stay cheap."""
     rng = random.Random(7)
     tops = {f"Top{t}": [f"Fine{t}{f}" for f in range(4)] for t in range(6)}
     records = []
@@ -52,15 +54,23 @@ def fingerprints(out: Path) -> tuple[str | None, ...]:
 
 @pytest.fixture(scope="module")
 def rebuild_setup(tmp_path_factory):
-    """An input, and the fingerprints of its builds with seed 1 ("old") and seed 2 ("new")."""
+    """An input, and the fingerprints of its builds with seed 1 ("old") and seed 2 ("new"). The
+    reference builds run in this process: what they publish, not how they end, is what is kept."""
     base = tmp_path_factory.mktemp("publication")
     source = synthetic_blurbs(base / "in")
     known = {}
     for seed in (1, 2):
-        subprocess.run(build_cmd(source, base / f"ref{seed}", seed), check=True, timeout=300)
+        done = run_cli_here(*build_cmd(source, base / f"ref{seed}", seed)[3:])
+        assert done.returncode == 0, done.stderr
         known[seed] = fingerprints(base / f"ref{seed}")
     assert known[1] != known[2] and None not in known[1] + known[2]
     return source, known
+
+
+def old_build(source: Path, out: Path) -> None:
+    """OUT as the build with seed 1 leaves it: a copy of the reference build (a test's starting
+    point, not what it tests)."""
+    shutil.copytree(source.parent / "ref1", out)
 
 
 def settled_state(out: Path, known: dict) -> int:
@@ -77,7 +87,7 @@ def settled_state(out: Path, known: dict) -> int:
 def test_sigint_at_any_moment_of_a_rebuild_leaves_all_old_or_all_new_views(rebuild_setup, tmp_path):
     source, known = rebuild_setup
     out = tmp_path / "out"
-    subprocess.run(build_cmd(source, out, 1), check=True, timeout=300)
+    old_build(source, out)
     started = time.monotonic()
     subprocess.run(build_cmd(source, out, 2), check=True, timeout=300)
     whole = time.monotonic() - started
@@ -191,7 +201,7 @@ def start_held(source: Path, out: Path, seed: int, held: Path, release: Path) ->
 def test_a_signal_during_the_publication_step_waits_for_it_to_end(rebuild_setup, tmp_path, signum):
     source, known = rebuild_setup
     out = tmp_path / "out"
-    subprocess.run(build_cmd(source, out, 1), check=True, timeout=300)
+    old_build(source, out)
     held, release = tmp_path / "mid-publication", tmp_path / "release"
     process = start_held(source, out, 2, held, release)
     try:
@@ -212,7 +222,7 @@ def test_a_signal_during_the_publication_step_waits_for_it_to_end(rebuild_setup,
 def test_a_build_killed_during_publication_is_rolled_back_by_the_next_command(rebuild_setup, tmp_path):
     source, known = rebuild_setup
     out = tmp_path / "out"
-    subprocess.run(build_cmd(source, out, 1), check=True, timeout=300)
+    old_build(source, out)
     process = start_held(source, out, 2, tmp_path / "mid-publication", tmp_path / "never-released")
     try:
         wait_for_file(tmp_path / "mid-publication", process)
@@ -247,9 +257,11 @@ def test_a_committed_publication_of_a_killed_build_is_finished(tmp_path):
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
 def test_published_folders_and_files_get_the_mode_mkdir_would_give(tmp_path, umask):
     out = tmp_path / f"out{umask:o}"
-    code = f"import os, sys; os.umask({umask}); from tecb_data.cli import main; sys.exit(main(sys.argv[1:]))"
-    result = subprocess.run([sys.executable, "-c", code, "build", "--source", "tenkgnad", "--demo", "--out", str(out),
-                             "--quiet"], capture_output=True, text=True, timeout=300)
+    previous = os.umask(umask)  # this process's, for the build's duration
+    try:
+        result = run_cli_here("build", "--source", "tenkgnad", "--demo", "--out", str(out), "--quiet")
+    finally:
+        os.umask(previous)
     assert result.returncode == 0, result.stderr
     for name in ("tenkgnad-clustering-s2s", "tenkgnad-clustering-p2p"):
         folder = out / name
@@ -265,23 +277,18 @@ def test_published_folders_and_files_get_the_mode_mkdir_would_give(tmp_path, uma
 @pytest.mark.slow
 def test_datasets_load_dataset_of_a_rebuilt_folder_reads_the_new_build(tmp_path):
     """datasets caches a local folder by its card metadata and file names; the card names a digest of
-    the data, so a rebuild under the same name and path (another seed) is a new cache entry."""
+    the data, so a rebuild under the same name and path (another seed) is a new cache entry. One
+    cache folder for the three loads, in one process: what a notebook that rebuilds does."""
+    import datasets
+
     out = tmp_path / "out"
     folder = out / "tenkgnad-clustering-s2s"
-    code = (
-        "import json, sys, datasets\n"
-        "rows = datasets.load_dataset(sys.argv[1], split='test')\n"
-        "print(json.dumps(list(rows['labels'])))\n"
-    )
-    env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "datasets-cache"), "HF_HUB_OFFLINE": "1"}
     loaded = {}
     for seed in ("1", "2", "1"):
-        assert run_cli("build", "--source", "tenkgnad", "--demo", "--view", "s2s", "--out", str(out), "--seed", seed,
-                       "--quiet").returncode == 0
+        assert run_cli_here("build", "--source", "tenkgnad", "--demo", "--view", "s2s", "--out", str(out), "--seed",
+                            seed, "--quiet").returncode == 0
         on_disk = [json.loads(line)["labels"] for line in (folder / layout.DATA_FILE).read_text().splitlines()]
-        result = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, env=env,
-                                timeout=300)
-        assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout) == on_disk, f"seed {seed}: datasets returned another build's rows"
+        rows = datasets.load_dataset(str(folder), split="test", cache_dir=str(tmp_path / "datasets-cache"))
+        assert list(rows["labels"]) == on_disk, f"seed {seed}: datasets returned another build's rows"
         loaded.setdefault(seed, on_disk)
     assert loaded["1"] != loaded["2"]
