@@ -170,3 +170,25 @@ def atomic_save(path: Path, write: Callable[[object], None], suffix: str, *, opt
 def write_text(path: Path, text: str, *, option: str | None = None) -> Path:
     atomic_save(Path(path), lambda fh: fh.write(text.encode("utf-8")), Path(path).suffix, option=option)
     return Path(path)
+
+
+def source_digest() -> str:
+    """A short digest of the code that decides results: every ``.py`` file of the imported
+    ``tecb_data`` and ``tecb_eval`` packages, by relative path and content. Two processes with the
+    same version string but other code (an older checkout, a local edit) differ here."""
+    global _SOURCE_DIGEST
+    if _SOURCE_DIGEST is None:
+        import tecb_data
+        import tecb_eval
+
+        digest = hashlib.blake2b(digest_size=8)
+        for package in (tecb_data, tecb_eval):
+            root = Path(package.__file__).resolve().parent
+            for path in sorted(root.rglob("*.py")):
+                digest.update(f"{package.__name__}/{path.relative_to(root).as_posix()}".encode("utf-8") + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+        _SOURCE_DIGEST = digest.hexdigest()
+    return _SOURCE_DIGEST
+
+
+_SOURCE_DIGEST: str | None = None  # the code does not change under a running process

@@ -1,4 +1,5 @@
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -179,7 +180,8 @@ def save_tiny_bert(folder: Path, vocab: list[str], *, hidden_size: int = 32, lay
 
 @pytest.fixture(scope="session")
 def demo_datasets(tmp_path_factory):
-    """The four demo datasets, built once per test session."""
+    """The four demo datasets, built once per test session. Read-only: a test that writes into a
+    dataset folder copies it into its tmp_path first (shutil.copytree)."""
     from tecb_data.build import build
     from tecb_data.demo import demo_input
 
@@ -187,6 +189,95 @@ def demo_datasets(tmp_path_factory):
     for source in ("blurbs", "tenkgnad"):
         build(source, demo_input(source), out)
     return out
+
+
+@pytest.fixture(scope="session")
+def blurbs_folder(demo_datasets) -> Path:
+    """The demo's Blurbs S2S folder (read-only)."""
+    return demo_datasets / "blurbs-clustering-s2s"
+
+
+@pytest.fixture(scope="session")
+def blurbs(blurbs_folder):
+    """The demo's Blurbs S2S, loaded (28 splits, genre paths)."""
+    import tecb_data
+
+    return tecb_data.load(blurbs_folder)
+
+
+@pytest.fixture(scope="session")
+def blurbs_small(blurbs):
+    """The first six of the demo Blurbs S2S's 28 splits: an evaluation during training clusters six
+    splits, not 28, to keep the tests fast."""
+    import dataclasses
+
+    return dataclasses.replace(blurbs, splits=blurbs.splits[:6])
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory, blurbs) -> Path:
+    """A tiny random BERT (2 layers of 32, torch seed 0) whose vocabulary is the demo Blurbs S2S's,
+    dropout off, so that a training run's bytes depend on the seeded data order alone. Read-only: a
+    test that changes the model folder copies it into its tmp_path first (shutil.copytree)."""
+    from tecb_eval.clustering.evaluation import unique_texts
+
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(unique_texts([blurbs])),
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_with_dropout(tmp_path_factory, blurbs) -> Path:
+    """:func:`tiny_bert` with BERT's own dropout (0.1), as a checkpoint from the Hub has it. Read-only."""
+    from tecb_eval.clustering.evaluation import unique_texts
+
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert-dropout"), text_vocabulary(unique_texts([blurbs])))
+
+
+@pytest.fixture(scope="session")
+def tiny_sentence_transformer(tmp_path_factory, demo_datasets) -> Path:
+    """A sentence-transformers model around a tiny random BERT (max_seq_length 32, mean pooling,
+    Normalize) whose vocabulary is the demo TenKGnad S2S's and a prompt's. Read-only."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Normalize, Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    import tecb_data
+
+    texts = [t for split in tecb_data.load(demo_datasets / "tenkgnad-clustering-s2s").splits for t in split.texts]
+    root = tmp_path_factory.mktemp("tiny-st")
+    save_tiny_bert(root / "bert", text_vocabulary(texts + ["Ordne den Text ein"] * 2))
+    model = SentenceTransformer(modules=[Transformer(str(root / "bert"), max_seq_length=32), Pooling(32, "mean"),
+                                         Normalize()], device="cpu")
+    model.save(str(root / "st"), create_model_card=False)
+    return root / "st"
+
+
+@pytest.fixture(scope="session")
+def small_store(demo_datasets, tmp_path_factory) -> Path:
+    """A results store: tfidf-lsa, k-means and HDBSCAN on PCA, 4 splits of the demo's Blurbs S2S
+    (synthetic rows, with per-level scores). Read-only: a test that edits it writes an edited copy."""
+    from tecb_eval.cli import main
+
+    folder = tmp_path_factory.mktemp("small-store")
+    results = folder / "results.jsonl"
+    assert main(run_args(demo_datasets / "blurbs-clustering-s2s", results, folder / "cache", "--limit-splits", "4",
+                         "--config", "hdbscan:pca")) == 0
+    return results
+
+
+def store_rows(path: Path) -> list[dict]:
+    """The rows of a results store (or any JSON Lines file)."""
+    import json
+
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def write_store(path: Path, rows: list[dict]) -> Path:
+    """``rows`` as a results store at ``path``."""
+    import json
+
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
+    return path
 
 
 def run_args(data, results, cache, *extra) -> list[str]:
@@ -203,6 +294,72 @@ def one_line_error(capsys, argv: list[str]) -> str:
     error = capsys.readouterr().err
     assert code == 2 and error.count("\n") == 1 and error.startswith("tecb-eval: error: "), error
     return error
+
+
+def eval_error(capsys, argv: list[str]) -> str:
+    """`tecb-eval argv` fails as a user error: exit 2 and one line (transformers' own "Loading
+    weights" bar aside), whatever earlier commands of the test printed."""
+    from tecb_eval.cli import main
+
+    capsys.readouterr()
+    code = main(argv)
+    error = capsys.readouterr().err
+    lines = [line for line in error.splitlines() if line.strip() and "Loading weights" not in line]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("tecb-eval: error: "), error
+    return lines[0]
+
+
+def one_error_line(done: subprocess.CompletedProcess, prog: str = "tecb-data") -> str:
+    """A finished command failed as a user error: exit 2 and one non-blank line on stderr."""
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), done.stderr
+    return lines[0]
+
+
+def error_line(stderr: str, prog: str = "tecb-data") -> str:
+    """The one error line of a command's stderr: its last line, no traceback, no test token."""
+    errors = [line for line in stderr.splitlines() if line.startswith(f"{prog}: error:")]
+    assert len(errors) == 1 and stderr.splitlines()[-1] == errors[0], stderr
+    assert "Traceback" not in stderr and "hf_tecbTestSecret" not in stderr
+    return errors[0]
+
+
+def one_error(result: subprocess.CompletedProcess, prog: str = "tecb-eval") -> str:
+    """A command run as a user runs it failed with exit 2, its last line the one line naming the
+    program, and no traceback."""
+    errors = [line for line in result.stderr.splitlines() if line.startswith(f"{prog}")]
+    assert result.returncode == 2, result.stderr
+    assert len(errors) == 1 and result.stderr.strip().splitlines()[-1] == errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    return errors[0]
+
+
+def run_eval_cli(*args: str, env: dict | None = None, cwd: Path | None = None, stderr_file: Path | None = None,
+                 timeout: float = 300) -> subprocess.CompletedProcess:
+    """`tecb-eval ARGS` in a fresh interpreter; with ``stderr_file``, stderr goes into that file (a
+    log, not a terminal) and the result's stderr is read back from it."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    command = [sys.executable, "-c", "import sys; from tecb_eval.cli import main; sys.exit(main())", *args]
+    if stderr_file is None:
+        return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
+    with open(stderr_file, "w") as log:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, env=full_env, cwd=cwd,
+                                timeout=timeout)
+    result.stderr = stderr_file.read_text()
+    return result
+
+
+def finetune_args(model, data, out, *extra) -> list[str]:
+    """`tecb-eval finetune` of COB for one step on one fold, scored with one seed."""
+    return ["finetune", "--model", str(model), "--data", str(data), "--method", "cob", "--folds", "1",
+            "--max-steps", "1", "--instance-size", "20", "--score-seeds", "42", "--out", str(out), "--quiet", *extra]
+
+
+def grid_args(data: str, tmp_path: Path, *extra: str) -> list[str]:
+    """`tecb-eval run` of tfidf-lsa / k-means on ``data``, its store and cache in ``tmp_path``, not
+    quiet: for the tests that read what a run says."""
+    return ["run", "--data", data, "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
+            "--results", str(tmp_path / "r.jsonl"), "--cache-dir", str(tmp_path / "cache"), *extra]
 
 
 def unit_holding_plugin(results: Path, claim: Path, min_cells: int):
@@ -299,3 +456,81 @@ def dask_cluster(kept_environment):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1", silence_logs=40) as local:
         yield local
+
+
+# -- one thread per test process ---------------------------------------------------------------
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """torch, BLAS (OpenBLAS) and OpenMP at one thread in this process and in the processes the
+    module's tests start, put back as they were when the module is done.
+
+    `make test` runs one test process per core (pytest-xdist): a second thread per process finds no
+    free core, and OpenMP's and OpenBLAS's threads spin waiting for each other. On a 2-core machine
+    under load a tiny BERT's forward passes took 3 times, an LSA fit 8 to 15 times as long at two
+    threads as at one. Every number a module compares is computed at one thread, here and in its
+    subprocesses alike (thread counts change float sums, not what the tests assert)."""
+    import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS)
+    import sklearn  # noqa: F401  (its OpenMP)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    # The libraries are loaded before the limit, so leaving it puts each back exactly.
+    saved = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
+    torch_threads = torch.get_num_threads()
+    os.environ.update(dict.fromkeys(_THREAD_VARIABLES, "1"))
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1):
+            yield
+    finally:
+        torch.set_num_threads(torch_threads)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def draws_in_this_process():
+    """The grid's fast protocol draws MTEB's samples here instead of ahead in a child process: the
+    child's head start is a fresh interpreter importing MTEB (about 10 s on a busy machine), which a
+    test process that has MTEB imported already does not need, and what it draws is the same
+    (SampleCache.get draws with the same function when nothing was drawn ahead). Drawing ahead is
+    tests/test_caches.py's subject."""
+    from tecb_eval.grid.samples import SampleCache
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SampleCache, "draw_ahead", lambda self, benches, seeds: 0)
+        yield
+
+
+@pytest.fixture
+def draws_here():
+    """:func:`draws_in_this_process` for one test."""
+    with draws_in_this_process():
+        yield
+
+
+# -- the test session's own settings and read-only inputs built once per session ------------------
+
+# What keeps an idle Dask cluster busy, for no test: its statistical profiler (each worker's threads
+# sampled every 10 ms for the dashboard) off, and the check that an event loop is not blocked (every
+# 20 ms in each scheduler, nanny, worker and client; it only logs) once a second. An idle cluster
+# then costs a third of the CPU time; in the clusters the tests start, here and in subprocesses.
+os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
+os.environ.setdefault("DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL", "1s")
+
+
+@pytest.fixture(scope="session")
+def germeval_dev_datasets(tmp_path_factory):
+    """Both views of the real GermEval 2019 dev set, built with the default seed once per test
+    session: {folder name: (folder, manifest)}. Tests read them and never write into them."""
+    from tecb_data.build import build
+
+    out = tmp_path_factory.mktemp("germeval-dev")
+    return {f.name: (f, m) for f, m in build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out)}

@@ -24,6 +24,8 @@ import yaml
 LICENSES = {"apache-2.0", "mit", "cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "odc-by", "other", "unknown"}
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
 LFS_POINTER_SIZE = 134
+# The write token the tests give their Hub (FakeHub(tokens={TOKEN: "maintainer"})).
+TOKEN = "hf_tecbTestSecret0123456789abcdef"
 
 
 def git_oid(data: bytes) -> str:
@@ -99,7 +101,8 @@ class FakeHub:
         server.daemon_threads = True
         server.hub = self
         self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        # shutdown() waits for the serving loop's next poll: a short poll stops the server at once.
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self.url
 
     @property

@@ -289,7 +289,8 @@ class RedditServer(ThreadingHTTPServer):
         self.state = state
         self.files: dict[str, bytes] = {}
         self.stall_s = 1.5
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop's next poll: a short poll stops the server at once.
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def handle_error(self, request, client_address):
         pass  # a client that gave up on a stalled answer is expected here, not an error

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from importgraph import import_graph, imported_from, modules, room  # noqa: F401 (shared with test_training.py)
+
 REPO = Path(__file__).resolve().parents[1]
 
 # tecb_eval's rooms, bottom to top (../shared/ARCHITECTURE.md). A room may import its own modules
@@ -52,51 +54,6 @@ DATA_RANKS = {
 }
 
 
-def modules(root: Path, package: str) -> dict[str, Path]:
-    found = {}
-    for path in sorted((root / package).rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = path
-    return found
-
-
-def imported_from(name: str, is_package: bool, node: ast.ImportFrom) -> str:
-    """The module a ``from ... import`` in module ``name`` imports from, relative levels resolved."""
-    if not node.level:
-        return node.module or ""
-    anchor = name.split(".") if is_package else name.split(".")[:-1]
-    anchor = anchor[: len(anchor) - (node.level - 1)]
-    return ".".join(anchor + ([node.module] if node.module else []))
-
-
-def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
-    """module -> the modules of ``packages`` it imports (a ``from X import name`` counts as X.name
-    where that is a module, else as X)."""
-    known: dict[str, Path] = {}
-    for package in packages:
-        known.update(modules(root, package))
-    graph: dict[str, set[str]] = {}
-    for name, path in known.items():
-        is_package = path.name == "__init__.py"
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = imported_from(name, is_package, node)
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
-            for target in targets:
-                while target and target not in known:  # `import a.b.c` of a module or its attribute
-                    target = target.rpartition(".")[0]
-                if target and target != name:
-                    deps.add(target)
-        graph[name] = deps
-    return graph
-
-
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one node (Tarjan), each sorted."""
     index: dict[str, int] = {}
@@ -130,11 +87,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return sorted(found)
-
-
-def room(module: str) -> str | None:
-    parts = module.split(".")
-    return parts[1] if parts[0] == "tecb_eval" and len(parts) > 1 else None
 
 
 def layering_violations(graph: dict[str, set[str]]) -> list[str]:
@@ -368,7 +320,7 @@ def test_the_private_name_check_finds_an_import_and_a_read(tmp_path):
 
 
 def test_the_grid_keeps_its_rooms_small():
-    # The grid's plan, encoding and execution live apart (issue 42): the module that runs them stays
+    # The grid's plan, encoding and execution live apart: the module that runs them stays
     # short and no class in the grid grows past one screenful of responsibilities.
     assert len((REPO / "tecb_eval/grid/run.py").read_text(encoding="utf-8").splitlines()) <= 350
     for path in sorted((REPO / "tecb_eval/grid").glob("*.py")):

@@ -5,7 +5,7 @@ import zipfile
 
 import pytest
 
-from conftest import book
+from conftest import book, error_line, run_cli
 from tecb_data.errors import UserError
 from tecb_data.sources import blurbs
 
@@ -175,3 +175,15 @@ def test_only_unlabelled_books_is_an_error(tmp_path):
     path = write(tmp_path / "blurbs_test.txt", book("1", "Ohne", []))
     with pytest.raises(UserError, match="no labelled books"):
         blurbs.read(path)
+
+
+def test_a_truncated_zip_is_called_a_damaged_zip(tmp_path):
+    archive = tmp_path / "germeval.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("blurbs_dev.txt", book("1", "Eins", [("A", "B")]) * 50)
+    data = archive.read_bytes()
+    for cut_at in (len(data) // 2, len(data) - 10):
+        archive.write_bytes(data[:cut_at])
+        result = run_cli("build", "--source", "blurbs", "--input", str(archive), "--out", str(tmp_path / "out"))
+        line = error_line(result.stderr)
+        assert result.returncode == 2 and "damaged or truncated zip" in line and "UTF-8" not in line, line

@@ -1,13 +1,22 @@
 """Dataset cards: the metadata the Hub validates, read back through huggingface_hub's card classes,
-and the body a reader needs (what, how, statistics, licence, citations)."""
+and the body a reader needs (what, how, statistics, licence, citations). Text a user gives (a
+pretty name, a citation, a column name) cannot add a key to the front matter, end the BibTeX block
+or break the build command the card shows."""
 
 from __future__ import annotations
 
+import csv
 import json
+import re
+import shlex
+from pathlib import Path
 
 import pytest
+import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from conftest import one_error_line
+from tablefiles import NAME, table_build, table_rows, write_tsv
 from tecb_data.card import card_problems, check_card
 from tecb_data.errors import UserError
 from tecb_data.recipes import DATASETS
@@ -104,3 +113,62 @@ def test_every_registry_template_renders_metadata_the_hub_accepts(name):
     files = ["README.md", "data/test.jsonl", "data/samples.jsonl"] + (["data/submissions.jsonl"] if spec.view == "ids" else [])
     manifest = {"dataset": name, "statistics": stats, "files": {path: "" for path in files}}
     assert card_problems(text, manifest) == []
+
+
+# -- what a user writes cannot change the card's structure -----------------------------------------
+
+def front_matter(card: Path) -> dict:
+    text = card.read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+@pytest.mark.slow
+def test_user_text_cannot_add_a_key_to_the_cards_front_matter(tmp_path):
+    source = write_tsv(tmp_path / "in.tsv", table_rows())
+    assert table_build(source, tmp_path / "plain").returncode == 0
+    keys = set(front_matter(tmp_path / "plain" / f"{NAME}-s2s" / "README.md"))
+    error = one_error_line(table_build(source, tmp_path / "out", "--pretty-name", "News\nviewer: false"))
+    assert "--pretty-name" in error and not (tmp_path / "out").exists()
+    hostile = 'News": x\' # viewer: false {a: b} [c] &d *e !f %g @h `i` | >'
+    done = table_build(source, tmp_path / "out", "--pretty-name", hostile)
+    assert done.returncode == 0, done.stderr
+    meta = front_matter(tmp_path / "out" / f"{NAME}-s2s" / "README.md")
+    assert set(meta) == keys and meta["pretty_name"] == hostile + " S2S"
+
+
+@pytest.mark.slow
+def test_a_code_fence_in_the_citation_stays_inside_the_bibtex_block(tmp_path):
+    from markdown_it import MarkdownIt
+
+    source = write_tsv(tmp_path / "in.tsv", table_rows())
+    citation = tmp_path / "cite.bib"
+    citation.write_text("@misc{x,\n  note = {see\n```\n# Injected heading\n```\n},\n}\n", encoding="utf-8")
+    done = table_build(source, tmp_path / "out", "--citation", str(citation))
+    assert done.returncode == 0, done.stderr
+    body = (tmp_path / "out" / f"{NAME}-s2s" / "README.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+    tokens = MarkdownIt("commonmark").parse(body)
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert "Injected heading" not in headings
+    fences = [t.content for t in tokens if t.type == "fence"]
+    assert any("# Injected heading" in f and "@misc{x," in f for f in fences)
+
+
+def test_the_cards_build_command_pastes_back_into_a_shell(tmp_path):
+    from tecb_data import cli
+
+    src = tmp_path / "news.csv"
+    records = [{"Titel des Buches": f"Titel {topic} {i}", "Sachgebiet & Thema": topic}
+               for topic in ("Sport", "Kultur", "Wirtschaft", "Politik") for i in range(12)]
+    with open(src, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(records)
+    out = tmp_path / "out"
+    assert cli.main(["build", "--source", "table", "--input", str(src), "--name", "news", "--text", "Titel des Buches",
+                     "--label", "Sachgebiet & Thema", "--licence", "CC-BY-4.0", "--out", str(out), "--quiet"]) == 0
+    card = next(out.rglob("README.md")).read_text(encoding="utf-8")
+    command = re.search(r"Built with `tecb` \S+ \((`+) ?(.*?) ?\1\)", card).group(2)
+    argv = shlex.split(command)
+    assert argv[argv.index("--text") + 1] == "Titel des Buches"
+    assert argv[argv.index("--label") + 1] == "Sachgebiet & Thema"

@@ -1,17 +1,24 @@
 """Command-line habits of both tools: every --help ends with examples that parse (the cheap ones
-really run on the demo data), and no option is ever abbreviated (issue 31)."""
+really run on the demo data), every command has a description and an example, no option is ever
+abbreviated, an option given twice adds up or is one line, a missing option is one line naming it,
+and --debug (before or after the command) shows the traceback and keeps a user error's exit code."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import subprocess
+import sys
 
 import pytest
 
+from conftest import run_args, run_cli, run_eval_cli
 from tecb_data import cli as data_cli
 from tecb_eval import cli as eval_cli
 
 TOOLS = {"tecb-data": data_cli, "tecb-eval": eval_cli}
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
 # Every command the README names; a command added later is found by walking the parsers anyway.
 KNOWN = {
     "tecb-eval": {"run", "demo", "table", "export", "compare", "layers", "pretrain", "finetune"},
@@ -137,7 +144,7 @@ def test_cheap_examples_really_run(tmp_path, monkeypatch, capsys):
     assert "blurbs-clustering-s2s" in out
 
 
-# --- one module for errors, one for running a command (issue 42) and its messages (round 4) ------
+# --- one module for errors, one for running a command and its messages ------------------------------
 
 def test_errors_holds_errors_only_and_no_command_catches_ctrl_c_itself():
     """The runner says what Ctrl-C left (each command through ``args.interrupted``); errors.py is
@@ -208,3 +215,142 @@ def test_a_cache_file_holding_python_objects_is_named_so_not_with_numpy_s_advice
     assert load_or_discard(path, "chosen") is None and not path.exists()
     warning = capsys.readouterr().err
     assert "holds Python objects" in warning and "allow_pickle" not in warning, warning
+
+
+# --- --debug, missing options, the help of every command ------------------------------------------
+
+@pytest.mark.slow
+def test_debug_keeps_the_exit_code_of_a_user_error(demo_datasets, tmp_path):
+    argv = run_args(demo_datasets / "tenkgnad-clustering-s2s", "/dev/null", tmp_path / "cache")
+    done = subprocess.run([sys.executable, "-m", "tecb_eval.cli", "--debug", *argv], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert done.returncode == 2 and "Traceback" in done.stderr and "tecb-eval: error: " in done.stderr
+    done = run_cli("--debug", "build", "--source", "table", "--input", str(tmp_path / "absent.csv"), "--name", "x",
+                   "--text", "text", "--label", "label", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "Traceback" in done.stderr
+
+
+def test_debug_is_taken_after_the_command_too(tmp_path):
+    result = run_cli("build", "--source", "blurbs", "--input", str(tmp_path / "absent"), "--out", str(tmp_path / "o"),
+                     "--debug")
+    assert result.returncode != 0 and "Traceback" in result.stderr and "UserError" in result.stderr
+    plain = run_cli("build", "--source", "blurbs", "--input", str(tmp_path / "absent"), "--out", str(tmp_path / "o"))
+    assert "Traceback" not in plain.stderr and plain.stderr.count("\n") == 1
+
+
+def test_a_missing_option_is_one_line_naming_it_and_where_help_is(tmp_path):
+    data = run_cli("build", "--source", "blurbs")
+    assert data.returncode == 2 and data.stderr == ("tecb-data build: error: the following arguments are required: "
+                                                    "--out; try `tecb-data build --help`\n")
+    result = run_eval_cli("run", "--data", "x", "--model", "tfidf-lsa")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "--results" in result.stderr and "try `tecb-eval run --help`" in result.stderr
+    choice = run_eval_cli("pretrain", "--model", "m", "--data", "d", "--out", str(tmp_path / "o"), "--profile", "papr")
+    assert choice.returncode == 2 and choice.stderr.count("\n") == 1 and "'current', 'paper'" in choice.stderr
+
+
+@pytest.mark.parametrize("prog, command", [
+    ("tecb-data", "build"), ("tecb-data", "verify"), ("tecb-data", "stats"), ("tecb-data", "push"),
+    ("tecb-data", "collect"), ("tecb-eval", "run"), ("tecb-eval", "demo"), ("tecb-eval", "table"),
+    ("tecb-eval", "export"), ("tecb-eval", "compare"), ("tecb-eval", "layers"), ("tecb-eval", "pretrain"),
+])
+def test_every_command_has_a_description_and_an_example(prog, command):
+    from tecb_data.cli import parser as data_parser
+    from tecb_eval.cli import parser as eval_parser
+
+    root = data_parser() if prog == "tecb-data" else eval_parser()
+    sub = next(a for a in root._actions if hasattr(a, "choices") and isinstance(a.choices, dict)).choices[command]
+    text = sub.format_help()
+    assert sub.description and "example" in text and f"{prog} {command}" in (sub.epilog or ""), text
+    undocumented = [a.option_strings or [a.dest] for a in sub._actions if not a.help]
+    assert undocumented == [], undocumented
+
+
+# --- options given twice, and lists of seeds ---------------------------------------------------------
+
+def _parsers():
+    from tecb_data.cli import parser as data_parser
+    from tecb_eval.cli import parser as eval_parser
+
+    for tool, build in (("tecb-data", data_parser), ("tecb-eval", eval_parser)):
+        root = build()
+        (commands,) = [a for a in root._actions if isinstance(a, argparse._SubParsersAction)]
+        for name, sub in commands.choices.items():
+            yield tool, build, name, sub
+
+
+def _value(action, second: bool) -> str:
+    if action.choices is not None:
+        choices = list(action.choices)
+        return str(choices[-1] if second else choices[0])
+    return "22" if second else "11"
+
+
+def _required(sub, leave_out) -> list[str]:
+    argv = []
+    for action in sub._actions:
+        if action is leave_out or action.nargs == 0:
+            continue
+        if not action.option_strings:
+            argv.append(_value(action, False))
+        elif action.required:
+            argv += [action.option_strings[0], _value(action, False)]
+    return argv
+
+
+def _value_options():
+    for tool, build, name, sub in _parsers():
+        for action in sub._actions:
+            if action.option_strings and action.nargs != 0:
+                yield pytest.param(tool, build, name, action.option_strings[0], id=f"{tool} {name} {action.option_strings[0]}")
+
+
+@pytest.mark.parametrize("tool, build, command, option", list(_value_options()))
+def test_an_option_given_twice_adds_up_or_is_one_line(tool, build, command, option, capsys):
+    root = build()
+    (commands,) = [a for a in root._actions if isinstance(a, argparse._SubParsersAction)]
+    sub = commands.choices[command]
+    (action,) = [a for a in sub._actions if option in a.option_strings]
+    first, second = _value(action, False), _value(action, True)
+    argv = [command, *_required(sub, action), option, first, option, second]
+    try:
+        args = root.parse_args(argv)
+    except SystemExit as exc:
+        error = capsys.readouterr().err
+        assert exc.code == 2 and error.count("\n") == 1, error
+        assert f"{option} given twice" in error and first in error and second in error, error
+        return
+    # Not refused: then both values are kept, in order.
+    shown = repr(getattr(args, action.dest))
+    assert first in shown and second in shown and (first != second or shown.count(first) == 2), (argv, shown)
+    assert shown.index(first) <= shown.rindex(second)
+
+
+def test_metrics_given_twice_adds_up_as_seeds_do():
+    from tecb_eval.cli import parser
+
+    args = parser().parse_args(["run", "--data", "d", "--model", "m", "--results", "r", "--metrics", "level",
+                                "--metrics", "dbcv", "--seeds", "1", "--seeds", "2,3"])
+    assert args.metrics == "level,dbcv" and args.seeds == (1, 2, 3)
+    table = parser().parse_args(["table", "r", "--seeds", "1", "--seeds", "2,3"])
+    assert table.seeds == "1,2,3"
+
+
+def test_a_default_is_replaced_by_the_first_value_given_not_added_to():
+    from tecb_data.cli import parser
+
+    args = parser().parse_args(["collect", "--source", "reddit", "--subreddits", "s", "--out", "o"])
+    assert args.listings == "hot,top"
+
+
+def test_seeds_take_commas_and_spaces_everywhere():
+    from tecb_eval.cli import parser
+
+    def seeds(*argv):
+        return parser().parse_args(argv).seeds
+
+    base = ("run", "--data", "d", "--model", "m", "--results", "r")
+    assert seeds(*base, "--seeds", "42", "1", "2") == seeds(*base, "--seeds", "42,1,2") == (42, 1, 2)
+    assert seeds(*base, "--seeds", "42,1", "2", "--seeds", "7") == (42, 1, 2, 7)
+    assert seeds("pretrain", "--model", "m", "--data", "d", "--out", "o", "--seeds", "42", "1,2") == (42, 1, 2)
+    assert seeds("table", "r", "--seeds", "42", "1", "2") == seeds("table", "r", "--seeds", "42,1,2") == "42,1,2"

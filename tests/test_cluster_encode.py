@@ -1,4 +1,4 @@
-"""Encode tasks on a Dask cluster (issue 44): a model's missing texts in shards cut on the
+"""Encode tasks on a Dask cluster: a model's missing texts in shards cut on the
 encoder's own batch boundaries give the in-process vectors and scores bit for bit; a worker
 killed mid-shard loses no row, doubles none, and leaves no half shard in the embedding store;
 the GPU resource and the shards' cut.
@@ -18,8 +18,6 @@ import time
 import numpy as np
 import pytest
 
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
 from tecb_eval.grid.cache import EmbeddingStore
 from tecb_eval.grid.cluster_encode import shards
@@ -34,10 +32,8 @@ CONFIGS = ["minibatch_kmeans:none", "agglomerative:none"]
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo-data")
-    build("tenkgnad", demo_input("tenkgnad"), out)
-    return out / "tenkgnad-clustering-s2s"
+def folder(demo_datasets):
+    return demo_datasets / "tenkgnad-clustering-s2s"
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +173,7 @@ def test_encode_on_gpu_goes_only_to_workers_with_the_gpu_resource(folder, serial
 
 
 # -- the client that only plans and writes, prompts, two models, placement, Ctrl-C ------------------
-# What the caller does without on a cluster: the encoders' libraries and MTEB (issue 44), and
+# What the caller does without on a cluster: the encoders' libraries and MTEB, and
 # scikit-learn (2.7 s of a warm-cluster run's 13 s: only the workers score), and scipy.stats (1 to
 # 2 s, for Table 2's ranking tests, which a table of one model per dataset has none of).
 FORBIDDEN = ("torch", "transformers", "sentence_transformers", "mteb", "sklearn", "scipy.stats")

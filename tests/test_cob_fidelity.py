@@ -1,6 +1,5 @@
-"""COB's four settings that followed neither the paper nor its authors' code now follow them by
-default (Kashyapi & Dietz 2021; github.com/nihilistsumo/Blackbox_clustering), each with an option
-that restores the earlier behaviour:
+"""COB's four settings follow the paper and its authors' code by default (Kashyapi & Dietz 2021;
+github.com/nihilistsumo/Blackbox_clustering), each with an option that gives the other behaviour:
 
 - the triplet baseline trains on 1/25 of each instance's valid triples (``get_frac_triples`` in
   their ``experiments/ng20_run.py``), not 50 random ones;
@@ -21,18 +20,14 @@ import numpy as np
 import pytest
 import torch
 
-import tecb_data
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
-from tecb_eval.clustering.evaluation import unique_texts
 from tecb_eval.finetuning import blackbox
 from tecb_eval.finetuning.instances import Instance, fraction_of_triples, triples, valid_triples
 from tecb_eval.finetuning.objectives import Objective
 from tecb_eval.finetuning.settings import FinetuneSettings, settings_for
 from tecb_eval.training.optimiser import adamw
 
-from conftest import one_line_error, save_tiny_bert, text_vocabulary
+from conftest import one_line_error
 
 LABELS = ("a", "a", "a", "b", "b", "c", "c", "c", "c", "d")
 INSTANCE = Instance(tuple(f"text {i}" for i in range(len(LABELS))), LABELS)
@@ -91,11 +86,9 @@ def test_the_triplet_baseline_takes_a_25th_of_the_valid_triples_without_replacem
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    folder = build("blurbs", demo_input("blurbs"), tmp_path_factory.mktemp("blurbs"), views=("s2s",))[0][0]
-    model = save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"),
-                           text_vocabulary(unique_texts([tecb_data.load(folder)])))
-    return folder, model
+def tiny(blurbs_folder, tiny_bert_with_dropout):
+    """The demo Blurbs S2S folder and the tiny BERT of conftest.py (with BERT's dropout)."""
+    return blurbs_folder, tiny_bert_with_dropout
 
 
 @pytest.mark.slow

@@ -58,8 +58,9 @@ def test_river_cleanup_is_todays_river_and_not_0_14(name):
 
 
 def test_only_river_014_moves_micro_clusters_while_predicting():
-    # River issue 1265: 0.14 merged macro-clusters into their own first micro-cluster on every
-    # predict_one, so predicting changed the model and the clustering drifted row by row.
+    # river 0.14 merges macro-clusters into their own first micro-cluster on every predict_one
+    # (https://github.com/online-ml/river/issues/1265), so predicting changes the model and the
+    # clustering drifts row by row.
     from river.cluster import DBSTREAM
 
     from tecb_eval.clustering.algorithms import River014DBSTREAM

@@ -1,63 +1,34 @@
 """Degenerate inputs give the same bits in every run and in every process.
 
-The input is issue 18's case 7: a 256-d signed hashing bag of words (many exact duplicates and
-near-duplicates) of the GermEval dev set's titles, four copies of every book as
-``bench/bench_scale.py`` replicates them, here only the books of two top-level genres so that the
-first two splits are small. UMAP's spectral start breaks such a graph into many small components,
-some of them cliques of copies on which ARPACK asks for a restart vector that, without a generator
-of ours, scipy drew from the operating system's entropy: each run, process or worker gave other
-bits for the ``umap`` and ``pca50+umap`` cells. Serial, local workers and Dask on such inputs:
-tests/test_parallel.py, with this module's encoder and replica.
+The input: a 256-d signed hashing bag of words (many exact duplicates and near-duplicates) of the
+GermEval dev set's titles, four copies of every book as ``bench/bench_scale.py`` replicates them,
+here only the books of two top-level genres so that the first two splits are small (the encoder and
+the replica: tests/degenerate_inputs.py). UMAP's spectral start breaks such a graph into many small
+components, some of them cliques of copies on which ARPACK asks for a restart vector; unless a
+generator of ours gives it, scipy draws it from the operating system's entropy, and each run,
+process or worker gets other bits for the ``umap`` and ``pca50+umap`` cells. Serial, local workers
+and Dask on such inputs: tests/test_parallel.py.
 """
 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.feature_extraction.text import HashingVectorizer
 
 import tecb_data
 from conftest import shared_file
+from degenerate_inputs import HashingEncoder, replicate_books, unit_bits
 from tecb_data.build import build
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.grid.work import Cell, WorkUnit, run_unit
 
 GENRES = ("Ganzheitliches Bewusstsein", "Glaube & Ethik")
-METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found"]
-
-
-class HashingEncoder:
-    """The issue's encoder: scikit-learn's signed hashing bag of words, 256 buckets, unit length."""
-
-    identity = "hashing-256-signed-l2"
-
-    def encode(self, texts):
-        vectorizer = HashingVectorizer(n_features=256, alternate_sign=True, norm="l2")
-        return vectorizer.transform(list(texts)).toarray().astype(np.float32)
-
-
-def replicate_books(text: str, copies: int, keep=lambda book: True) -> str:
-    """bench_scale's replica of a GermEval file: ``copies`` copies of every kept book, each with its
-    own ISBN and its title suffixed " (k)" (a suffix the hashing tokenizer drops: exact duplicates)."""
-    head, _, rest = text.partition("<book ")
-    body, _, tail = ("<book " + rest).rpartition("</book>")
-    books = [b for b in re.findall(r"<book .*?</book>", body + "</book>", flags=re.S) if keep(b)]
-    parts = []
-    for k in range(copies):
-        for book in books:
-            if k:
-                book = re.sub(r"<title>(.*?)</title>", lambda m: f"<title>{m.group(1)} ({k + 1})</title>", book)
-            parts.append(re.sub(r"<isbn>(\d+)</isbn>", lambda m: f"<isbn>{m.group(1)}{k:02d}</isbn>", book))
-    return head + "\n".join(parts) + tail
 
 
 @pytest.fixture(scope="module")
@@ -68,21 +39,6 @@ def degenerate(tmp_path_factory):
     source.write_text(replicate_books(text, 4, lambda book: any(f'<topic d="0">{g}</topic>' in book for g in GENRES)),
                       encoding="utf-8")
     return build("blurbs", source, out / "data", views=("s2s",))[0][0]
-
-
-def unit_bits(folder) -> dict:
-    """Per reduction, the sha256 of the reduced coarse-01 split and its cells' scores (as reprs)."""
-    split = tecb_data.load(folder).splits[1]
-    X = HashingEncoder().encode(split.texts)
-    labels = tuple(split.labels)
-    cells = tuple(Cell(split.name, None, labels, len(set(labels)), a) for a in ("agglomerative", "minibatch_kmeans"))
-    out = {}
-    for reduction in ("umap", "pca50+umap"):
-        unit = WorkUnit(f"u-{reduction}", "l", "d", reduction, 42, "legacy", "current", cells, len(X), X.shape[1])
-        result = run_unit(unit, X, False)
-        out[reduction] = {"reduced": hashlib.sha256(result.reduced.tobytes()).hexdigest(),
-                          "scores": [repr(m[name]) for m in result.metrics for name in METRICS]}
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +60,7 @@ def test_another_process_with_another_hash_seed_gives_the_same_bits(degenerate, 
     ours = os.environ.get("PYTHONHASHSEED", "random")
     theirs = "2" if ours == "1" else "1"
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
-            "from test_degenerate_determinism import unit_bits; print(json.dumps(unit_bits(sys.argv[2])))")
+            "from degenerate_inputs import unit_bits; print(json.dumps(unit_bits(sys.argv[2])))")
     child = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(degenerate)],
                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": theirs})
     assert child.returncode == 0, child.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""The front door and the manual (issue 33): README.md stays short, every command it shows is run by
+"""The front door and the manual: README.md stays short, every command it shows is run by
 a test (here, or by a named test elsewhere), every relative link of README.md and docs/ resolves,
 the MkDocs site builds with --strict and renders the API, and the data page says where each source
 comes from, under which licence, with the SHA-256 of the files in ../shared."""
@@ -315,9 +315,9 @@ def test_each_card_carries_the_bibtex_of_its_sources(demo_datasets):
             assert recipes.BENCHMARK_CITATION in card and citation in card, f"{source}-{view}"
 
 
-# --- issue 46: every feature has a page ----------------------------------------------------------
+# --- every feature has a page -------------------------------------------------------------------
 
-def test_the_nav_has_the_pages_of_issue_46():
+def test_the_nav_has_a_page_for_every_feature():
     nav = yaml.safe_load((REPO / "mkdocs.yml").read_text().replace("!ENV", "")).get("nav")
     pages = set(re.findall(r"[\w-]+\.md", str(nav)))
     assert {"results.md", "datasets.md", "components.md", "paper-results.md", "faq.md", "changelog.md"} <= pages

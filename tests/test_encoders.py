@@ -1,5 +1,6 @@
-"""Encoders and the embedding cache: built-in offline encoders, a tiny random BERT checkpoint,
-sentence-transformers folders, encoder objects, and text-hash keyed shards on disk."""
+"""Encoders and the embedding cache: built-in offline encoders, a tiny random BERT checkpoint (the
+tiny BERT of conftest.py), sentence-transformers folders, encoder objects, and text-hash keyed
+shards on disk."""
 
 from __future__ import annotations
 
@@ -7,20 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SPECIAL_TOKENS, save_tiny_bert
 from tecb_data.errors import UserError
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
 from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder, get_encoder
 
 TEXTS = ["Ein Roman über die See", "Kochbuch für Kinder", "Die Geschichte Roms", "Ein Roman über Rom"]
-WORDS = "ein roman über die see koch ##buch für kinder geschichte rom ##s der das".split()
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory):
-    """A randomly initialised two-layer BERT with its own WordPiece vocabulary, saved like a checkpoint."""
-    vocab = [*SPECIAL_TOKENS, *WORDS, *"abcdefghijklmnopqrstuvwxyzäöü"]
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), vocab, hidden_size=16)
 
 
 def _manual_mean(folder, texts, layer):

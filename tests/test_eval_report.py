@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_eval.reports import tables as report
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS
 from tecb_eval.cli import main
@@ -21,23 +20,29 @@ CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:pca"]
 
 
 @pytest.fixture(scope="module")
-def grid_run(tmp_path_factory):
-    """`tecb-eval run` over both TenKGnad demo datasets, with exports."""
+def grid_run(demo_datasets, tmp_path_factory):
+    """`tecb-eval run` over both TenKGnad demo datasets (a folder of the two), with exports, run once
+    for the module: (root, its argv, what it printed). The tests read its store and exports."""
+    import contextlib
+    import io
+
     root = tmp_path_factory.mktemp("eval-cli")
-    build("tenkgnad", demo_input("tenkgnad"), root / "data")
+    for name in ("tenkgnad-clustering-s2s", "tenkgnad-clustering-p2p"):
+        shutil.copytree(demo_datasets / name, root / "data" / name)
     args = ["run", "--data", str(root / "data"), "--model", "tfidf-lsa", "--model", "tfidf-lsa,name=tfidf-again",
             "--results", str(root / "results.jsonl"), "--cache-dir", str(root / "cache"), "--quiet",
             "--out", str(root / "out"), "--no-figure1"]  # every split: MTEB's JSON holds complete results only
     for config in CONFIGS:
         args += ["--config", config]
-    return root, args
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(args) == 0, err.getvalue()
+    return root, args, out.getvalue()
 
 
 @pytest.mark.slow
 def test_run_prints_tables_and_writes_every_export(grid_run, capsys):
-    root, args = grid_run
-    assert main(args) == 0
-    printed = capsys.readouterr().out
+    root, args, printed = grid_run
     assert "Table 2" in printed and "Table 3" in printed and "| tfidf-lsa |" in printed
     frame = read_results(root / "results.jsonl")
     assert len(frame) == 2 * 2 * 10 * len(CONFIGS)
@@ -63,9 +68,7 @@ def test_run_prints_tables_and_writes_every_export(grid_run, capsys):
 
 @pytest.mark.slow
 def test_table_command_formats(grid_run, capsys):
-    root, args = grid_run
-    main(args)
-    capsys.readouterr()
+    root = grid_run[0]
     results = str(root / "results.jsonl")
     assert main(["table", results, "--table", "2", "--format", "latex"]) == 0
     latex = capsys.readouterr().out
@@ -113,8 +116,7 @@ def test_side_by_side_plot_for_a_model_the_authors_ran(grid_run, tmp_path):
         pytest.skip(f"{SHARED_REFERENCE} is absent")
     from tecb_eval.reports.export import export_all
 
-    root, args = grid_run
-    main(args)
+    root = grid_run[0]
     frame = read_results(root / "results.jsonl")
     frame.loc[frame.model == "tfidf-again", "model"] = "GBERT-base"  # pretend: a model the authors also ran
     written = export_all(frame, tmp_path, reference=SHARED_REFERENCE, log=lambda m: None)
@@ -126,13 +128,11 @@ def _md_rows(text: str) -> dict[str, list[str]]:
             ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| "))}
 
 
-def _finished_grid_with_reference(grid_run, capsys):
-    """The grid run (a rerun only resumes it) and its results, for the tests that need the paper's CSV."""
+def _finished_grid_with_reference(grid_run):
+    """The grid run's folder and its results, for the tests that need the paper's CSV."""
     if not SHARED_REFERENCE.is_file():
         pytest.skip(f"{SHARED_REFERENCE} is absent")
-    root, args = grid_run
-    main(args)
-    capsys.readouterr()
+    root = grid_run[0]
     return root, read_results(root / "results.jsonl")
 
 
@@ -140,7 +140,7 @@ def _finished_grid_with_reference(grid_run, capsys):
 def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path, capsys):
     from tecb_eval.reports.export import export_all
 
-    root, frame = _finished_grid_with_reference(grid_run, capsys)
+    root, frame = _finished_grid_with_reference(grid_run)
     export_all(frame, tmp_path / "a", reference=SHARED_REFERENCE, log=lambda m: None)
     md = (tmp_path / "a" / "table3.md").read_text()
     rows = _md_rows(md)
@@ -172,8 +172,8 @@ def test_table3_beside_the_paper_in_export_and_table_command(grid_run, tmp_path,
 
 
 @pytest.mark.slow
-def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path, capsys):
-    root, frame = _finished_grid_with_reference(grid_run, capsys)
+def test_table2_beside_the_paper_for_a_model_it_printed(grid_run, tmp_path):
+    root, frame = _finished_grid_with_reference(grid_run)
     frame.loc[frame.model == "tfidf-again", "model"] = "deepset/gbert-base"  # pretend: a model the paper printed
     shown = report.tables(frame, report.read_reference(SHARED_REFERENCE))
     rows = _md_rows(report.format_table(*shown["table2"][:1], note=shown["table2"][1]))
@@ -198,9 +198,7 @@ def test_table3_plot_labels_the_paper_bars_and_the_demo(grid_run, tmp_path, monk
         return fig
 
     monkeypatch.setattr(figures, "table3_figure", recording)
-    root, args = grid_run
-    main(args)
-    capsys.readouterr()
+    root = grid_run[0]
     results = str(root / "results.jsonl")
     # Rows that are not the demo sample's (as a real build's are): the paper's bars beside ours.
     frame = read_results(root / "results.jsonl").assign(synthetic=False)
@@ -247,3 +245,19 @@ def test_formats_carry_the_note_where_they_can():
     assert report.format_table(table, "md", note="one\ntwo").startswith("one\n\ntwo\n\n| model | A | avg |")
     assert report.format_table(table, "latex", note="one").startswith("% one\n\\begin{tabular}")
     assert report.format_table(table, "csv", note="one") == "model,A,avg\nm,0.123400,0.123400\n"
+
+
+def test_dbstream_on_pca_gets_its_reason_under_table_3(demo_datasets, tmp_path):
+    """A V-measure of 0 for a reason (every text noise, one cluster) says so under the text tables, as
+    the report's pages and `recommend` say it: 0.00 is no clustering, not a bad one."""
+    from tecb_eval.grid.run import run_grid
+    from tecb_eval.reports import tables
+
+    frame = run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"],
+                     configurations=["dbstream:pca", "minibatch_kmeans:none"], limit_splits=2,
+                     results=tmp_path / "r.jsonl", cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    assert (frame[frame.algorithm == "dbstream"].v_measure == 0).all()  # what the demo data gives DBSTREAM on PCA
+    note = tables.tables(frame)["table3"][1]
+    assert "0.00 for dbstream / pca / BlurbsClusteringS2S: one cluster (or none) for all texts." in note
+    # k-means scores above 0: no note for it, in Table 3 or Table 2.
+    assert "minibatch_kmeans / none /" not in note and "0.00 for" not in tables.tables(frame)["table2"][1]

@@ -2,7 +2,7 @@
 
 Referee: tests/data/wwm_transformers4.json, written by tools/wwm4x_reference.py with transformers
 4.57.6's ``DataCollatorForWholeWordMask`` in a throw-away virtualenv (transformers 5, which this
-package runs on, no longer has the collator). For every Blurbs text (the GermEval 2019 dev set from
+package runs on, has no such collator). For every Blurbs text (the GermEval 2019 dev set from
 ../shared, and the embedded demo sample, which needs nothing outside the repository) it holds the
 collator's word candidates, the order its shuffle drew, the positions it chose to predict and how
 each was replaced.

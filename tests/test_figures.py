@@ -1,5 +1,4 @@
-"""Every figure drawn from a small real store and read back without eyes (issue 22 "Plots", issue 20
-point 5): the plotted values equal the table they come from, compared panels share their axis from
+"""Every figure drawn from a small real store and read back without eyes: the plotted values equal the table they come from, compared panels share their axis from
 0, there is a legend, the title says what was run, and no text lies outside the figure.
 
 The store is a real grid (`tecb-eval run`, tfidf-lsa and minilm-l6 on the demo TenKGnad datasets,
@@ -9,14 +8,13 @@ the first 3 of their 10 splits, UMAP among the reductions) whose export draws Fi
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_eval.cli import main
 from tecb_eval.grid.store import read_results
 from tecb_eval.reports import compare, figures, tables as report
@@ -37,9 +35,10 @@ def _close_the_figures_a_test_drew():
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(demo_datasets, tmp_path_factory):
     root = tmp_path_factory.mktemp("figures")
-    build("tenkgnad", demo_input("tenkgnad"), root / "data")
+    for name in ("tenkgnad-clustering-s2s", "tenkgnad-clustering-p2p"):  # a folder of the two TenKGnad datasets
+        shutil.copytree(demo_datasets / name, root / "data" / name)
     args = ["run", "--data", str(root / "data"), "--model", "tfidf-lsa", "--model", "minilm-l6",
             "--results", str(root / "results.jsonl"), "--cache-dir", str(root / "cache"), "--quiet",
             "--limit-splits", str(SPLITS), "--out", str(root / "out")]
@@ -306,7 +305,7 @@ def test_pretraining_curves_plot_the_mean_over_seeds_without_exaggeration(seeds)
     _inside(fig)
 
 
-# -- the tables' small untruths (issue 22, point 6) ------------------------------------------------
+# -- the tables' small untruths ------------------------------------------------------------------
 @pytest.mark.slow
 def test_an_sd_of_one_split_prints_as_a_dash_not_zero(store):
     _, frame = store

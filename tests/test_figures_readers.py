@@ -1,4 +1,4 @@
-"""Figures a reader trusts (issue 31): Figure 1's labels keep their own colours and its dense points
+"""Figures a reader trusts: Figure 1's labels keep their own colours and its dense points
 show their overlap; the layer plot keeps its labels inside its axes and promises no band it does
 not draw; synthetic data say so in the layer sweep's outputs. (Table 3 beside the paper only like
 with like: tests/test_figures.py.)"""
@@ -71,19 +71,14 @@ def test_layer_plot_promises_no_band_over_one_split():
     assert "one split: no band" in text and "± SD" not in text
 
 
-def test_layer_sweep_on_demo_data_says_synthetic_in_its_summary_and_figure_title(tmp_path, monkeypatch):
-    import tecb_data
+def test_layer_sweep_on_demo_data_says_synthetic_in_its_summary_and_figure_title(blurbs, tiny_bert, tmp_path,
+                                                                                    monkeypatch):
     import tecb_eval
-    from conftest import save_tiny_bert, text_vocabulary
-    from tecb_data.build import build
-    from tecb_data.demo import demo_input
     from tecb_eval import layers
     from tecb_eval.reports.tables import DEMO_NOTE, DEMO_TITLE
 
-    (folder, _), = build("blurbs", demo_input("blurbs"), tmp_path / "data", views=("s2s",))
-    bench = tecb_data.load(folder)
-    bench = dataclasses.replace(bench, splits=bench.splits[:2])
-    model = save_tiny_bert(tmp_path / "bert", text_vocabulary([t for s in bench.splits for t in s.texts]), layers=1)
+    bench = dataclasses.replace(blurbs, splits=blurbs.splits[:2])
+    model = tiny_bert
     titles = []
     real = layers.plot_layers
     monkeypatch.setattr(layers, "plot_layers", lambda table, path, *, title: titles.append(title) or real(

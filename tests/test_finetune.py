@@ -1,6 +1,7 @@
 """COB fine-tuning: the blackbox autograd function, instances, the leak-free folds, one training
 step, determinism, the checkpoint as an ordinary model folder, and bad input (one line, nothing
-written). A tiny BERT (own WordPiece vocabulary, 2 layers of 32) built here; the demo Blurbs build."""
+written). On the tiny BERT of tests/conftest.py (its own WordPiece vocabulary, 2 layers of 32, dropout
+off) and the demo Blurbs S2S."""
 
 from __future__ import annotations
 
@@ -15,42 +16,22 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import tecb_data  # noqa: E402
-from tecb_data.build import build  # noqa: E402
-from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
-from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.finetuning import blackbox, protocols  # noqa: E402
 from tecb_eval.finetuning.instances import Instance, check_pool, epoch_instances  # noqa: E402
 from tecb_eval.finetuning.objectives import Objective, embed  # noqa: E402
 from tecb_eval.finetuning.settings import settings_for  # noqa: E402
 from tecb_eval.training.model import load_sentence_model as load_model  # noqa: E402
 
-from conftest import one_line_error, save_tiny_bert, text_vocabulary  # noqa: E402
+from conftest import eval_error, finetune_args, one_line_error, run_cli  # noqa: E402
+from tablefiles import WORDS  # noqa: E402
 
 FAST = dict(max_steps=2, eval_every=1, instance_size=20, triples_per_instance=16, learning_rate=1e-3)
 
 
 @pytest.fixture(scope="module")
-def blurbs_folder(tmp_path_factory):
-    out = tmp_path_factory.mktemp("blurbs")
-    return build("blurbs", demo_input("blurbs"), out, views=("s2s",))[0][0]
-
-
-@pytest.fixture(scope="module")
-def blurbs(blurbs_folder):
-    return tecb_data.load(blurbs_folder)
-
-
-@pytest.fixture(scope="module")
-def tenkgnad_folder(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tenkgnad")
-    return build("tenkgnad", demo_input("tenkgnad"), out, views=("s2s",))[0][0]
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, blurbs):
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(unique_texts([blurbs])),
-                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+def tenkgnad_folder(demo_datasets):
+    return demo_datasets / "tenkgnad-clustering-s2s"
 
 
 # --- the blackbox function, against the paper's definition -------------------------------------
@@ -374,3 +355,56 @@ def test_the_figure_s_band_is_the_95_percent_interval_of_the_mean_over_folds(tmp
     assert single[1][2] == single[2][2] == single[0][2] == pytest.approx(0.2)  # one value: no band
     report.plot(frame, "fine-tuning test", tmp_path / "figure.png")
     assert (tmp_path / "figure.png").stat().st_size > 10_000
+
+
+# --- more bad input: a k-means seed out of range, instances without triples, a genre with " > " -----
+
+def test_a_kmeans_seed_out_of_range_is_one_line(tiny_bert, blurbs_folder, tmp_path, capsys):
+    for bad in ("-1", str(2**32)):
+        error = eval_error(capsys, finetune_args(tiny_bert, blurbs_folder, tmp_path / "out", "--kmeans-seed", bad))
+        assert "--kmeans-seed" in error and bad in error
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
+
+
+@pytest.mark.slow
+def test_steps_without_triples_are_not_trained_steps(tiny_bert, blurbs_folder, tmp_path):
+    import warnings
+
+    from tecb_data.errors import UserError
+    from tecb_eval.finetuning import finetune
+
+    common = dict(method="triplet", folds=1, seeds=(42,), score_seeds=(42,), progress=False, resamples=99,
+                  eval_every=2, learning_rate=1e-3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Five texts of some fifteen labels: an instance where no label comes twice has no triple.
+        done = finetune(str(tiny_bert), blurbs_folder, output_dir=tmp_path / "some", instance_size=5,
+                        triples_per_instance=4, **common)
+    assert not [w for w in caught if "lr_scheduler" in str(w.message)]
+    unit = tmp_path / "some" / "triplet" / "fold-01" / "seed-42"
+    losses = __import__("pandas").read_csv(unit / "losses.csv")
+    assert len(losses) > 0 and losses.loss.notna().all()
+    assert json.loads((unit / "unit.json").read_text())["dropped_instances"] > 0 and done.best
+    # With no instance that gives a triple, nothing is trained: one line, not steps of nan.
+    with pytest.raises(UserError, match="triple"):
+        finetune(str(tiny_bert), blurbs_folder, output_dir=tmp_path / "none", instance_size=4, max_steps=4, **common)
+
+
+@pytest.mark.slow
+def test_a_genre_whose_name_holds_the_path_separator_is_one_genre(tmp_path):
+    import tecb_data
+    from tecb_eval.finetuning import protocols
+
+    rows = []
+    for genre in ("Kinder > Jugend", "Krimi", "Sachbuch"):
+        for child in range(3):
+            for i in range(12):
+                rows.append({"text": f"{genre} Buch {child} Nummer {i} " + " ".join(WORDS["Kultur"].split()[: child + 1]),
+                             "parent": genre, "label": f"{genre[:4]}-{child}"})
+    path = tmp_path / "books.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    done = run_cli("build", "--source", "table", "--input", str(path), "--name", "books", "--text", "text",
+                   "--label", "label", "--label-parent", "parent", "--out", str(tmp_path / "out"), "--quiet")
+    assert done.returncode == 0, done.stderr
+    folds = protocols.leave_one_genre_out(tecb_data.load(tmp_path / "out" / "books-s2s"))
+    assert sorted(f.held_out for f in folds) == ["Kinder > Jugend", "Krimi", "Sachbuch"]

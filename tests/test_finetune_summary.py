@@ -1,7 +1,7 @@
-"""What `tecb-eval finetune`'s summary and figure say (issue 31): the untrained model named as such
-at step 0, only the methods asked for, no interval over fewer than 2 splits ("–"), the figure's
-tracked V-measure labelled apart from the table's score, no band promised over one fold, and the
-synthetic mark on demo data."""
+"""What `tecb-eval finetune`'s summary and figure say: the untrained model named as such at step 0,
+only the methods asked for, no interval over fewer than 2 splits ("–"), the figure's tracked
+V-measure labelled apart from the table's score, no band promised over one fold, the synthetic
+mark on demo data, and no "held out: None" for a transfer fold."""
 
 from __future__ import annotations
 
@@ -95,3 +95,15 @@ def test_the_figure_labels_its_tracked_v_measure_and_draws_a_band_only_over_seve
     else:
         assert len(right.collections) == 1 and "band" in title, title
     plt.close(fig)
+
+
+@pytest.mark.slow
+def test_a_transfer_fold_does_not_say_held_out_none(tiny_bert, blurbs_folder, demo_datasets, tmp_path):
+    from tecb_eval.finetuning import finetune
+
+    tenkgnad = demo_datasets / "tenkgnad-clustering-s2s"
+    done = finetune(str(tiny_bert), [blurbs_folder, tenkgnad], method="cob", protocol="transfer", seeds=(42,),
+                    score_seeds=(42,), output_dir=tmp_path / "out", progress=False, resamples=99, max_steps=1,
+                    instance_size=20)
+    summary = (done.output_dir / "summary.md").read_text(encoding="utf-8")
+    assert "None" not in summary and "held out" not in summary.split("Folds: ")[1].split("\n")[0]

@@ -17,8 +17,6 @@ from sklearn.metrics import v_measure_score
 
 import tecb_data
 from conftest import CountingEncoder as Counting
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, DBSTREAMClusterer, configurations
 from tecb_eval.models.encoders import get_encoder
@@ -31,11 +29,8 @@ FAST_CONFIGS = ["minibatch_kmeans:none", "agglomerative:none", "minibatch_kmeans
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo-data")
-    build("blurbs", demo_input("blurbs"), out)
-    build("tenkgnad", demo_input("tenkgnad"), out)
-    return out
+def demo(demo_datasets):
+    return demo_datasets
 
 
 def _texts(folders, limit=None):
@@ -242,7 +237,7 @@ def test_profiles_differ_only_in_dbstream_and_old_stores_read_as_current(demo, t
 
 
 def test_metrics_on_a_store_of_another_build_says_so_instead_of_running_a_new_grid(demo, tmp_path):
-    """Round 4, E1: --metrics fills in stored rows; a store whose rows of the dataset are all of
+    """--metrics fills in stored rows; a store whose rows of the dataset are all of
     another build has none to fill in, and a full new grid is not what was asked."""
     folder = demo / "tenkgnad-clustering-s2s"
     store = tmp_path / "r.jsonl"

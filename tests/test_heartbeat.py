@@ -1,5 +1,5 @@
 """Every long step writes a plain line at least every 30 s of work off a terminal, also while it is
-blocked in one call (issue 31). A fake clock and a slow fake step: minutes of simulated work in
+blocked in one call. A fake clock and a slow fake step: minutes of simulated work in
 milliseconds, the time of every line written recorded on the fake clock."""
 
 from __future__ import annotations

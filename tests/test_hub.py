@@ -14,9 +14,8 @@ import pytest
 
 from conftest import run_cli
 from tecb_data import layout
-from hubserver import FakeHub
+from hubserver import TOKEN, FakeHub
 
-TOKEN = "hf_tecbTestSecret0123456789abcdef"
 REPO = "tecb-test/blurbs-clustering-s2s"
 
 
@@ -327,13 +326,10 @@ def test_the_token_never_reaches_output_or_files(hub, hub_env, dataset, tmp_path
 
 
 @pytest.mark.slow
-def test_real_germeval_build_publishes_through_lfs_and_loads_back(hub, hub_env, tmp_path):
+def test_real_germeval_build_publishes_through_lfs_and_loads_back(hub, hub_env, germeval_dev_datasets):
     """The dev set of GermEval 2019: its P2P clustering file passes the Hub's 10 MB line, so it
     travels through git-LFS exactly as it would to huggingface.co."""
-    from conftest import shared_file
-    from tecb_data.build import build
-
-    (folder, manifest), *_ = build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), tmp_path / "out", views=("p2p",))
+    folder, manifest = germeval_dev_datasets["blurbs-clustering-p2p"]
     assert (folder / "data" / "test.jsonl").stat().st_size >= hub.lfs_threshold
     result = push(folder, hub_env, repo="tecb-test/blurbs-clustering-p2p")
     assert result.returncode == 0, result.stderr
@@ -348,3 +344,20 @@ def test_real_germeval_build_publishes_through_lfs_and_loads_back(hub, hub_env, 
     loaded = python(code, hub_env)
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.split() == [manifest["fingerprint"], "28", "28", str(manifest["statistics"]["samples"])]
+
+
+def test_push_dry_run_plans_offline_and_says_what_needs_the_hub(demo_datasets, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1")
+    result = run_cli("push", str(demo_datasets / "blurbs-clustering-s2s"), "--repo-id", "me/blurbs", "--dry-run",
+                     env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "dry run without the Hub (HF_HUB_OFFLINE is set)" in out and "needs the Hub:" in out
+    for name in ("README.md", "data/test.jsonl", "data/samples.jsonl", "manifest.json"):
+        assert f"send    {name}" in out
+    assert "token: none" in out and "nothing was sent" in out
+    # A real push still needs the Hub, and says so in one line.
+    pushed = run_cli("push", str(demo_datasets / "blurbs-clustering-s2s"), "--repo-id", "me/blurbs", "--allow-synthetic",
+                     env=env)
+    assert pushed.returncode == 2 and pushed.stderr.count("\n") == 1 and "HF_HUB_OFFLINE" in pushed.stderr

@@ -1,8 +1,8 @@
-"""Round 4, W1: a label a reader sees as one is one label. Every label is normalised (NFC, format
+"""A label a reader sees as one is one label (``tecb_data.labels``). Every label is normalised (NFC, format
 characters dropped, whitespace collapsed), each change counted in the build report; labels that
 still read as one (NFKC, case, Unicode's confusables) stop the build naming both spellings and
 where they stand, unless --similar-labels keeps them apart or merges them. In JSON Lines, CSV and
-TSV alike, and for the parents of --label-path."""
+TSV alike, and for the parents of --label-path; numbers spelled 1, 1.0 and "1" are one label."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli_here
+from tablefiles import built_labels, table_build, table_rows
 from tecb_data.labels import fold_key, normalise, skeleton
 
 FORMATS = ("jsonl", "csv", "tsv")
@@ -174,3 +175,15 @@ def test_the_folds_each_join_their_pair():
     assert skeleton("Kr\u0430mi") == skeleton("Krami") and skeleton("’") == skeleton("'")
     for a, b in LOOK_ALIKES.values():
         assert fold_key(a) == fold_key(b), (a, b)
+
+
+@pytest.mark.slow
+def test_numeric_labels_spelled_1_1dot0_and_quoted_are_one_label(tmp_path):
+    rows = []
+    for i, (text, label) in enumerate(table_rows(60)):
+        rows.append({"text": text, "label": [1, 1.0, "1"][i % 3] if label in ("Sport", "Kultur") else 2})
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    done = table_build(path, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert built_labels(tmp_path / "out") == {"1", "2"}

@@ -19,8 +19,6 @@ import transformers  # noqa: E402
 from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
 import tecb_data  # noqa: E402
 import tecb_eval  # noqa: E402
-from tecb_data.build import build  # noqa: E402
-from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.grid.cache import EmbeddingStore  # noqa: E402
 from tecb_eval.models.encoders import get_encoder  # noqa: E402
@@ -28,17 +26,19 @@ from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.layers import parse_layers  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 N_LAYERS = 4
 METRIC_COLUMNS = ["v_measure", "ami", "ari", "homogeneity", "completeness"]
 
 
 @pytest.fixture(scope="module")
-def datasets(tmp_path_factory):
-    """Blurbs S2S and P2P of the demo sample, four splits each (the same texts recur across splits)."""
-    out = tmp_path_factory.mktemp("blurbs")
-    built = build("blurbs", demo_input("blurbs"), out)
-    loaded = [tecb_data.load(folder) for folder, _ in built]
-    return [dataclasses.replace(b, splits=b.splits[:4]) for b in sorted(loaded, key=lambda b: b.name)]
+def datasets(demo_datasets):
+    """Blurbs S2S and P2P of the demo sample, two splits each (the same texts recur across splits):
+    every sweep and grid here clusters each split once per layer, and two splits are enough for
+    what the tests compare (per-split scores, their mean and spread, texts shared by splits)."""
+    loaded = [tecb_data.load(demo_datasets / name) for name in ("blurbs-clustering-s2s", "blurbs-clustering-p2p")]
+    return [dataclasses.replace(b, splits=b.splits[:2]) for b in sorted(loaded, key=lambda b: b.name)]
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +174,7 @@ def test_outputs_and_cli(tiny_bert, datasets, tmp_path, capsys):
         best = rows[rows.best]
         assert len(best) == 1 and best.v_measure.iloc[0] == rows.v_measure.max()
         assert f"{dataset}: best layer {int(best.layer.iloc[0])}" in printed
-    # The CLI reads the whole folders (28 splits each, not the fixture's first four); the results store
+    # The CLI reads the whole folders (28 splits each, not the fixture's first two); the results store
     # holds one k-means cell per (dataset, layer, split), as a grid run with layer=k writes it.
     from tecb_eval.grid.store import read_results
 

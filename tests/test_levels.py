@@ -4,8 +4,9 @@ The referee is MTEB: its own ``AbsTaskClustering`` (the v2 task of our folder, i
 transform, downsampling, level-by-level draws and k-means), given the embedded texts labelled with
 their genre paths, scores every level as our fast protocol does, to 1e-9. The legacy protocol's
 levels are k-means with k = the level's labels on the split's texts that carry the level. A
-dataset built before label paths loads and runs as before, without per-level scores; tables read
-rows without them as not measured, never as 0.
+dataset built without label paths (an earlier recipe version) loads and runs without per-level
+scores; tables read rows without them as not measured, never as 0; per-level scores that cover
+part of a cell say so.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from sklearn.metrics import adjusted_mutual_info_score, v_measure_score
 
 import tecb_data
-from conftest import shared_file
+from conftest import shared_file, store_rows, write_store
 from tecb_data import layout, recipes
 from tecb_data.build import build
 from tecb_eval.clustering.algorithms import make_algorithm
@@ -28,6 +29,8 @@ from tecb_eval.grid.run import run_grid
 from tecb_eval.mteb.encoders import HashingEncoder
 from tecb_eval.reports import scores
 
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread", "draws_here")
 TOLERANCE = 1e-9
 
 
@@ -228,3 +231,19 @@ def test_run_metrics_fills_in_what_old_rows_lack_and_only_that(demo_datasets, tm
     assert "nothing computed" in said  # what is there is not computed again
     with pytest.raises(tecb_data.UserError, match="--metrics silhouette: unknown"):
         run(metrics=["silhouette"])
+
+
+def test_levels_of_a_cell_filled_in_part_way_say_so(small_store, tmp_path, capsys):
+    from tecb_eval.cli import main
+
+    rows = store_rows(small_store)
+    # A `--metrics level` fill-in stopped after some rows: the last k-means row has no levels.
+    last = max(i for i, r in enumerate(rows) if r["algorithm"] == "minibatch_kmeans")
+    rows[last] = {k: v for k, v in rows[last].items() if k not in ("levels", "levels_s")}
+    partial = write_store(tmp_path / "partial.jsonl", rows)
+    assert main(["table", str(partial), "--levels"]) == 0
+    out = capsys.readouterr().out
+    assert "tfidf-lsa / minibatch_kmeans / none on BlurbsClusteringS2S (3 of 4 rows)" in out
+    assert "hdbscan" not in out.split("Per-level scores do not cover")[1].split("\n")[0]  # complete: not named
+    assert main(["table", str(small_store), "--levels"]) == 0
+    assert "Per-level scores do not cover" not in capsys.readouterr().out

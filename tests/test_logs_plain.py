@@ -1,5 +1,5 @@
 """Logs sent to a file are plain lines: no carriage return, no escape code, no library warning, no
-resource_tracker line, no "Retrying", no "Falling back" (issue 31). The commands run as a user
+resource_tracker line, no "Retrying", no "Falling back", no library's chatter. The commands run as a user
 runs them (a fresh interpreter, the installed entry point), their stderr into a file; --verbose
 shows what the libraries say, which proves the quiet run had something to hide."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import save_tiny_bert, text_vocabulary
+from conftest import REPO, grid_args, run_eval_cli
 
 FORBIDDEN = [
     ("a carriage return", re.compile(r"\r")),
@@ -99,8 +99,8 @@ def _closed_port() -> int:
 
 @pytest.mark.slow
 def test_an_mteb_model_without_weights_and_network_is_one_line_within_30_s(demo_datasets, tmp_path):
-    """Not HF_HUB_OFFLINE, just no network: huggingface_hub retried each file with backoff (15
-    "Retrying in ..." lines over 95 s); now one look at the Hub and one line."""
+    """Not HF_HUB_OFFLINE, just no network: one look at the Hub and one line, not huggingface_hub's
+    retries of each file with backoff (15 "Retrying in ..." lines over 95 s)."""
     pytest.importorskip("mteb")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
     env.update(HF_HOME=str(tmp_path / "hf-home"), HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
@@ -125,24 +125,21 @@ def test_an_mteb_model_without_weights_and_network_is_one_line_within_30_s(demo_
 # -- the longer runs (make test runs them; make test-fast skips them) ---------------------------
 
 @pytest.fixture(scope="module")
-def tiny_st_model(tmp_path_factory, demo_datasets):
+def tiny_st_model(tmp_path_factory, tiny_bert):
+    """A sentence-transformers folder around the tiny BERT of conftest.py (mean pooling, 48 tokens)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import Pooling, Transformer
 
-    from tecb_data import layout
-
     root = tmp_path_factory.mktemp("tiny-st")
-    texts = [t for split_texts, _ in layout.read_split_rows(demo_datasets / "blurbs-clustering-s2s") for t in split_texts]
-    bert = save_tiny_bert(root / "bert", text_vocabulary(texts), layers=1)
-    SentenceTransformer(modules=[Transformer(str(bert), max_seq_length=48), Pooling(32, "mean")],
+    SentenceTransformer(modules=[Transformer(str(tiny_bert), max_seq_length=48), Pooling(32, "mean")],
                         device="cpu").save(str(root / "st"))
     return root / "st"
 
 
 @pytest.mark.slow
 def test_run_with_the_onnx_backend_into_a_log_file_is_plain(demo_datasets, tiny_st_model, tmp_path):
-    """The export printed torch's UserWarning, four "W1126 ... torchvision is not installed" lines and
-    a FutureWarning; --verbose still shows them."""
+    """The export's chatter (torch's UserWarning, "W1126 ... torchvision is not installed" lines, a
+    FutureWarning) stays out of the log; --verbose shows it."""
     args = ["run", "--data", str(demo_datasets / "blurbs-clustering-s2s"), "--model", f"{tiny_st_model},backend=onnx",
             "--config", "minibatch_kmeans:none", "--limit-splits", "1"]
     result, log, _ = run_logged(tmp_path, "tecb_eval.cli", *args, "--results", str(tmp_path / "r.jsonl"),
@@ -182,16 +179,12 @@ def test_demo_into_a_log_file_is_plain_and_names_only_what_it_wrote(demo_dataset
 
 
 @pytest.mark.slow
-def test_finetune_into_a_log_file_is_plain_and_its_summary_says_synthetic(demo_datasets, tmp_path):
-    """finetune wrote tqdm's \\r frames into a log file; on the demo sample its summary said nothing
-    of synthetic data."""
-    from tecb_data import layout
-
+def test_finetune_into_a_log_file_is_plain_and_its_summary_says_synthetic(demo_datasets, tiny_bert, tmp_path):
+    """finetune into a log file writes no tqdm \\r frames, and on the demo sample its summary says the
+    data are synthetic."""
     data = demo_datasets / "blurbs-clustering-s2s"
-    texts = [t for split_texts, _ in layout.read_split_rows(data) for t in split_texts]
-    model = save_tiny_bert(tmp_path / "bert", text_vocabulary(texts), layers=1)
     out = tmp_path / "out"
-    result, log, _ = run_logged(tmp_path, "tecb_eval.cli", "finetune", "--model", str(model), "--data", str(data),
+    result, log, _ = run_logged(tmp_path, "tecb_eval.cli", "finetune", "--model", str(tiny_bert), "--data", str(data),
                                 "--method", "cob", "--folds", "1", "--max-steps", "2", "--eval-every", "1",
                                 "--instance-size", "20", "--score-seeds", "42", "--out", str(out))
     assert result.returncode == 0, log
@@ -200,3 +193,54 @@ def test_finetune_into_a_log_file_is_plain_and_its_summary_says_synthetic(demo_d
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert summary.splitlines()[0].startswith("Synthetic demo data"), summary
     assert result.stdout.startswith("Synthetic demo data"), result.stdout
+
+
+@pytest.mark.slow
+def test_the_grid_writes_plain_lines_into_a_log_and_says_what_it_spent(demo_datasets, tmp_path):
+    args = grid_args(str(demo_datasets / "blurbs-clustering-s2s"), tmp_path, "--limit-splits", "3")
+    first = run_eval_cli(*args, stderr_file=tmp_path / "first.log")
+    assert first.returncode == 0, first.stderr
+    log = first.stderr
+    assert "\r" not in log and "\x1b" not in log  # no tqdm frames, no escape codes
+    assert max(len(line) for line in log.splitlines()) < 400
+    assert "encoding with tfidf-lsa" in log  # what it does while no cell moves
+    assert "grid cells: 3/3 cells" in log
+    summary = next(line for line in log.splitlines() if line.startswith("blurbs-clustering-s2s:"))
+    assert "3 cells computed" in summary and "encoded" in summary, summary
+    again = run_eval_cli(*args, stderr_file=tmp_path / "again.log")
+    assert again.returncode == 0, again.stderr
+    resumed = next(line for line in again.stderr.splitlines() if line.startswith("blurbs-clustering-s2s:"))
+    assert resumed == "blurbs-clustering-s2s: all 3 cells from the results store; nothing computed", resumed
+
+
+@pytest.mark.slow
+def test_library_chatter_is_kept_out_unless_verbose(tmp_path):
+    # What pre-training does first: an MLM head on a checkpoint saved without one. transformers
+    # answers with its LOAD REPORT table (ANSI codes included) and its own progress bars.
+    code = ("import sys\n"
+            "from tecb_data.commandline import quiet_libraries\n"
+            "quiet_libraries(sys.argv[1:])\n"
+            "from transformers import AutoModelForMaskedLM, BertConfig, BertModel\n"
+            "config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, "
+            "intermediate_size=8)\n"
+            f"BertModel(config).save_pretrained({str(tmp_path / 'bert')!r})\n"
+            f"AutoModelForMaskedLM.from_pretrained({str(tmp_path / 'bert')!r})\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRANSFORMERS_VERBOSITY", "HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")}
+    quiet = subprocess.run([sys.executable, "-c", code, "pretrain"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    verbose = subprocess.run([sys.executable, "-c", code, "pretrain", "--verbose"], capture_output=True, text=True,
+                             env=env, cwd=REPO)
+    assert verbose.returncode == 0 and "LOAD REPORT" in verbose.stderr  # the referee: the chatter is real
+
+
+@pytest.mark.slow
+def test_pretraining_into_a_log_has_plain_lines_and_no_library_chatter(demo_datasets, tiny_bert, tmp_path):
+    data = demo_datasets / "blurbs-clustering-s2s"
+    result = run_eval_cli("pretrain", "--model", str(tiny_bert), "--data", str(data), "--method", "tsdae", "--seeds",
+                          "7", "--max-steps", "2", "--eval-every", "2", "--batch-size", "8", "--out",
+                          str(tmp_path / "out"), stderr_file=tmp_path / "pretrain.log", env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr
+    log = result.stderr
+    assert "\r" not in log and "\x1b" not in log and "LOAD REPORT" not in log, log
+    assert "seed 7: TSDAE epoch 1/1: " in log  # the progress, as plain lines

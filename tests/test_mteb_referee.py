@@ -21,7 +21,8 @@ from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge  # no
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.mteb.encoders import HashingEncoder  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread", "draws_here")]
 TOLERANCE = 1e-9
 
 
@@ -134,7 +135,7 @@ def test_a_dataset_mteb_has_no_task_for_gets_one_of_mtebs_kind(folders, protocol
     reddit = dataclasses.replace(bench, manifest={**bench.manifest, "mteb_name": "RedditClusteringP2P"})
     version = "v2" if protocol == "fast" else "legacy"
     (task,) = mteb_bridge.mteb_tasks([reddit], version=version)
-    # MTEB's RedditClusteringP2P is its English set: the German view is our own task (issue 18).
+    # MTEB's RedditClusteringP2P is its English set: the German view is our own task.
     name = "RedditClusteringP2P-DE" + (".v2" if version == "v2" else "")
     assert task.metadata.name == name
     result = mteb.evaluate(mteb_encoders.MtebEncoder(HashingEncoder()), tasks=[task], cache=None,

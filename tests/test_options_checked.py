@@ -1,8 +1,8 @@
-"""Options and inputs that used to end in a traceback, or do nothing without a word, through the
-real `tecb-eval` command: non-finite or absurd numbers, options ignored beside others, a dataset
-given twice, the Reddit ids folder where texts are needed, results rows of the right shape with
-wrong values, and a Dask cluster that goes away mid-run. Each is refused in one line naming the
-option (exit code 2), honoured, or skipped with a line saying so."""
+"""Options and inputs a user can get wrong, through the real `tecb-eval` command: bad arguments,
+non-finite or absurd numbers, --limit-splits 0, options ignored beside others, a dataset given
+twice, the Reddit ids folder where texts are needed, results rows of the right shape with wrong
+values, and a Dask cluster that goes away mid-run. Each is refused in one line naming the option
+(exit code 2), honoured, or skipped with a line saying so."""
 
 from __future__ import annotations
 
@@ -21,8 +21,6 @@ import pytest
 from conftest import run_args as _run, one_line_error as _one_line_error
 from conftest import unit_holding_plugin, wait_for_claim
 from tecb_data import layout
-from tecb_data.build import build
-from tecb_data.demo import demo_input
 from tecb_data.errors import UserError
 from tecb_data.load import REDDIT_IDS_DATASET
 from tecb_eval.cli import main, parser
@@ -35,9 +33,10 @@ DATASET = "tenkgnad-clustering-s2s"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
+def data(demo_datasets, tmp_path_factory) -> Path:
+    """The demo TenKGnad S2S, alone in its folder (a test gives that folder as --data too)."""
     out = tmp_path_factory.mktemp("options-data")
-    build("tenkgnad", demo_input("tenkgnad"), out, views=("s2s",))
+    shutil.copytree(demo_datasets / DATASET, out / DATASET)
     return out / DATASET
 
 
@@ -121,6 +120,51 @@ def test_pretrain_seeds_read_as_run_reads_them_and_add_up(data, tmp_path, capsys
     # Given twice, no seed is dropped without a word: a repeat is the one-line error it always was.
     base = ["pretrain", "--model", "minilm-l6", "--data", str(data), "--out", str(tmp_path / "out"), "--quiet"]
     assert "seeds repeat 7" in _one_line_error(capsys, base + ["--seeds", "7", "--seeds", "1,7"])
+
+
+# -- user errors are one line ------------------------------------------------------------------
+
+def test_bad_arguments_are_one_line(data, tmp_path, capsys):
+    results, cache = tmp_path / "results.jsonl", tmp_path / "cache"
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    run = lambda *extra: _run(data, results, cache, *extra)  # noqa: E731
+    assert "4294967295" in _one_line_error(capsys, run("--seed", str(2**32)))
+    assert "does not take layer=3" in _one_line_error(capsys, ["run", "--data", str(data), "--model", "tfidf-lsa,layer=3",
+                                                               "--results", str(results), "--quiet"])
+    assert "tpu9" in _one_line_error(capsys, ["run", "--data", str(data), "--model", "minilm-l6,device=tpu9",
+                                              "--results", str(results), "--quiet"])
+    assert "limit_splits" in _one_line_error(capsys, run("--limit-splits", "-1"))
+    assert "is a file" in _one_line_error(capsys, _run(data, results, a_file))
+    assert "is a folder" in _one_line_error(capsys, _run(data, tmp_path, cache))
+    assert "is a file" in _one_line_error(capsys, run("--out", str(a_file)))
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    assert str(broken / "config.json") in _one_line_error(
+        capsys, ["run", "--data", str(data), "--model", str(broken), "--results", str(results), "--quiet"])
+    not_csv = tmp_path / "reference.csv"
+    not_csv.write_text("a;b\n1;2\n")
+    assert str(not_csv) in _one_line_error(capsys, run("--out", str(tmp_path / "out"), "--reference", str(not_csv)))
+    assert not results.exists() or results.read_bytes() == b""  # none of them ran a cell
+    # export's --out
+    assert main(run("--limit-splits", "1")) == 0
+    capsys.readouterr()
+    assert "is a file" in _one_line_error(capsys, ["export", str(results), "--out", str(a_file)])
+
+
+def test_limit_splits_zero_means_all_as_in_demo(data, tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    assert main(_run(data, results, tmp_path / "cache", "--limit-splits", "0")) == 0
+    assert len(_rows(results)) == 10  # every split of the dataset
+    from tecb_data.errors import UserError
+    from tecb_eval.grid.run import run_grid
+
+    frame = run_grid([data], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=0, progress=False)
+    assert len(frame) == 10
+    for bad in (-1, True, 1.5):
+        with pytest.raises(UserError, match="or 0 for all of them"):
+            run_grid([data], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"], limit_splits=bad, progress=False)
 
 
 # -- options that would be ignored -------------------------------------------------------------

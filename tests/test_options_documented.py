@@ -1,4 +1,4 @@
-"""Every long option of both command-line tools is mentioned on some page of the manual (issue 46).
+"""Every long option of both command-line tools is mentioned on some page of the manual.
 
 The test walks the parsers the installed commands build (`tecb_data.cli.parser()` and
 `tecb_eval.cli.parser()`), every subcommand, and looks for each long option as a whole word
@@ -16,7 +16,7 @@ from conftest import REPO
 
 DOCS = REPO / "docs"
 
-# option -> why no page needs to name it. Empty on 2026-11-27: every option has its page.
+# option -> why no page needs to name it. Empty: every option has its page.
 UNDOCUMENTED: dict[str, str] = {}
 
 

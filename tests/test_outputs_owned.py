@@ -1,9 +1,11 @@
 """Outputs are owned and whole, through the real commands: an export folder holds exactly one
-export; `export`, `run --out`, `demo` and `layers` write only into a folder they wrote (their marker)
-and never into a dataset, a pre-training output or a user's folder; Ctrl-C during an export (even
-one a library swallows) leaves the earlier export as it was; a full disk cuts the results store back
-to its last whole row and is one line; an early error leaves no empty store; every file follows the
-umask.
+export; `export`, `run --out`, `demo`, `layers`, `finetune` and `pretrain` write only into a folder
+they wrote (their marker) and never into a dataset, a pre-training output or a user's folder;
+`tecb-data build` never writes its --report or --out onto its input or into a dataset, nor replaces
+a file or folder that is not a dataset, and `collect` never writes its id list over its input or a
+foreign file; Ctrl-C during an export (even one a library swallows) leaves the earlier export as it
+was; a full disk cuts the results store back to its last whole row, leaves no work folder, and is
+one line; an early error leaves no empty store; every file follows the umask.
 
 The full-disk cases run on a real small tmpfs (skipped where mounting is not permitted) and, for
 the store's short write, under a file-size limit (RLIMIT_FSIZE in a child process: the kernel
@@ -15,6 +17,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -27,9 +30,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import eval_error as _one_line_error
+from conftest import error_line, finetune_args, one_error_line, run_cli
 from conftest import run_args as _run
-from conftest import save_tiny_bert, text_vocabulary
-from tecb_data.build import build
+from tablefiles import NAME, table_build, table_rows, write_tsv
 from tecb_data.demo import demo_input
 from tecb_data.outputs import MARKER
 from tecb_eval.cli import main
@@ -41,10 +45,8 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    out = tmp_path_factory.mktemp("owned-data")
-    build("tenkgnad", demo_input("tenkgnad"), out, views=("s2s",))
-    return out / DATASET
+def data(demo_datasets):
+    return demo_datasets / DATASET
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +60,6 @@ def stores(data, tmp_path_factory):
     return {"both": both, "seed1": seed1, "cache": cache}
 
 
-def _one_line_error(capsys, argv: list[str]) -> str:
-    capsys.readouterr()  # what earlier commands printed
-    code = main(argv)
-    error = capsys.readouterr().err
-    # Loading a transformers model draws transformers' own "Loading weights" bar above the line.
-    lines = [line for line in error.splitlines() if line.strip() and "Loading weights" not in line]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("tecb-eval: error: "), error
-    return lines[0]
-
-
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -76,7 +68,7 @@ def _mteb_files(out: Path) -> list[str]:
     return sorted(p.relative_to(out / "mteb" / "results").as_posix() for p in (out / "mteb").rglob("*.json"))
 
 
-# -- case 5: an export folder holds exactly one export ------------------------------------------
+# -- an export folder holds exactly one export --------------------------------------------------
 
 @pytest.mark.slow
 def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
@@ -102,7 +94,7 @@ def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
     capsys.readouterr()
 
 
-# -- case 9: a command writes only into a folder it wrote ---------------------------------------
+# -- a command writes only into a folder it wrote -----------------------------------------------
 
 @pytest.mark.slow
 def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, stores, tmp_path, capsys):
@@ -110,7 +102,7 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
     from tecb_data.layout import verify
 
     dataset_copy = tmp_path / "datasets"
-    build("tenkgnad", demo_input("tenkgnad"), dataset_copy, views=("s2s",))
+    shutil.copytree(data, dataset_copy / DATASET)
     dataset = dataset_copy / DATASET
     before = _snapshot(dataset)
     assert "is a dataset folder" in _one_line_error(capsys, ["export", store, "--out", str(dataset)])
@@ -177,16 +169,7 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
     capsys.readouterr()
 
 
-# -- the tiny transformers model `layers` needs --------------------------------------------------
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, data):
-    import tecb_data
-
-    folder = tmp_path_factory.mktemp("owned-bert")
-    texts = sorted({t.lower() for s in tecb_data.load(data).splits for t in s.texts})
-    return save_tiny_bert(folder, text_vocabulary(texts), hidden_size=16)
-
+# -- `layers`, on the tiny BERT of conftest.py ---------------------------------------------------
 
 def _layers(model, data, out, cache) -> list[str]:
     return ["layers", "--model", str(model), "--data", str(data), "--layers", "0-1", "--out", str(out),
@@ -222,7 +205,35 @@ def test_layers_replaces_only_its_own_sweep(tiny_bert, data, tmp_path, capsys):
     capsys.readouterr()
 
 
-# -- case 10: Ctrl-C during an export ------------------------------------------------------------
+# -- `finetune` and `pretrain` replace only the files they wrote -----------------------------------
+
+@pytest.mark.slow
+def test_finetune_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(finetune_args(tiny_bert, blurbs_folder, out)) == 0
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    error = _one_line_error(capsys, finetune_args(tiny_bert, blurbs_folder, out, "--overwrite"))
+    assert "notes.txt" in error and (out / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    (out / "notes.txt").unlink()
+    assert main(finetune_args(tiny_bert, blurbs_folder, out, "--overwrite")) == 0
+    assert (out / "summary.md").is_file()
+
+
+def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["pretrain", "--model", str(tiny_bert), "--data", str(blurbs_folder), "--method", "tsdae", "--seeds", "7",
+            "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    error = _one_line_error(capsys, args + ["--overwrite"])
+    assert "notes.txt" in error and (out / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert not (tmp_path / "out.partial").exists()  # refused before any work
+    (out / "notes.txt").unlink()
+    assert main(args + ["--overwrite"]) == 0
+    assert (out / "summary.md").is_file()
+
+
+# -- Ctrl-C during an export ---------------------------------------------------------------------
 
 def _child(script: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=ENV,
@@ -300,7 +311,7 @@ def test_a_ctrl_c_that_a_library_swallows_still_stops_the_export(stores, tmp_pat
     assert _snapshot(out) == before and not (tmp_path / "report.partial").exists()
 
 
-# -- case 11: a full disk ------------------------------------------------------------------------
+# -- a full disk ---------------------------------------------------------------------------------
 
 @pytest.fixture
 def small_fs(tmp_path):
@@ -396,7 +407,33 @@ def test_an_export_on_a_full_disk_names_out_and_keeps_the_earlier_export(stores,
     assert _snapshot(out) == before and not (fs / "report.partial").exists()
 
 
-# -- case 12: nothing is created before there is something to write -----------------------------
+def test_an_export_onto_a_full_disk_leaves_no_work_folder_and_says_the_disk_is_full(data, tmp_path, small_fs, capsys):
+    results = tmp_path / "results.jsonl"
+    assert main(_run(data, results, tmp_path / "cache", "--limit-splits", "2")) == 0
+    fs = small_fs("256k")
+    _fill(fs)  # not a byte left: not even the work folder's marker fits
+    capsys.readouterr()
+    assert main(["export", str(results), "--out", str(fs / "ex")]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("tecb-eval: error: ")]
+    assert len(errors) == 1, errors
+    error = errors[0]
+    assert "disk is full" in error and f"--out {fs / 'ex'}" in error, error
+    assert sorted(p.name for p in fs.iterdir()) == ["filler"]
+    (fs / "filler").unlink()
+    capsys.readouterr()
+    assert main(["export", str(results), "--out", str(fs / "ex")]) == 0, capsys.readouterr().err
+
+
+def test_finetuning_onto_a_full_disk_is_one_line(tiny_bert, blurbs_folder, small_fs, capsys):
+    fs = small_fs("1m")
+    _fill(fs, leave=96 * 1024)  # room for the work folder and logs, not for a checkpoint
+    capsys.readouterr()
+    code = main(finetune_args(tiny_bert, blurbs_folder, fs / "out"))
+    errors = [line for line in capsys.readouterr().err.splitlines() if "Loading weights" not in line and line.strip()]
+    assert code == 2 and len(errors) == 1 and "disk is full" in errors[0], errors
+
+
+# -- nothing is created before there is something to write --------------------------------------
 
 class _Stops:
     """An encoder whose encoding is interrupted (Ctrl-C) or fails."""
@@ -475,7 +512,7 @@ def test_a_run_waiting_on_a_store_that_is_removed_opens_it_again(data, tmp_path)
     assert len(ResultsStore(results).rows) == 1
 
 
-# -- case 13: files follow the umask ----------------------------------------------------------------
+# -- files follow the umask -------------------------------------------------------------------------
 
 def _modes(*folders: Path) -> Counter:
     found = Counter()
@@ -505,7 +542,7 @@ def test_outputs_and_caches_follow_the_umask(data, stores, tiny_bert, tmp_path, 
     assert set(modes) == {("dir", oct(0o777 & ~umask)), ("file", oct(0o666 & ~umask))}, modes
 
 
-# --- staged_output: the one way a command publishes its folder (issue 42) -----------------------
+# --- staged_output: the one way a command publishes its folder ----------------------------------
 
 def _stage(out: Path, body, **options) -> None:
     from tecb_data.outputs import staged_output
@@ -618,3 +655,69 @@ def test_a_build_on_a_full_disk_leaves_no_empty_out_folder(tmp_path, monkeypatch
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith(f"tecb-data: error: --out {out}: ") and "the disk is full" in error, error
     assert list(tmp_path.iterdir()) == []
+
+
+# -- `tecb-data build` and `collect`: an output never overwrites an input or lands inside a dataset --
+
+@pytest.mark.slow
+def test_report_onto_the_input_or_the_new_manifest_is_refused_before_work(tmp_path):
+    source = write_tsv(tmp_path / "in.tsv", table_rows())
+    before = source.read_bytes()
+    error = one_error_line(table_build(source, tmp_path / "out", "--report", str(source)))
+    assert "--report" in error and "is the input" in error and source.read_bytes() == before
+    assert not (tmp_path / "out").exists()
+    assert table_build(source, tmp_path / "out").returncode == 0
+    manifest = tmp_path / "out" / f"{NAME}-s2s" / "manifest.json"
+    kept = manifest.read_bytes()
+    error = one_error_line(table_build(source, tmp_path / "out", "--seed", "5", "--report", str(manifest)))
+    assert "--report" in error and manifest.read_bytes() == kept
+    assert run_cli("verify", str(tmp_path / "out" / f"{NAME}-s2s")).returncode == 0
+    # A file the build did not write is never replaced; its own earlier report is.
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": 1}\n', encoding="utf-8")
+    error = one_error_line(table_build(source, tmp_path / "out", "--report", str(notes)))
+    assert "was not written by this command" in error and notes.read_text(encoding="utf-8") == '{"mine": 1}\n'
+    report = tmp_path / "report.json"
+    assert table_build(source, tmp_path / "out", "--report", str(report)).returncode == 0
+    assert table_build(source, tmp_path / "out", "--report", str(report), "--seed", "3").returncode == 0
+
+
+@pytest.mark.slow
+def test_build_out_holding_its_input_or_inside_a_dataset_is_refused(tmp_path):
+    source = write_tsv(tmp_path / "in.tsv", table_rows())
+    assert table_build(source, tmp_path / "out").returncode == 0
+    published = tmp_path / "out" / f"{NAME}-s2s" / "data" / "samples.jsonl"
+    kept = published.read_bytes()
+    error = one_error_line(run_cli("build", "--source", "table", "--input", str(published), "--name", NAME,
+                                   "--text", "text", "--label", "label", "--out", str(tmp_path / "out"), "--quiet"))
+    assert "holds the input" in error and published.read_bytes() == kept
+    error = one_error_line(table_build(source, tmp_path / "out" / f"{NAME}-s2s"))
+    assert "inside the dataset folder" in error
+
+
+def test_a_file_or_foreign_folder_at_out_dataset_is_not_replaced(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "tenkgnad-clustering-s2s").write_text("my notes\n")
+    result = run_cli("build", "--source", "tenkgnad", "--demo", "--out", str(out), "--quiet")
+    assert result.returncode == 2 and "a file, not a dataset folder, is in the way" in error_line(result.stderr)
+    assert (out / "tenkgnad-clustering-s2s").read_text() == "my notes\n"
+    assert sorted(p.name for p in out.iterdir()) == ["tenkgnad-clustering-s2s"]  # nothing else published
+    (out / "tenkgnad-clustering-s2s").unlink()
+    (out / "tenkgnad-clustering-p2p").mkdir()
+    (out / "tenkgnad-clustering-p2p" / "thesis.tex").write_text("\\begin{document}")
+    result = run_cli("build", "--source", "tenkgnad", "--demo", "--out", str(out), "--quiet")
+    assert result.returncode == 2 and "without manifest.json" in error_line(result.stderr)
+    assert sorted(p.name for p in out.rglob("*")) == ["tenkgnad-clustering-p2p", "thesis.tex"]
+
+
+def test_collect_never_writes_its_id_list_over_its_input_or_a_foreign_file(tmp_path):
+    subreddits = tmp_path / "subreddits.txt"
+    subreddits.write_text("de\nfinanzen\n", encoding="utf-8")
+    for out in (subreddits, tmp_path / "notes.csv"):
+        if out != subreddits:
+            out.write_text("my,own\n", encoding="utf-8")
+        before = out.read_bytes()
+        done = run_cli("collect", "--source", "reddit", "--subreddits", str(subreddits), "--out", str(out),
+                       env={"praw_client_id": "x", "praw_client_secret": "y"})
+        assert "--out" in one_error_line(done) and out.read_bytes() == before

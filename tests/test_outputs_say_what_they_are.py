@@ -1,5 +1,5 @@
-"""Synthetic (demo) data say so wherever they go: the card's first line, the manifest, and `tecb-data
-push`, which refuses them unless --allow-synthetic (issue 31)."""
+"""Synthetic (demo) data say so wherever they go: the card's first line, the manifest, `tecb-data
+push`, which refuses them unless --allow-synthetic, pre-training's summary, and every table."""
 
 from __future__ import annotations
 
@@ -111,19 +111,27 @@ def test_an_older_demo_folder_whose_card_says_nothing_is_not_pushed(demo_dataset
         check_synthetic(folder, manifest, allow=False, dry_run=False)
 
 
-def test_pretraining_on_demo_data_says_synthetic_in_its_summary(demo_datasets, tmp_path):
-    import tecb_data
-    from conftest import save_tiny_bert, text_vocabulary
+def test_pretraining_on_demo_data_says_synthetic_in_its_summary(demo_datasets, tiny_bert, tmp_path):
     from tecb_eval.cli import main
     from tecb_eval.reports.tables import DEMO_NOTE
 
     data = demo_datasets / FOLDER
-    texts = sorted({t for split in tecb_data.load(data).splits for t in split.texts})
-    model = save_tiny_bert(tmp_path / "bert", text_vocabulary(texts), layers=1)
     out = tmp_path / "out"
-    assert main(["pretrain", "--model", str(model), "--data", str(data), "--method", "tsdae", "--seeds", "7",
+    assert main(["pretrain", "--model", str(tiny_bert), "--data", str(data), "--method", "tsdae", "--seeds", "7",
                  "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--out", str(out), "--quiet"]) == 0
     summaries = sorted(out.rglob("summary.md"))
     assert summaries
     for path in summaries:
         assert path.read_text(encoding="utf-8").startswith(DEMO_NOTE), path
+
+
+@pytest.mark.parametrize("option", ["--levels", "--density"])
+def test_levels_and_density_tables_of_demo_rows_say_synthetic(small_store, capsys, option):
+    from tecb_eval.cli import main
+    from tecb_eval.reports.tables import DEMO_NOTE
+
+    assert main(["table", str(small_store), option]) == 0
+    assert DEMO_NOTE in capsys.readouterr().out
+    assert main(["table", str(small_store), option, "--format", "csv"]) == 0
+    captured = capsys.readouterr()
+    assert DEMO_NOTE in captured.err and DEMO_NOTE not in captured.out  # a CSV stays data only

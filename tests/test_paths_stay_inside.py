@@ -74,16 +74,6 @@ def test_run_never_writes_where_a_manifest_name_points(demo_datasets, tmp_path, 
     assert not (tmp_path / "out").exists() and not (tmp_path / "r.jsonl").exists()
 
 
-@pytest.fixture(scope="module")
-def tiny_bert(demo_datasets, tmp_path_factory):
-    from conftest import save_tiny_bert, text_vocabulary
-    from tecb_data.load import load
-
-    bench = load(demo_datasets / DATASET)
-    texts = [t for s in bench.splits for t in s.texts]
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(texts), hidden_size=16, layers=1)
-
-
 def test_pretrain_never_writes_where_a_manifest_name_points(demo_datasets, tiny_bert, tmp_path, capsys):
     escape = tmp_path / "escape"
     escape.mkdir()  # OUT.partial/../escape/PT: a folder that is there to write into

@@ -1,4 +1,5 @@
-"""Adaptive pre-training on a tiny BERT built here (own WordPiece vocabulary, 2 layers of 32)."""
+"""Adaptive pre-training on the tiny BERT of tests/conftest.py (its own WordPiece vocabulary, 2 layers of 32,
+BERT's dropout) and the demo Blurbs S2S (conftest's ``blurbs`` and ``blurbs_small``)."""
 
 from __future__ import annotations
 
@@ -18,34 +19,13 @@ import pytest
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
 import tecb_data  # noqa: E402
-from tecb_data.build import build  # noqa: E402
-from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
 from tecb_eval.pretraining.tsdae import delete_words  # noqa: E402
 
 S2S = "blurbs-clustering-s2s"
-
-
-@pytest.fixture(scope="module")
-def blurbs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("blurbs")
-    built = build("blurbs", demo_input("blurbs"), out, views=("s2s",))
-    return tecb_data.load(built[0][0])
-
-
-@pytest.fixture(scope="module")
-def small(blurbs):
-    """The first six of the 28 splits: each evaluation clusters six splits, not 28, to keep the tests fast."""
-    return dataclasses.replace(blurbs, splits=blurbs.splits[:6])
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, blurbs):
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(unique_texts([blurbs])))
 
 
 def _losses(folder: Path) -> list[float]:
@@ -57,15 +37,15 @@ WWM_FAST = dict(batch_size=16, grad_accumulation=1, learning_rate=5e-3, eval_eve
 
 
 @pytest.mark.slow
-def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tmp_path):
+def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert_with_dropout, blurbs_small, tmp_path):
     from tecb_eval.models.encoders import get_encoder
 
     top = tmp_path / "wwm"
-    result = pretrain(tiny_bert, [small], method="wwm", epochs=2, seeds=(42,), output_dir=top,
+    result = pretrain(tiny_bert_with_dropout, [blurbs_small], method="wwm", epochs=2, seeds=(42,), output_dir=top,
                       progress=False, **WWM_FAST)
     out = top / S2S  # one dataset, one run in its own folder
     assert result[S2S].output_dir == out and list(result.runs) == [S2S]
-    steps_per_epoch = math.ceil(len(unique_texts([small])) / WWM_FAST["batch_size"])
+    steps_per_epoch = math.ceil(len(unique_texts([blurbs_small])) / WWM_FAST["batch_size"])
     losses = _losses(out)
     assert len(losses) == 2 * steps_per_epoch
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.5
@@ -76,7 +56,7 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
     assert all(0 <= r["v_measure"] <= 1 for r in rows)
     with open(out / "evaluations_splits.csv", newline="") as fh:
         split_rows = list(csv.DictReader(fh))
-    assert len(split_rows) == len(evaluated) * len(small.splits)
+    assert len(split_rows) == len(evaluated) * len(blurbs_small.splits)
     at_step_6 = [float(r["v_measure"]) for r in split_rows if r["step"] == "6"]
     assert np.mean(at_step_6) == pytest.approx(next(r["v_measure"] for r in rows if r["step"] == 6))
 
@@ -89,7 +69,7 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
     # Reloaded from disk, the best checkpoint scores what it scored in memory.
     from tecb_eval.clustering.evaluation import evaluate_kmeans
 
-    reloaded = np.mean([r["v_measure"] for r in evaluate_kmeans([small], encoder.encode, seed=42)])
+    reloaded = np.mean([r["v_measure"] for r in evaluate_kmeans([blurbs_small], encoder.encode, seed=42)])
     assert reloaded == pytest.approx(best["v_measure"], abs=1e-6)
 
     for name in ("figure.png", "summary.csv", "summary.md", "run.json", "timings.json"):
@@ -102,7 +82,7 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
     during = sorted(t["step"] for t in timings["evaluations"] if t["seed"] == 42 and "what" not in t)
     assert during == [s for s in evaluated if s > 0]
     for timing in timings["evaluations"]:
-        assert timing["encoded_texts"] == len(unique_texts([small])) and timing["encode_s"] > 0
+        assert timing["encoded_texts"] == len(unique_texts([blurbs_small])) and timing["encode_s"] > 0
         assert timing["total_s"] == pytest.approx(timing["encode_s"] + timing["kmeans_s"])
     for name in ("figure.png", "summary.csv", "summary.md", "run.json", "evaluations.csv"):
         assert (top / name).is_file(), name
@@ -112,11 +92,11 @@ def test_wwm_trains_evaluates_and_keeps_the_best_checkpoint(tiny_bert, small, tm
     assert "WWM" in summary and S2S in summary and "Profile `current`" in summary
 
 
-def test_tsdae_trains_with_a_tied_decoder(tiny_bert, small, tmp_path):
-    result = pretrain(tiny_bert, small, method="tsdae", epochs=1, seeds=(1,), output_dir=tmp_path / "tsdae",
-                      progress=False, batch_size=16, learning_rate=3e-3, eval_every=4)
+def test_tsdae_trains_with_a_tied_decoder(tiny_bert_with_dropout, blurbs_small, tmp_path):
+    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="tsdae", epochs=1, seeds=(1,),
+                      output_dir=tmp_path / "tsdae", progress=False, batch_size=16, learning_rate=3e-3, eval_every=4)
     out = tmp_path / "tsdae" / S2S
-    steps = math.ceil(len(unique_texts([small])) / 16)
+    steps = math.ceil(len(unique_texts([blurbs_small])) / 16)
     losses = _losses(out)
     assert len(losses) == steps
     assert np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.3
@@ -127,7 +107,7 @@ def test_tsdae_trains_with_a_tied_decoder(tiny_bert, small, tmp_path):
 
     from tecb_eval.pretraining.tsdae import Tsdae
 
-    objective = Tsdae(tiny_bert, settings_for("tsdae", max_length=64), seed=1, device="cpu", profile=None)
+    objective = Tsdae(tiny_bert_with_dropout, settings_for("tsdae", max_length=64), seed=1, device="cpu", profile=None)
     decoder = objective.module.decoder.base_model
     assert decoder.embeddings.word_embeddings.weight is objective.encoder.embeddings.word_embeddings.weight
     assert decoder.encoder.layer[1].attention.self.query.weight is objective.encoder.encoder.layer[1].attention.self.query.weight
@@ -144,13 +124,14 @@ pretrain(model, benchmark, output_dir=out, **settings)
 
 
 @pytest.mark.slow
-def test_same_seed_same_numbers(tiny_bert, small, tmp_path):
+def test_same_seed_same_numbers(tiny_bert_with_dropout, blurbs_small, tmp_path):
     settings = dict(method="wwm", epochs=1, seeds=(2,), progress=False, max_steps=4, **{**WWM_FAST, "eval_every": 2})
-    first = pretrain(tiny_bert, small, output_dir=tmp_path / "a", **settings)
+    first = pretrain(tiny_bert_with_dropout, blurbs_small, output_dir=tmp_path / "a", **settings)
     # The second run in another process with another hash seed (and this process's torch threads,
     # which decide how sums are split): nothing may depend on set order or on what ran before.
     arguments = tmp_path / "arguments.pickle"
-    arguments.write_bytes(pickle.dumps((tiny_bert, small, tmp_path / "b", settings, torch.get_num_threads())))
+    arguments.write_bytes(pickle.dumps((tiny_bert_with_dropout, blurbs_small, tmp_path / "b", settings,
+                                        torch.get_num_threads())))
     other_process = subprocess.run([sys.executable, "-c", PRETRAIN_AGAIN, str(arguments)], capture_output=True,
                                    text=True, env={**os.environ, "PYTHONHASHSEED": "4242"}, timeout=900)
     assert other_process.returncode == 0, other_process.stderr
@@ -158,16 +139,16 @@ def test_same_seed_same_numbers(tiny_bert, small, tmp_path):
         assert (tmp_path / "a" / S2S / name).read_bytes() == (tmp_path / "b" / S2S / name).read_bytes(), name
     for name in ("evaluations.csv", "summary.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
-    other = pretrain(tiny_bert, small, output_dir=tmp_path / "c", **{**settings, "seeds": (3,)})
+    other = pretrain(tiny_bert_with_dropout, blurbs_small, output_dir=tmp_path / "c", **{**settings, "seeds": (3,)})
     assert _losses(tmp_path / "c" / S2S) != _losses(tmp_path / "a" / S2S)
     # The model without pre-training does not depend on the seed.
     assert other.baseline == first.baseline
 
 
-def test_bf16_autocast_on_cpu(tiny_bert, small, tmp_path):
-    result = pretrain(tiny_bert, small, method="wwm", seeds=(42,), output_dir=tmp_path / "bf16", progress=False,
-                      precision="bf16", device="cpu", max_steps=2, eval_every=2, batch_size=16, grad_accumulation=1,
-                      save_best=False)
+def test_bf16_autocast_on_cpu(tiny_bert_with_dropout, blurbs_small, tmp_path):
+    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="wwm", seeds=(42,), output_dir=tmp_path / "bf16",
+                      progress=False, precision="bf16", device="cpu", max_steps=2, eval_every=2, batch_size=16,
+                      grad_accumulation=1, save_best=False)
     assert result.settings.precision == "bf16"
     assert all(np.isfinite(_losses(tmp_path / "bf16" / S2S)))
     assert sorted({r["step"] for r in result.evaluations}) == [0, 2]
@@ -182,7 +163,7 @@ def test_deletion_noise_is_seeded_and_keeps_a_word():
     assert delete_words("...", 0.6, np.random.default_rng(0)) == "..."
 
 
-def test_settings_defaults_and_user_errors(tiny_bert, blurbs, tmp_path):
+def test_settings_defaults_and_user_errors(tiny_bert_with_dropout, blurbs, tmp_path):
     wwm = settings_for("wwm")
     assert (wwm.learning_rate, wwm.weight_decay, wwm.batch_size, wwm.grad_accumulation) == (1e-4, 0.01, 32, 8)
     assert (wwm.warmup_ratio, wwm.mlm_probability, wwm.max_length, wwm.epochs) == (0.06, 0.15, 512, 30)
@@ -193,20 +174,21 @@ def test_settings_defaults_and_user_errors(tiny_bert, blurbs, tmp_path):
     with pytest.raises(TypeError, match="lr"):
         settings_for("wwm", lr=1e-3)
     with pytest.raises(UserError, match="fp16 needs a CUDA GPU"):
-        pretrain(tiny_bert, blurbs, output_dir=tmp_path / "x", precision="fp16", device="cpu", progress=False)
+        pretrain(tiny_bert_with_dropout, blurbs, output_dir=tmp_path / "x", precision="fp16", device="cpu",
+                 progress=False)
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "file").write_text("x")
     with pytest.raises(UserError, match="already exists"):
-        pretrain(tiny_bert, blurbs, output_dir=tmp_path / "taken", progress=False)
+        pretrain(tiny_bert_with_dropout, blurbs, output_dir=tmp_path / "taken", progress=False)
     with pytest.raises(UserError, match="no such dataset folder"):
-        pretrain(tiny_bert, [tmp_path / "nowhere"], output_dir=tmp_path / "y", progress=False)
+        pretrain(tiny_bert_with_dropout, [tmp_path / "nowhere"], output_dir=tmp_path / "y", progress=False)
 
 
-def test_cli_pretrain_prints_the_summary_and_the_best_checkpoints(tiny_bert, blurbs, tmp_path, capsys):
+def test_cli_pretrain_prints_the_summary_and_the_best_checkpoints(tiny_bert_with_dropout, blurbs, tmp_path, capsys):
     from tecb_eval.cli import main
 
     out = tmp_path / "cli"
-    code = main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--method", "tsdae",
+    code = main(["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--method", "tsdae",
                  "--out", str(out), "--seeds", "7", "--max-steps", "2", "--eval-every", "2", "--batch-size", "8",
                  "--quiet"])
     printed = capsys.readouterr().out
@@ -217,7 +199,8 @@ def test_cli_pretrain_prints_the_summary_and_the_best_checkpoints(tiny_bert, blu
         rows = list(csv.DictReader(fh))
     assert [r["step"] for r in rows] == ["0", "2"] and {r["method"] for r in rows} == {"tsdae"}
 
-    code = main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--out", str(out), "--quiet"])
+    code = main(["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--out", str(out),
+                 "--quiet"])
     error = capsys.readouterr().err
     assert code == 2 and error.count("\n") == 1 and "already exists" in error and "--overwrite" in error
 
@@ -238,9 +221,9 @@ def _read(path: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_one_model_per_dataset_by_default(tiny_bert, blurbs, tmp_path):
+def test_one_model_per_dataset_by_default(tiny_bert_with_dropout, blurbs, tmp_path):
     a, b = _two_datasets(blurbs)
-    result = pretrain(tiny_bert, [b, a], output_dir=tmp_path / "each", **TWO_FAST)
+    result = pretrain(tiny_bert_with_dropout, [b, a], output_dir=tmp_path / "each", **TWO_FAST)
     assert list(result.runs) == ["blurbs-a", "blurbs-b"] and not result.pool
     for dataset in (a, b):
         run = result[dataset.name]
@@ -274,16 +257,16 @@ def test_one_model_per_dataset_by_default(tiny_bert, blurbs, tmp_path):
     assert run_json["runs"]["blurbs-b"]["best"]["42"]["path"] == "blurbs-b/seed-42/best"
 
     # A dataset's run does not depend on the datasets given with it.
-    alone = pretrain(tiny_bert, [a], output_dir=tmp_path / "alone", **TWO_FAST)
+    alone = pretrain(tiny_bert_with_dropout, [a], output_dir=tmp_path / "alone", **TWO_FAST)
     for name in ("evaluations.csv", "evaluations_splits.csv", "losses.csv", "summary.csv"):
         assert (tmp_path / "alone" / "blurbs-a" / name).read_bytes() == (top / "blurbs-a" / name).read_bytes(), name
     assert alone.baseline == {"blurbs-a": result.baseline["blurbs-a"]}
 
 
-def test_pool_trains_one_model_on_the_union(tiny_bert, blurbs, tmp_path):
+def test_pool_trains_one_model_on_the_union(tiny_bert_with_dropout, blurbs, tmp_path):
     a, b = _two_datasets(blurbs)
     out = tmp_path / "pooled"
-    result = pretrain(tiny_bert, [a, b], pool=True, output_dir=out, **TWO_FAST)
+    result = pretrain(tiny_bert_with_dropout, [a, b], pool=True, output_dir=out, **TWO_FAST)
     assert list(result.runs) == ["pooled"] and result.pool
     run = result["pooled"]
     assert run.output_dir == out and run.datasets == ("blurbs-a", "blurbs-b")
@@ -300,13 +283,16 @@ def test_pool_trains_one_model_on_the_union(tiny_bert, blurbs, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_folder_of_datasets_one_run_each_or_pooled(tiny_bert, tmp_path, capsys):
+def test_cli_folder_of_datasets_one_run_each_or_pooled(tiny_bert_with_dropout, demo_datasets, tmp_path, capsys):
+    import shutil
+
     from tecb_eval.cli import main
 
     data = tmp_path / "data"
-    build("blurbs", demo_input("blurbs"), data)  # S2S and P2P side by side
-    common = ["pretrain", "--model", str(tiny_bert), "--data", str(data), "--max-steps", "1", "--eval-every", "1",
-              "--batch-size", "64", "--grad-accumulation", "1", "--seeds", "5", "--quiet"]
+    for name in ("blurbs-clustering-s2s", "blurbs-clustering-p2p"):  # S2S and P2P side by side
+        shutil.copytree(demo_datasets / name, data / name)
+    common = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", str(data), "--max-steps", "1",
+              "--eval-every", "1", "--batch-size", "64", "--grad-accumulation", "1", "--seeds", "5", "--quiet"]
     assert main([*common, "--out", str(tmp_path / "each")]) == 0
     printed = capsys.readouterr().out
     for name in ("blurbs-clustering-p2p", "blurbs-clustering-s2s"):
@@ -334,20 +320,22 @@ def _files(folder: Path) -> dict:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
 
 
-def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert, blurbs, tmp_path, capsys):
+def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert_with_dropout, blurbs, tmp_path, capsys):
     from tecb_data.outputs import MARKER
     from tecb_eval.cli import main
 
     data = Path(blurbs.location)
-    datasets_before, model_before = _files(data.parent), _files(tiny_bert)
-    base = ["pretrain", "--model", str(tiny_bert), "--data", str(data), "--method", "tsdae", "--seeds", "7",
-            "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--overwrite"]
+    datasets_before, model_before = _files(data.parent), _files(tiny_bert_with_dropout)
+    base = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", str(data), "--method", "tsdae", "--seeds",
+            "7", "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--overwrite"]
     # An output that is, holds or lies inside an input (a dataset folder, the folder of datasets, the
     # model folder) is refused before anything is written, --overwrite or not.
-    for out, says in [(data, "holds the input"), (data.parent, "holds the input"), (data / "pre", "lies inside the dataset folder"),
-                      (tiny_bert, "holds the input"), (tiny_bert / "pre", "lies inside the input")]:
+    for out, says in [(data, "holds the input"), (data.parent, "holds the input"),
+                      (data / "pre", "lies inside the dataset folder"),
+                      (tiny_bert_with_dropout, "holds the input"),
+                      (tiny_bert_with_dropout / "pre", "lies inside the input")]:
         assert says in _one_line_error(capsys, base + ["--out", str(out)])
-    assert _files(data.parent) == datasets_before and _files(tiny_bert) == model_before
+    assert _files(data.parent) == datasets_before and _files(tiny_bert_with_dropout) == model_before
     tecb_data.load(data)  # still verifies against its manifest
 
     # A folder no pretrain wrote is never replaced, nor a .partial folder it did not leave.
@@ -365,7 +353,7 @@ def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert, blurbs, t
 
     # An earlier pretrain output is what --overwrite replaces: its marker names the command and lists
     # every file that run wrote (what a later --overwrite may remove; a file it does not list makes
-    # --overwrite refuse, tests/test_hardening_round3.py).
+    # --overwrite refuse, tests/test_outputs_owned.py).
     assert main(base + ["--out", str(out)]) == 0
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != MARKER)
     assert json.loads((out / MARKER).read_text()) == {"written_by": "tecb-eval pretrain", "files": written}
@@ -376,20 +364,20 @@ def test_overwrite_replaces_only_an_earlier_pretrain_output(tiny_bert, blurbs, t
     assert listed.read_text() != "changed since" and (out / S2S / "seed-7" / "best").is_dir()
     capsys.readouterr()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]  # no .partial or replaced folder left
-    assert _files(data.parent) == datasets_before and _files(tiny_bert) == model_before
+    assert _files(data.parent) == datasets_before and _files(tiny_bert_with_dropout) == model_before
 
 
-def test_pretrain_bad_inputs_are_one_line(tiny_bert, blurbs, tmp_path, capsys):
+def test_pretrain_bad_inputs_are_one_line(tiny_bert_with_dropout, blurbs, tmp_path, capsys):
     import shutil
 
     base = ["pretrain", "--data", blurbs.location, "--quiet", "--max-steps", "1"]
     out = ["--out", str(tmp_path / "out")]
-    model = ["--model", str(tiny_bert)]
+    model = ["--model", str(tiny_bert_with_dropout)]
     assert "tpu9" in _one_line_error(capsys, base + model + out + ["--device", "tpu9"])
     assert "4294967295" in _one_line_error(capsys, base + model + out + ["--seeds", str(2**32)])
     assert "4294967295" in _one_line_error(capsys, base + model + out + ["--kmeans-seed", str(2**32)])
     broken = tmp_path / "broken-bert"
-    shutil.copytree(tiny_bert, broken)
+    shutil.copytree(tiny_bert_with_dropout, broken)
     (broken / "config.json").write_text('{"model_type": "bert", "hidden_size": ')
     error = _one_line_error(capsys, base + ["--model", str(broken)] + out)
     assert str(broken / "config.json") in error
@@ -414,7 +402,8 @@ def _holds_flock(pid: int, path: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(tiny_bert, blurbs, tmp_path, capsys):
+def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(tiny_bert_with_dropout, blurbs,
+                                                                                tmp_path, capsys):
     import os
     import signal
     import subprocess
@@ -424,14 +413,14 @@ def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(
     from tecb_data.outputs import MARKER
 
     out = tmp_path / "out"
-    args = ["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--method", "tsdae", "--seeds", "7",
-            "--max-steps", "2", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
+    args = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--method", "tsdae",
+            "--seeds", "7", "--max-steps", "2", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
     first = subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", *args], cwd=Path(__file__).resolve().parents[1],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     marker = tmp_path / "out.partial" / MARKER
     # Until the first run holds its work folder (its flock on the marker, as the kernel lists it), not
     # merely until the marker file appears: between the two the folder is an unclaimed one, which a
-    # second run may rightly remove, and a stop landing there made this test fail now and then.
+    # second run may rightly remove.
     deadline = time.monotonic() + 240
     while not _holds_flock(first.pid, marker) and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -16,7 +16,6 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from conftest import SPECIAL_TOKENS as SPECIAL  # noqa: E402
-from test_pretrain import S2S, blurbs, small, tiny_bert  # noqa: E402,F401  (fixtures)
 
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
@@ -27,10 +26,12 @@ from tecb_eval.pretraining.wwm import (ClassicWholeWordMask, TransformersWholeWo
                                        masker, unmasked_share)
 from tecb_eval.clustering.profiles import get_profile  # noqa: E402
 
+S2S = "blurbs-clustering-s2s"
+
 
 @pytest.fixture(scope="module")
-def tokenizer(tiny_bert):
-    return transformers.AutoTokenizer.from_pretrained(str(tiny_bert))
+def tokenizer(tiny_bert_with_dropout):
+    return transformers.AutoTokenizer.from_pretrained(str(tiny_bert_with_dropout))
 
 
 @pytest.fixture(scope="module")
@@ -144,17 +145,17 @@ def test_classic_masking_needs_a_wordpiece_tokenizer(tmp_path):
         masker(plain, "classic", mlm_probability=0.15, max_length=32, seed=0)
 
 
-def test_the_profile_picks_the_masker_and_nothing_else(tiny_bert):
+def test_the_profile_picks_the_masker_and_nothing_else(tiny_bert_with_dropout):
     s = settings_for("wwm", max_length=64)
-    paper = WholeWordMasking(tiny_bert, s, 1, "cpu", get_profile("paper"))
-    current = WholeWordMasking(tiny_bert, s, 1, "cpu", get_profile("current"))
+    paper = WholeWordMasking(tiny_bert_with_dropout, s, 1, "cpu", get_profile("paper"))
+    current = WholeWordMasking(tiny_bert_with_dropout, s, 1, "cpu", get_profile("current"))
     assert isinstance(paper.masker, ClassicWholeWordMask) and isinstance(current.masker, TransformersWholeWordMask)
     assert settings_for("wwm", "paper") == settings_for("wwm", "current")
 
 
-def test_logits_pooling_gives_vocabulary_sized_vectors_unlike_hidden_pooling(tiny_bert, tokenizer, titles):
+def test_logits_pooling_gives_vocabulary_sized_vectors_unlike_hidden_pooling(tiny_bert_with_dropout, tokenizer, titles):
     torch.manual_seed(0)
-    model = transformers.AutoModelForMaskedLM.from_pretrained(str(tiny_bert)).train()
+    model = transformers.AutoModelForMaskedLM.from_pretrained(str(tiny_bert_with_dropout)).train()
     texts = titles[:40]
     options = dict(max_length=64, batch_size=16, device="cpu")
     logits = LiveLogitsPoolingEncoder(model, tokenizer, **options).encode(texts)
@@ -169,11 +170,11 @@ def test_logits_pooling_gives_vocabulary_sized_vectors_unlike_hidden_pooling(tin
 
 
 @pytest.mark.slow
-def test_paper_wwm_run_masks_classically_and_evaluates_on_logits(tiny_bert, small, tmp_path):
+def test_paper_wwm_run_masks_classically_and_evaluates_on_logits(tiny_bert_with_dropout, blurbs_small, tmp_path):
     common = dict(method="wwm", seeds=(2,), progress=False, max_steps=2, eval_every=1, batch_size=16,
                   grad_accumulation=1, learning_rate=5e-3)
-    paper = pretrain(tiny_bert, small, profile="paper", output_dir=tmp_path / "paper", **common)
-    current = pretrain(tiny_bert, small, output_dir=tmp_path / "current", **common)
+    paper = pretrain(tiny_bert_with_dropout, blurbs_small, profile="paper", output_dir=tmp_path / "paper", **common)
+    current = pretrain(tiny_bert_with_dropout, blurbs_small, output_dir=tmp_path / "current", **common)
     assert paper.profile.name == "paper" and current.profile.name == "current"
     assert paper.settings == current.settings  # only the masking and the evaluation pooling differ
     assert paper.baseline[S2S] != current.baseline[S2S]  # the untrained model, pooled two ways
@@ -227,25 +228,25 @@ def test_per_epoch_schedule_restarts_each_epoch_and_evaluates_each_epoch_end():
     assert due == [4, 8, 10, 14, 18, 20]
 
 
-def test_paper_tsdae_run_evaluates_at_each_epoch_end(tiny_bert, small, tmp_path):
-    result = pretrain(tiny_bert, small, method="tsdae", profile="paper", epochs=2, seeds=(1,), eval_every=512,
-                      batch_size=64, learning_rate=3e-3, progress=False, output_dir=tmp_path / "tsdae")
-    per_epoch = -(-len(unique_texts([small])) // 64)
+def test_paper_tsdae_run_evaluates_at_each_epoch_end(tiny_bert_with_dropout, blurbs_small, tmp_path):
+    result = pretrain(tiny_bert_with_dropout, blurbs_small, method="tsdae", profile="paper", epochs=2, seeds=(1,),
+                      eval_every=512, batch_size=64, learning_rate=3e-3, progress=False, output_dir=tmp_path / "tsdae")
+    per_epoch = -(-len(unique_texts([blurbs_small])) // 64)
     assert sorted({r["step"] for r in result.evaluations}) == [0, per_epoch, 2 * per_epoch]
     run = json.loads((tmp_path / "tsdae" / S2S / "run.json").read_text())
     assert run["evaluation_pooling"] == "hidden"  # TSDAE evaluates like the grid under both profiles
     assert run["settings"]["eval_schedule"] == "per-epoch" and run["settings"]["epochs"] == 2
 
 
-def test_unknown_profile_is_a_one_line_error(tiny_bert, blurbs, tmp_path, capsys):
+def test_unknown_profile_is_a_one_line_error(tiny_bert_with_dropout, blurbs, tmp_path, capsys):
     from tecb_eval.cli import main
 
     with pytest.raises(UserError, match="unknown profile 'papr'; choose from current, paper"):
-        pretrain(tiny_bert, blurbs, profile="papr", output_dir=tmp_path / "x", progress=False)
+        pretrain(tiny_bert_with_dropout, blurbs, profile="papr", output_dir=tmp_path / "x", progress=False)
     assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
     # On the command line --profile offers its choices, so argparse refuses it: one line, exit 2.
     with pytest.raises(SystemExit) as stopped:
-        main(["pretrain", "--model", str(tiny_bert), "--data", blurbs.location, "--profile", "papr",
+        main(["pretrain", "--model", str(tiny_bert_with_dropout), "--data", blurbs.location, "--profile", "papr",
               "--out", str(tmp_path / "y"), "--quiet"])
     error = capsys.readouterr().err
     assert stopped.value.code == 2 and error.count("\n") == 1, error

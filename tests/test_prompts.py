@@ -7,18 +7,21 @@ grid through the plain folder (its prompts chosen per task as MTEB's wrapper cho
 from __future__ import annotations
 
 import re
+import shutil
 
 import numpy as np
 import pytest
 
 import mteb  # noqa: E402
 
-from conftest import SPECIAL_TOKENS, save_tiny_bert  # noqa: E402
+from conftest import SPECIAL_TOKENS, eval_error, run_args, save_tiny_bert  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.models import encoders  # noqa: E402
 from tecb_eval.mteb import tasks as mteb_bridge  # noqa: E402
 
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread", "draws_here")
 TOLERANCE = 1e-9
 PROMPTS = {
     "BlurbsClusteringS2S": "Ordne den Buchtitel einem Genre zu: ",
@@ -157,14 +160,24 @@ def test_ours_equal_mtebs_scores_of_the_prompted_model(prompted, demo, protocol,
         "mteb-spec": f"mteb:{prompted}",                           # loaded and encoded through MTEB's wrapper
         "mteb-object": SentenceTransformerEncoderWrapper(str(prompted)),  # any MTEB model object
     }
+    # The fast protocol's draws are MTEB's, the same for every model (tecb_eval/grid/samples.py): the
+    # first run draws them and the others read them from a copy in their own cache folder, where
+    # each still encodes every text itself.
+    drawn = tmp_path / "folder" / "samples"
+
+    def own_cache(label):
+        if drawn.is_dir():
+            shutil.copytree(drawn, tmp_path / label / "samples")
+        return tmp_path / label
+
     for label, model in runs.items():
-        ours, frame = _ours(folder, model, protocol, tmp_path / label)
+        ours, frame = _ours(folder, model, protocol, own_cache(label))
         assert len(ours) == len(theirs) > 1, label
         assert max(abs(a - b) for a, b in zip(ours, theirs)) < TOLERANCE, label
         expected = PROMPTS["BlurbsClusteringS2S"] if (view, version) == ("s2s", "legacy") else PROMPTS["Clustering"]
         assert set(frame.prompt) == {expected}, label
     # The prompt matters here: without it the same model scores otherwise.
-    unprompted, frame = _ours(folder, {"spec": str(prompted), "prompt": ""}, protocol, tmp_path / "none")
+    unprompted, frame = _ours(folder, {"spec": str(prompted), "prompt": ""}, protocol, own_cache("none"))
     assert max(abs(a - b) for a, b in zip(unprompted, theirs)) > 1e-6
     assert frame.model.iloc[0].endswith("-no-prompt") and set(frame.prompt) == {""}
 
@@ -212,6 +225,24 @@ def test_a_backend_that_cannot_be_imported_is_one_line(prompted, demo, tmp_path,
         run_grid([demo["s2s"]], [{"spec": str(prompted), "backend": "openvino"}],
                  configurations=["minibatch_kmeans:none"], cache_dir=tmp_path, progress=False, log=lambda m: None)
     assert "\n" not in str(info.value)
+
+
+def test_a_prompt_that_leaves_no_room_is_refused_and_cut_text_is_counted(tiny_sentence_transformer, demo_datasets,
+                                                                         tmp_path, capsys):
+    from tecb_eval.grid.run import run_grid
+
+    data = demo_datasets / "tenkgnad-clustering-s2s"
+    long_prompt = "Ordne den Text ein " * 20
+    argv = run_args(data, tmp_path / "r.jsonl", tmp_path / "cache", "--limit-splits", "1")
+    argv[argv.index("tfidf-lsa")] = f"{tiny_sentence_transformer},prompt={long_prompt}"
+    error = eval_error(capsys, argv)
+    assert "leaves no room for the text" in error and not (tmp_path / "r.jsonl").exists()
+    said = []
+    run_grid([data], [{"spec": str(tiny_sentence_transformer), "prompt": "Ordne den Text ein " * 5}],
+             configurations=["minibatch_kmeans:none"], limit_splits=1, progress=False, log=said.append,
+             cache_dir=tmp_path / "cache2")
+    notes = [line for line in said if "were cut" in line]
+    assert len(notes) == 1 and "tokens not encoded" in notes[0], said
 
 
 @pytest.fixture(scope="module")

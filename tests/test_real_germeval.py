@@ -13,9 +13,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def dev_build(tmp_path_factory):
-    out = tmp_path_factory.mktemp("germeval")
-    return dict((f.name, m) for f, m in build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out))
+def dev_build(germeval_dev_datasets):
+    return {name: manifest for name, (_, manifest) in germeval_dev_datasets.items()}
 
 
 def test_dev_set_reads_all_2079_books_and_applies_the_selection_rule():

@@ -8,6 +8,7 @@ import math
 import sqlite3
 import time
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REAL_IDS = SHARED / "data" / "reddit" / "submission_ids.txt"
 
 
+def _end(process) -> None:
+    """A run that a failed assertion left running is not left behind."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
 @pytest.mark.slow
 def test_real_ids_survive_a_kill_and_resume(tmp_path):
     if not REAL_IDS.is_file():
@@ -27,15 +35,27 @@ def test_real_ids_survive_a_kill_and_resume(tmp_path):
     assert len(lines) == 47_794
     unique = sorted(set(lines))  # the list repeats some ids; Reddit is asked once per id
     missing = set(unique[::701])
-    state = rs.RedditState([i for i in unique if i not in missing])
-    state.gone.update({i: "deleted" for i in unique[3::500]})
-    state.gone.update({i: "author_deleted" for i in unique[5::997]})
+
+    def reddit() -> rs.RedditState:
+        state = rs.RedditState([i for i in unique if i not in missing])
+        state.gone.update({i: "deleted" for i in unique[3::500]})
+        state.gone.update({i: "author_deleted" for i in unique[5::997]})
+        return state
+
+    state = reddit()
     state.faults[:] = [""] * 20 + ["429"] + [""] * 30 + ["500"] + [""] * 30 + ["drop"] + [""] * 200 + ["524"]
-    home = tmp_path / "home"
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
     kwargs = dict(ids=REAL_IDS, out=home / "out", cache=home / "cache", praw_site="tecbtest")
-    with rs.RedditServer(state) as server:
+    # The same list, never interrupted, with a cache of its own, against a Reddit of its own that
+    # knows the same submissions: it runs beside the killed and resumed runs, and the requests it
+    # makes are not counted with theirs.
+    with rs.RedditServer(state) as server, rs.RedditServer(reddit()) as other_server, ExitStack() as running:
         rs.praw_ini(home / ".config", server.url)
+        rs.praw_ini(elsewhere / ".config", other_server.url)
+        reference = rs.start_rehydrate(elsewhere, **{**kwargs, "out": home / "reference", "cache": home / "cache-reference"})
+        running.callback(_end, reference)
         killed = rs.start_rehydrate(home, **kwargs)
+        running.callback(_end, killed)
         # Killed once 150 batches were served (an event of the server's, not a time): generous
         # bounds, since a loaded machine serves slowly and 478 batches make the whole list.
         deadline = time.monotonic() + 600
@@ -54,9 +74,8 @@ def test_real_ids_survive_a_kill_and_resume(tmp_path):
         run = json.loads(resumed.stdout)["run"]
         counts = dict(state.counts)
         served = dict(state.served_ids)
-        # the same list, never interrupted, with a cache of its own
-        reference = rs.rehydrate(home, **{**kwargs, "out": home / "reference", "cache": home / "cache-reference"})
-        assert reference.returncode == 0, reference.stderr
+        _, reference_errors = reference.communicate(timeout=600)
+        assert reference.returncode == 0, reference_errors
 
     faults = sum(v for k, v in counts.items() if k.startswith("fault_"))
     batches = math.ceil(len(unique) / 100)

@@ -1,11 +1,11 @@
-"""Issue 18, cases 2 and 6.
+"""The German Reddit views as MTEB tasks, and what `compare` on the fast protocol can conclude.
 
-Case 2: the German Reddit views are our own MTEB tasks, in German, never MTEB's English
+The German Reddit views are our own MTEB tasks, in German, never MTEB's English
 ``RedditClusteringP2P`` (whose v2 embeds 4 % of the texts). Checked against the real mteb package
 on Reddit folders built by tecb_data from a filled rehydration cache (no network, no praw call:
 every id is already in the cache).
 
-Case 6: ``compare`` on the fast protocol draws no conclusion the draws cannot carry, refuses a
+``compare`` on the fast protocol draws no conclusion the draws cannot carry, refuses a
 resample count that gives no interval, and says in one line what is wrong with ``--seed=-1`` or a
 model that only another version of the store holds.
 """
@@ -22,6 +22,7 @@ import pytest
 
 import mteb  # noqa: E402
 
+from conftest import draws_in_this_process  # noqa: E402
 from tecb_data import layout  # noqa: E402
 from tecb_data.sources.reddit import build_from_ids  # noqa: E402
 from tecb_data.sources.reddit_cache import RehydrationCache  # noqa: E402
@@ -32,6 +33,8 @@ from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge  # no
 from tecb_eval.mteb.encoders import HashingEncoder  # noqa: E402
 from tecb_eval.mteb.sampling import fast_sample  # noqa: E402
 
+# Both sides at one thread, MTEB's draws for our fast protocol made in this process (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread", "draws_here")
 TOLERANCE = 1e-9
 TOPICS = {
     "Fahrrad": "Fahrrad Kette Sattel Radweg Schaltung Reifen",
@@ -82,7 +85,7 @@ def reddit(tmp_path_factory):
     return {view: root / "out" / f"reddit-clustering-{view}" for view in ("s2s", "p2p")}
 
 
-# -- case 2: our own German tasks ----------------------------------------------------------------
+# -- our own German tasks ------------------------------------------------------------------------
 @pytest.mark.parametrize("version", ["legacy", "v2"])
 @pytest.mark.slow
 def test_both_reddit_views_are_our_own_german_tasks_not_mtebs_english_ones(reddit, version):
@@ -160,7 +163,7 @@ def test_export_writes_reddit_under_our_german_task_names(reddit, tmp_path, caps
     assert {r.task_name for r in model.task_results} == {"RedditClusteringS2S-DE.v2", "RedditClusteringP2P-DE.v2"}
 
 
-# -- case 6: what a comparison can conclude ------------------------------------------------------
+# -- what a comparison can conclude --------------------------------------------------------------
 S2S = "TenKGnadClusteringS2S"
 MODELS = [("hashing", HashingEncoder()), "tfidf-lsa"]
 
@@ -175,8 +178,9 @@ def store(demo_datasets, tmp_path_factory):
     """hashing and tfidf-lsa on the demo TenKGnad S2S, legacy (10 splits) and fast (10 draws)."""
     root = tmp_path_factory.mktemp("compare")
     data = demo_datasets / "tenkgnad-clustering-s2s"
-    for protocol in ("legacy", "fast"):
-        _grid(data, MODELS, root / "results.jsonl", root / "cache", protocol=protocol)
+    with draws_in_this_process():
+        for protocol in ("legacy", "fast"):
+            _grid(data, MODELS, root / "results.jsonl", root / "cache", protocol=protocol)
     return root / "results.jsonl"
 
 

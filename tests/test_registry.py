@@ -236,7 +236,8 @@ def test_store_values_of_the_wrong_type_are_refused_not_written_as_code():
 
 
 def test_a_hostile_store_through_the_command_gives_one_line(tmp_path, demo_datasets, capsys):
-    """The repro of round 4: a shared store whose reduction_params and model_identity carry code."""
+    """A shared store whose reduction_params carry code: `recommend` says the store is damaged in one
+    line and runs nothing."""
     from conftest import one_line_error
     from reportstore import two_model_store
 
@@ -276,17 +277,19 @@ def test_resamples_past_a_million_are_refused(tmp_path, demo_datasets, capsys):
 
 
 @pytest.mark.slow
-def test_a_folder_model_is_loaded_from_its_path_even_with_a_newline_in_it(demo_datasets, tmp_path, capsys):
+def test_a_folder_model_is_loaded_from_its_path_even_with_a_newline_in_it(demo_datasets, tiny_bert, tmp_path,
+                                                                           capsys):
     """The grid records where it read a model folder; the snippet loads it from there, as printed, and
-    a folder whose name holds a newline (round 4 S1) stays inside a string literal."""
+    a folder whose name holds a newline stays inside a string literal."""
+    import shutil
+
     import tecb_data
-    from conftest import save_tiny_bert, text_vocabulary
     from tecb_eval.cli import main
     from tecb_eval.grid.run import run_grid
 
     data = demo_datasets / "blurbs-clustering-s2s"
     split = tecb_data.load(data).splits[0]
-    folder = save_tiny_bert(tmp_path / f"evil\n{EVIL}\n#", text_vocabulary(list(split.texts)), hidden_size=16)
+    folder = Path(shutil.copytree(tiny_bert, tmp_path / f"evil\n{EVIL}\n#"))  # the tiny BERT under a hostile name
     store = tmp_path / "folder.jsonl"
     run_grid([data], [{"spec": str(folder), "name": "tiny"}], configurations=["minibatch_kmeans:none"],
              results=store, limit_splits=1, progress=False, cache_dir=tmp_path / "cache")

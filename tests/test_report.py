@@ -5,6 +5,7 @@ tests/test_report_browser.py.)"""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -79,7 +80,7 @@ def test_missing_store_and_figures_folder_are_one_line(store, tmp_path, capsys):
 def test_figures_are_drawn_and_other_outputs_embedded(store, demo_datasets, tmp_path, capsys):
     """Table 3 one PNG per dataset; from --figures the PNGs of an export of the same store and of
     no store (a layer sweep) are embedded, an older export's of another store is left out and
-    named, and a file name with # and ? is linked URL-encoded (round 4)."""
+    named, and a file name with # and ? is linked URL-encoded."""
     from urllib.parse import quote
 
     from PIL import Image
@@ -203,7 +204,7 @@ def mixed(demo_datasets, tmp_path_factory):
 
 def test_models_over_other_seed_sets_are_ranked_on_the_seed_they_share(mixed, capsys):
     """Two models over seeds 42 and 1, a third later over 42 only: all three are ranked, on seed
-    42, and recommend's runner-up is another model (issue 45: before, only the newest showed)."""
+    42 (not only the newest), and recommend's runner-up is another model."""
     from tecb_eval.cli import main
     from tecb_eval.reports.leaderboard import boards
     from tecb_eval.reports.ranking import shared_selection
@@ -271,3 +272,23 @@ def test_a_score_of_zero_says_why(mixed, capsys):
     assert zero_reason(noise) == "every text left as noise: no cluster found"
     kmeans = rows[(rows.algorithm == "minibatch_kmeans")]
     assert zero_reason(kmeans) is None
+
+
+def test_a_figure_named_with_url_characters_is_linked_by_its_escaped_name(tmp_path, demo_datasets):
+    from tecb_eval.reports.html import render
+
+    store = two_model_store(demo_datasets, tmp_path, configurations=["minibatch_kmeans:none"])
+    extra = tmp_path / "figs"
+    extra.mkdir()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tecb_eval.reports.figures import save_figure
+
+    fig = plt.figure(figsize=(1, 1))
+    save_figure(fig, extra / "a#b?c.png")  # a tecb figure drawn from no results store: --figures takes it
+    render([store], tmp_path / "report", figure_folders=[extra], draw_figures=False, log=lambda *_: None)
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'src="figures/[^"]*a%23b%3Fc\.png"', page) and "#b?c.png\"" not in page.split("<img")[1]

@@ -1,4 +1,4 @@
-"""Seeds in the tables, paired comparisons, and versions kept apart (issues 13 and 11, item 2).
+"""Seeds in the tables, paired comparisons, and versions kept apart.
 
 Expected figures are computed here with plain ``statistics`` over explicit numbers, never through
 the functions under test; the grid cases run the real grid (tfidf-lsa, the demo TenKGnad data).
@@ -19,6 +19,8 @@ from tecb_data.errors import UserError
 from tecb_eval.reports import compare, tables as report, versions
 from tecb_eval.cli import main
 
+# One thread for torch and BLAS (tests/conftest.py): the grid cases encode with minilm-l6.
+pytestmark = pytest.mark.usefixtures("one_thread")
 S2S = "TenKGnadClusteringS2S"
 
 
@@ -96,6 +98,21 @@ def test_only_shared_splits_and_seeds_are_paired_and_nothing_shared_is_an_error(
     assert (result.seeds, result.pairs) == (2, 20)
     with pytest.raises(UserError, match="share no"):
         compare.paired_difference(_series(a), _series({("other", 9): 0.1}), dataset="D", model_a="x", model_b="y")
+
+
+def test_identical_scores_get_identical_intervals_whatever_their_names():
+    import numpy as np
+    import pandas as pd
+
+    from tecb_eval.reports import compare
+
+    index = pd.MultiIndex.from_product([[f"split{i}" for i in range(10)], [42]], names=["split", "seed"])
+    scores = pd.Series(np.random.default_rng(3).uniform(0.3, 0.6, len(index)), index=index)
+    assert compare.mean_interval(scores, name="D/none/v") == compare.mean_interval(scores.copy(), name="D/cob/v")
+    other = scores + np.random.default_rng(4).normal(0, 0.02, len(index))
+    one = compare.paired_difference(other, scores, dataset="D", model_a="cob", model_b="none")
+    two = compare.paired_difference(other.copy(), scores.copy(), dataset="D", model_a="triplet", model_b="none")
+    assert (one.low, one.high, one.p_value) == (two.low, two.high, two.p_value)
 
 
 # -- Tables 2 and 3 with seeds -------------------------------------------------------------------
@@ -201,7 +218,7 @@ def test_protocols_and_profiles_are_one_per_table():
     assert set(chosen.protocol) == {"legacy"} and left is None
 
 
-# -- the real grid: issue 11's case, end to end ---------------------------------------------------
+# -- the real grid: two builds and two seeds in one store, end to end -----------------------------
 @pytest.fixture(scope="module")
 def two_builds(tmp_path_factory):
     root = tmp_path_factory.mktemp("versions")
@@ -301,3 +318,22 @@ def test_a_seed_set_in_one_run_gives_sd_over_seeds_everywhere(two_builds, tmp_pa
     assert main(["export", str(results), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "table2.md").read_bytes() == first
     assert (tmp_path / "again" / "table2.png").read_bytes() == (tmp_path / "out" / "table2.png").read_bytes()
+
+
+def test_the_order_of_a_seed_set_changes_nothing(demo_datasets, tmp_path):
+    from tecb_eval.grid.run import run_grid
+
+    results = tmp_path / "results.jsonl"
+    options = dict(configurations=["minibatch_kmeans:none", "minibatch_kmeans:pca"], cache_dir=tmp_path / "cache",
+                   results=results, limit_splits=2, progress=False, log=lambda m: None)
+    data = [demo_datasets / "tenkgnad-clustering-p2p"]
+    first = run_grid(data, ["tfidf-lsa"], seeds=(42, 1, 2), **options)
+    written = results.read_bytes()
+    again = run_grid(data, ["tfidf-lsa"], seeds=(2, 1, 42), **options)
+    assert results.read_bytes() == written, "the same seed set in another order computed its cells again"
+    assert set(first.model_identity) == set(again.model_identity) and set(first.seeds) == {"1,2,42"}
+    pd.testing.assert_frame_equal(first, again[first.columns])
+    other = tmp_path / "other.jsonl"
+    reordered = run_grid(data, ["tfidf-lsa"], seeds=(2, 42, 1), **{**options, "results": other})
+    timings = ["encode_s", "reduce_s", "cluster_s", "reduce_cached"]  # the second run reads the cache
+    pd.testing.assert_frame_equal(first.drop(columns=timings), reordered[first.columns].drop(columns=timings))

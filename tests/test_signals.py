@@ -1,6 +1,8 @@
 """SIGTERM and SIGHUP stop a command as Ctrl-C does (its workers and children with it, a line saying
 what was kept, the shell's exit code for the signal), and a reader that went away ends a command
-quietly with 141 (round 4 of the adversarial trial: O1, T1)."""
+quietly with 141. Ctrl-C before the first cell names no store it removed, Ctrl-C while the exit
+handlers run is 130 without a traceback, and a command exits with its own code after every exit
+handler and flush."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_args
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
 
 
 def _stored_lines(results: Path) -> int:
@@ -120,3 +124,72 @@ def test_ctrl_c_while_a_reading_command_opens_the_store_says_its_own_sentence(tm
     # The grid's sentence is about cells; a reading command wrote nothing, a report changed nothing.
     assert "cell" not in said and ("nothing was written" in said or "site was changed" in said), said
     assert not (tmp_path / "site").exists()
+
+
+def test_an_interrupt_before_any_cell_does_not_name_the_removed_store(demo_datasets, tmp_path, capsys, monkeypatch):
+    from tecb_eval.cli import main
+    from tecb_eval.models.encoders import TfidfLsaEncoder
+
+    data = demo_datasets / "tenkgnad-clustering-s2s"
+
+    def interrupted(self, texts):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TfidfLsaEncoder, "encode", interrupted)
+    results = tmp_path / "results.jsonl"
+    capsys.readouterr()
+    assert main(run_args(data, results, tmp_path / "cache")) == 130
+    error = capsys.readouterr().err
+    assert not results.exists() and str(results) not in error and "no cell had finished" in error, error
+
+
+# -- Ctrl-C while the interpreter exits, and the exit code after every exit handler ----------------
+
+LATE_CTRL_C = """
+import atexit, os, signal, sys, time
+
+def a_librarys_exit_handler():  # as torch's or tqdm's: registered when the library is imported
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.5)
+    print("the library's handler finished", file=sys.stderr)
+
+atexit.register(a_librarys_exit_handler)
+from tecb_data.cli import main
+sys.argv = ["tecb-data", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_while_exit_handlers_run_exits_130_without_a_traceback(demo_datasets):
+    data = demo_datasets / "tenkgnad-clustering-s2s"
+    done = subprocess.run([sys.executable, "-c", LATE_CTRL_C, "verify", str(data)], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert "the library's handler finished" in done.stderr and "tecb-data: interrupted; " in done.stderr
+
+
+EXIT_AFTER_HANDLERS = """
+import atexit, sys
+
+def a_librarys_exit_handler():  # as logging's or a worker pool's: flushes what it holds
+    print("the library's handler ran", file=sys.stderr)
+    print("unterminated last words", end="")  # buffered: it reaches the reader only if flushed
+
+atexit.register(a_librarys_exit_handler)
+from tecb_data.cli import main
+sys.argv = ["tecb-data", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(("argv", "code"), [(("verify",), 0), (("verify", "/no/such/folder"), 2)])
+def test_the_command_exits_with_its_code_after_every_exit_handler_and_flush(demo_datasets, argv, code):
+    # The command ends the process itself once the exit handlers ran (skipping the interpreter's
+    # teardown of torch and the like): its exit code, every handler and every buffered byte stay.
+    data = demo_datasets / "tenkgnad-clustering-s2s"
+    args = [*argv, str(data)] if len(argv) == 1 else list(argv)
+    done = subprocess.run([sys.executable, "-c", EXIT_AFTER_HANDLERS, *args], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert done.returncode == code, done.stderr
+    assert "the library's handler ran" in done.stderr and done.stdout.endswith("unterminated last words")
+    assert "Traceback" not in done.stderr

@@ -1,8 +1,12 @@
-"""No test can hang the suite: pytest-timeout is on, with pyproject.toml's default per test and a
-longer limit for the ``slow`` ones (tests/conftest.py), and a hanging test fails alone."""
+"""The suite's own guards. No test can hang the suite: pytest-timeout is on, with pyproject.toml's
+default per test and a longer limit for the ``slow`` ones (tests/conftest.py), and a hanging test
+fails alone. The repository holds source only; the tests keep their own datasets cache; no test
+module imports another."""
 
 from __future__ import annotations
 
+import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -53,3 +57,40 @@ def test_the_repository_holds_source_only():
     too_big = {name: size for name, size in sizes.items() if size > MAX_TRACKED_BYTES}
     assert not too_big, f"tracked files over 2 MB (remove them with git rm --cached and ignore their pattern): {too_big}"
 
+
+def test_the_tests_keep_their_own_datasets_cache():
+    import datasets
+
+    cache = Path(datasets.config.HF_DATASETS_CACHE).resolve()
+    assert cache == Path(os.environ["HF_DATASETS_CACHE"]).resolve()
+    assert not cache.is_relative_to(Path.home() / ".cache")
+
+
+def _test_modules_imported(source: str, module: str) -> list[str]:
+    """The test modules (``test_*``, also as ``tests.test_*``) other than ``module`` that ``source``
+    imports, at module level or inside a function."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        for name in names:
+            last = name.removeprefix("tests.").split(".")[0]
+            if last.startswith("test_") and last != module:
+                found.append(f"line {node.lineno}: {name}")
+    return found
+
+
+def test_no_test_module_imports_another():
+    """Shared fixtures live in conftest.py and shared code in helper modules (hubserver.py,
+    tablefiles.py, ...): a test module imported by another would run its tests' module-level code
+    twice and tie the two files together."""
+    # The check itself finds both forms, at module level and inside a function.
+    assert len(_test_modules_imported("from test_a import x\ndef f():\n    import tests.test_b\n", "test_c")) == 2
+    assert _test_modules_imported("from conftest import x\nimport tablefiles\n", "test_c") == []
+    tests = Path(__file__).resolve().parent
+    found = {path.name: imported for path in sorted(tests.glob("*.py"))
+             if (imported := _test_modules_imported(path.read_text(encoding="utf-8"), path.stem))}
+    assert found == {}, f"move what they share into conftest.py or a helper module: {found}"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, run_cli_here, shared_file
+from conftest import one_error_line, run_cli, run_cli_here, shared_file
+from tablefiles import built_texts, table_build, table_rows, write_tsv
 from tecb_data import cli, layout
 from tecb_data.build import build, build_table
 from tecb_data.errors import UserError
@@ -239,7 +240,7 @@ def test_the_card_passes_the_hub_checks_and_says_what_how_and_whose(cli_built):
 
 
 def test_push_dry_run_and_a_push_without_licence_is_refused(cli_built, tmp_path):
-    from test_hub import TOKEN, FakeHub
+    from hubserver import TOKEN, FakeHub
 
     hub = FakeHub(tokens={TOKEN: "maintainer"})
     hub.start()
@@ -379,6 +380,87 @@ def test_every_table_option_is_a_settings_field_with_its_words():
         assert "#" in lines[at] or lines[at - 1].strip().startswith("#"), f"TableSettings.{name} has no comment"
 
 
+# -- what a reader of each format could get wrong: quotes, records over several lines, long fields ---
+
+@pytest.mark.slow
+def test_a_stray_quote_in_a_tsv_joins_no_rows(tmp_path):
+    # Long texts: the quotes lie past the part of the file a dialect sniffer reads.
+    rows = [(f"{text} " + "Wort " * 80, label) for text, label in table_rows()]
+    rows[180] = ('"Zitat ohne Ende ' + rows[180][0], rows[180][1])
+    rows[184] = (rows[184][0] + ' Ende"', rows[184][1])
+    out = tmp_path / "out"
+    done = table_build(write_tsv(tmp_path / "stray.tsv", rows), out)
+    assert done.returncode == 0, done.stderr
+    texts = built_texts(out)
+    assert len(texts) == 200 and any(t.startswith('"Zitat ohne Ende') for t in texts)
+
+
+@pytest.mark.slow
+def test_a_csv_record_over_several_lines_is_said_with_its_line(tmp_path):
+    rows = table_rows(40)
+    lines = ["text,label"] + [f"{t},{l}" for t, l in rows]
+    lines[11] = '"Er sagte hallo'  # a quote opens a field that runs on to the quote two lines down
+    lines[13] = 'und ging",Sport'
+    path = tmp_path / "stray.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = table_build(path, tmp_path / "out")
+    said = done.stderr + done.stdout
+    assert done.returncode == 0 and "line 12" in said and "span several lines" in said, said
+
+
+@pytest.mark.slow
+def test_a_line_separator_inside_a_json_string_is_valid_json_lines(tmp_path):
+    rows = [{"text": t, "label": l} for t, l in table_rows(40)]
+    rows[3]["text"] = "Zeile mit\u2028Trenner und\u2029Absatz"
+    path = tmp_path / "sep.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    done = table_build(path, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert len(built_texts(tmp_path / "out")) == 40
+
+
+@pytest.mark.slow
+def test_a_csv_field_longer_than_the_csv_modules_default_limit_is_read(tmp_path):
+    rows = table_rows(40)
+    rows[7] = ("Langer Text " + "x" * 200_000, rows[7][1])
+    path = tmp_path / "long.csv"
+    path.write_text("text,label\n" + "".join(f'"{t}",{l}\n' for t, l in rows), encoding="utf-8")
+    done = table_build(path, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert max(len(t) for t in built_texts(tmp_path / "out")) > 200_000
+
+
+@pytest.mark.slow
+def test_a_datasetdict_error_names_input_split(tmp_path):
+    import datasets
+
+    rows = table_rows(40)
+    part = datasets.Dataset.from_dict({"text": [t for t, _ in rows], "label": [l for _, l in rows]})
+    datasets.DatasetDict({"train": part, "test": part}).save_to_disk(str(tmp_path / "dd"))
+    error = one_error_line(table_build(tmp_path / "dd", tmp_path / "out"))
+    assert "--input-split" in error and "--split " not in error
+
+
+@pytest.mark.slow
+def test_a_truncated_parquet_file_is_called_truncated(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = table_rows(200)
+    pq.write_table(pa.Table.from_pylist([{"text": t, "label": l} for t, l in rows]), tmp_path / "whole.parquet")
+    raw = (tmp_path / "whole.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(raw[: len(raw) // 2])
+    error = one_error_line(table_build(tmp_path / "cut.parquet", tmp_path / "out"))
+    assert "truncated" in error and "looks like a Parquet file" not in error and "name it .parquet" not in error
+
+
+@pytest.mark.slow
+def test_a_language_mteb_does_not_know_is_refused_at_build_time(tmp_path):
+    source = write_tsv(tmp_path / "in.tsv", table_rows())
+    error = one_error_line(table_build(source, tmp_path / "out", "--language", "zz"))
+    assert "--language 'zz'" in error and not (tmp_path / "out").exists()
+
+
 # -- equivalence with the sources we trust ----------------------------------------------------------------
 def tenkgnad_rows(path: Path) -> list[tuple[str, str]]:
     text = path.read_text(encoding="utf-8")
@@ -415,9 +497,9 @@ def test_the_10kgnad_csv_through_the_table_source_builds_what_the_tenkgnad_sourc
     assert files(table_folder) == files(source)
 
 
-def test_the_germeval_dev_set_as_a_table_builds_the_blurbs_splits_and_members(tmp_path):
+def test_the_germeval_dev_set_as_a_table_builds_the_blurbs_splits_and_members(germeval_dev_datasets, tmp_path):
     dev = shared_file("germeval2019/blurbs_dev.txt.gz")
-    built = {f.name: (f, m) for f, m in build("blurbs", dev, tmp_path / "source")}
+    built = germeval_dev_datasets
     books, _, _ = blurbs.read_books(dev)
     items, _ = blurbs.select(books)
     by_isbn = {b.isbn: b for b in books}
@@ -441,7 +523,7 @@ def test_the_germeval_dev_set_as_a_table_builds_the_blurbs_splits_and_members(tm
         assert [[collapse_spaces(t) for t in texts] for texts, _ in theirs] == [texts for texts, _ in ours]
 
 
-# -- round 4: what the card writes as a command, names with control characters, UTF-16 -------------
+# -- what the card writes as a command, names with control characters, UTF-16 ----------------------
 
 def test_the_cards_command_is_the_build_argv_and_runs_again_to_the_same_files(tmp_path, monkeypatch):
     """Every value quoted for the shell (a column with spaces and '&', a description with quotes, '$'

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from conftest import run_cli, shared_file
+from conftest import error_line, run_cli, shared_file
 from tecb_data.build import build
 from tecb_data.errors import UserError
 from tecb_data.sources import tenkgnad
@@ -165,3 +165,27 @@ def test_integration_corpus_made_from_the_real_10kgnad_test_set(tmp_path):
     s2s = built["tenkgnad-clustering-s2s"]["splits"]
     assert [s["size"] for s in s2s] == [s["size"] for s in manifest["splits"]]
     assert [s["labels"] for s in s2s] != [s["labels"] for s in manifest["splits"]], "each view draws its own members"
+
+
+def test_a_10kgnad_csv_cut_mid_record_is_rejected_with_its_file_and_line(tmp_path):
+    whole = "Sport;'Ein ganzer Artikel.'\nWeb;'Noch einer, mit ''Zitat''.'\nKultur;'Der letzte\nmit zwei Zeilen.'\n"
+    (tmp_path / "whole.csv").write_text(whole, encoding="utf-8")
+    out = tmp_path / "out"
+    # The control: the whole file is read, all three records, multi-line and quoted ones included.
+    whole_build = run_cli("build", "--source", "tenkgnad", "--input", str(tmp_path / "whole.csv"), "--out", str(out),
+                          "--quiet")
+    assert whole_build.returncode == 0, whole_build.stderr
+    assert "articles_read 3" in whole_build.stdout and "selected 3" in whole_build.stdout, whole_build.stdout
+    cut = tmp_path / "cut.csv"
+    cut.write_text(whole[: whole.index("mit zwei")], encoding="utf-8")
+    result = run_cli("build", "--source", "tenkgnad", "--input", str(cut), "--out", str(out), "--quiet")
+    line = error_line(result.stderr)
+    assert result.returncode == 2 and f"{cut}:3:" in line and "truncated" in line, line
+
+
+def test_a_10kgnad_csv_build_says_that_s2s_was_not_built(tmp_path):
+    csv = shared_file("10kgnad/test.csv")
+    result = run_cli("build", "--source", "tenkgnad", "--input", str(csv), "--out", str(tmp_path / "out"), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "note: tenkgnad-clustering-s2s was not built" in result.stderr and "S2S" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["tenkgnad-clustering-p2p"]

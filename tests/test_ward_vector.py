@@ -1,6 +1,6 @@
 """Exact Ward on the vectors (fastcluster) against scikit-learn's Ward on the matrix: the same
 labels, number for number, on real vectors and on inputs full of ties; and the memory planner's
-choice of path (issue 24, point 1)."""
+choice of path."""
 
 import numpy as np
 import pytest

@@ -484,6 +484,9 @@ def read_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iterat
         return _datasets_rows(path, source)
     if path.is_dir():
         raise UserError(f"{path}: a folder; pass the table file, or a datasets save_to_disk folder")
+    if source.split is not None:
+        raise UserError(f"--input-split {source.split}: picks a split of a datasets save_to_disk folder; {path.name} "
+                        f"is a {fmt} file, whose rows are all read: leave --input-split out")
     if source.columns is not None and fmt not in ("csv", "tsv"):
         raise UserError("--columns names the columns of a CSV/TSV file without a header row; "
                         f"{path.name} is {fmt}, whose columns have names")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tecb_data.errors import UserError
 from tecb_data.repeats import CommaList
 from tecb_eval.cli.options import (check_grid_options, dataset_folders, encoding_defaults, format_option, grid_options,
                                    parse_model, print_tables)
@@ -96,6 +97,11 @@ def _cmd_run(args) -> int:
     check_grid_options(args)
     from tecb_eval.clustering.names import REDUCTIONS
 
+    if args.config and (args.algorithm or args.reduction):
+        beside = " and ".join(flag for flag, given in (("--algorithm", args.algorithm), ("--reduction", args.reduction))
+                              if given)
+        raise UserError(f"--config names the exact configurations to run, so {beside} beside it would be ignored; "
+                        f"give --config alone, or {beside} alone")
     if args.reduction is None:
         args.reduction = list(REDUCTIONS)
     models = [parse_model(m, encoding_defaults(args)) for m in args.model]

@@ -14,8 +14,20 @@ from tecb_eval.reports.formats import DEFAULT_TABLE_FORMAT, TABLE_FORMATS
 
 DEFAULT_CACHE = Path(".tecb-cache")
 SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.grid.scheduling.DASK_CONNECT_TIMEOUT, without importing it here
-_OPTION_NAMES = ("layer", "max_length", "batch_size", "name", "device", "prompt_name", "backend", "dtype")
-_OPTION = re.compile(rf",({'|'.join(_OPTION_NAMES)})=([^,]*)")
+# Every option some model kind takes (the model registry's, read when a --model is parsed: the
+# registry imports numpy, which --help does not need), and the table name; prompt comes last.
+_INTEGER_OPTIONS = ("layer", "max_length", "batch_size", "threads", "n_components", "max_features")
+
+
+def _option_names() -> tuple[str, ...]:
+    from tecb_eval.models import registry
+
+    taken = {option for kind in registry.MODEL_KINDS if isinstance(kind.example, str) for option in kind.options}
+    return ("name", *sorted(taken - {"prompt"}))
+
+
+def _option_pattern() -> re.Pattern:
+    return re.compile(rf",({'|'.join(_option_names())})=([^,]*)")
 _UNKNOWN_OPTION = re.compile(r",([A-Za-z_][\w-]*)=")
 # A prompt is text that may hold commas: it takes the rest of the model argument, so it comes last.
 _PROMPT = re.compile(r",prompt=(.*)\Z", re.S)
@@ -30,8 +42,15 @@ def parse_model(text: str, defaults: dict | None = None):
     found = _PROMPT.search(text)
     options = {} if found is None else {"prompt": found.group(1)}
     rest = text if found is None else text[:found.start()]
-    options.update({key: value for key, value in _OPTION.findall(rest)})
-    spec = _OPTION.sub("", rest)
+    option = _option_pattern()
+    pairs = option.findall(rest)
+    repeated = sorted({key for key, _ in pairs if sum(1 for k, _ in pairs if k == key) > 1})
+    if repeated:
+        # The last value alone would run, the others dropped without a word.
+        shown = ", ".join(f"{key}=" for key in repeated)
+        raise UserError(f"--model {text!r}: {shown} given more than once; give each option once")
+    options.update(dict(pairs))
+    spec = option.sub("", rest)
     if spec and defaults:
         from tecb_eval.models.encoders import options_taken
 
@@ -46,8 +65,8 @@ def parse_model(text: str, defaults: dict | None = None):
     if unknown and not Path(spec).expanduser().exists():
         # Left in the spec it would be read as part of a folder or Hub id; name it instead.
         raise UserError(f"--model {text!r}: no option {unknown.group(1)!r}; the options are "
-                        f"{', '.join(_OPTION_NAMES)}, prompt (last)")
-    for key in ("layer", "max_length", "batch_size"):
+                        f"{', '.join(_option_names())}, prompt (last)")
+    for key in _INTEGER_OPTIONS:
         if key in options:
             try:
                 options[key] = int(options[key])
@@ -63,7 +82,8 @@ def encoding_defaults(args) -> dict:
 
     given = {"prompt": getattr(args, "prompt", None), "device": getattr(args, "device", None),
              "dtype": getattr(args, "dtype", None)}
-    specs = [_OPTION.sub("", _PROMPT.sub("", m)) for m in getattr(args, "model", None) or ()]
+    option = _option_pattern()
+    specs = [option.sub("", _PROMPT.sub("", m)) for m in getattr(args, "model", None) or ()]
     for key, value in given.items():
         if value is not None and not any(key in options_taken(spec) for spec in specs):
             flag = "--" + key.replace("_", "-")

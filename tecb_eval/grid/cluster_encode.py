@@ -26,8 +26,10 @@ priority than the units), and they prefer the workers that hold the model alread
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -84,7 +86,41 @@ _lock = threading.Lock()
 
 
 def _model_key(spec: ModelSpec, seed: int) -> tuple:
-    return (str(spec.spec), repr(sorted(spec.options.items())), int(seed))
+    return (str(spec.spec), repr(sorted(spec.options.items())), int(seed), spec.files)
+
+
+def for_workers(spec: ModelSpec) -> ModelSpec:
+    """``spec`` as the workers get it: a model folder this machine holds by its absolute path and
+    the fingerprint of its files, so that a worker opens the folder the user named (never one of
+    the same relative name in its own working folder) and keeps it by what it holds (files
+    replaced in place are another model)."""
+    from pathlib import Path
+
+    from tecb_eval.models.encoders import folder_digest
+
+    if spec.files or not isinstance(spec.spec, (str, Path)):
+        return spec
+    folder = Path(str(spec.spec)).expanduser()
+    if not folder.is_dir():
+        return spec  # a built-in name or a Hub id: the worker resolves it as this process would
+    return dataclasses.replace(spec, spec=str(folder.resolve()), files=folder_digest(folder))
+
+
+def _where() -> str:
+    try:
+        from distributed import get_worker
+
+        return f"Dask worker {get_worker().address}"
+    except (ImportError, ValueError):
+        return "this process"
+
+
+def _check_files(spec: ModelSpec, encoder) -> None:
+    """A worker's copy of a model folder holds the files the coordinator fingerprinted."""
+    if spec.files and f"#{spec.files}" not in str(getattr(encoder, "identity", "")):
+        raise UserError(f"model {spec.name}: {_where()}'s copy of {spec.spec} holds other files than the "
+                        f"coordinator's (fingerprint {spec.files}); put the same model folder at that path on every "
+                        "worker, or restart the workers after replacing it")
 
 
 def loaded_model(spec: ModelSpec, seed: int):
@@ -98,6 +134,7 @@ def loaded_model(spec: ModelSpec, seed: int):
             _loaded.move_to_end(key)
             return _loaded[key]
         encoder = open_model(spec, seed).encoder
+        _check_files(spec, encoder)
         _loaded[key] = encoder
         _evict()
         return encoder
@@ -133,9 +170,15 @@ def _bound(spec: ModelSpec, seed: int, bound_to: tuple | None):
 def check_on_worker(specs: list[ModelSpec]) -> None:
     """What the coordinator left to a worker of its preflight: each model's device and files, as this
     worker's torch and transformers see them (one line per problem, as a run in-process says it)."""
+    from pathlib import Path
+
     from tecb_eval.models import encoders
 
     for spec in specs:
+        if spec.files and not Path(str(spec.spec)).is_dir():
+            raise UserError(f"model {spec.name}: {_where()} has no folder {spec.spec} (the model folder is on the "
+                            "coordinator's machine); put the same folder at that path on every worker, or name a "
+                            "Hub id")
         encoders.preflight(spec.spec, **spec.options)
 
 
@@ -221,6 +264,13 @@ class ClusterEncoder:
 
     def __init__(self, client, log, resources: dict | None = None):
         self.client, self.log, self.resources = client, log, resources or {}
+        self._sent: dict[tuple, ModelSpec] = {}  # a run fingerprints each model folder once
+
+    def _for_workers(self, spec: ModelSpec) -> ModelSpec:
+        key = (str(spec.spec), spec.name, repr(sorted(spec.options.items())))
+        if key not in self._sent:
+            self._sent[key] = for_workers(spec)
+        return self._sent[key]
 
     def _call(self, what: str, function, *args, **options):
         """One task's result, a lost worker retried; a cluster that stops answering: one line."""
@@ -236,14 +286,39 @@ class ClusterEncoder:
                                         f"({type(exc).__name__}); rerun to resume") from None
                     raise
 
+    def _offering(self) -> list[str]:
+        """The workers that offer every resource encode tasks ask for."""
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        return sorted(w for w, info in workers.items()
+                      if all(float((info.get("resources") or {}).get(k, 0)) >= v for k, v in self.resources.items()))
+
+    def wait_for_resources(self, timeout: float, address: str, poll: float = 0.5) -> None:
+        """Encode tasks that ask for a resource (``--encode-on gpu``: Dask's ``GPU``) which no worker
+        offers would wait on the scheduler for ever: one line at once, then at most ``timeout``
+        seconds (``--scheduler-timeout``) for such a worker to join, else one line and no run."""
+        if not self.resources or self._offering():
+            return
+        wanted = ", ".join(f"{k}={v:g}" for k, v in sorted(self.resources.items()))
+        self.log(f"no Dask worker at {address} offers the resource {wanted} that --encode-on gpu asks for; "
+                 f"waiting up to {timeout:g} s (--scheduler-timeout) for one to join")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+            if self._offering():
+                return
+        raise UserError(f"no Dask worker at {address} offers the resource {wanted} after {timeout:g} s: start one "
+                        f"with `dask worker {address} --resources GPU=1` on a machine with a GPU, or leave "
+                        "--encode-on gpu out")
+
     def preflight(self, specs: list[ModelSpec]) -> None:
         """The workers' share of the preflight (device, model files), before any model is opened."""
         if specs:
-            self._call("checking the models", check_on_worker, specs)
+            self._call("checking the models", check_on_worker, [self._for_workers(spec) for spec in specs])
 
     def describe(self, spec: ModelSpec, seed: int, bound_to: tuple | None = None,
                  truncated: dict | None = None) -> RemoteEncoder:
         """``spec`` as a worker opened it (and keeps it), bound to a dataset's task where it has one."""
+        spec = self._for_workers(spec)
         described = self._call(f"opening {spec.name}", describe_model, spec, seed, bound_to,
                                **self._prefer(spec, seed))
         return RemoteEncoder(spec, seed, bound_to, described,

@@ -20,6 +20,7 @@ from distributed import Client, KilledWorker, WorkerPlugin, as_completed
 from distributed.client import FutureCancelledError
 
 from tecb_data.errors import UserError
+from tecb_eval.files import source_digest
 from tecb_eval.grid.scheduling import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task,
                                        check_timeout, fit_or_skip, longest_first, machine_memory)
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit
@@ -50,11 +51,13 @@ async def _probe(address: str, timeout: float) -> None:
     await comm.close()
 
 
-def _tecb_on_worker() -> str:
+def _tecb_on_worker() -> tuple[str, str]:
     # Pickled by reference: a worker without the package cannot even load this function.
     from importlib.metadata import version
 
-    return version("tecb")
+    from tecb_eval.files import source_digest
+
+    return version("tecb"), source_digest()
 
 
 class MemoryBudget(WorkerPlugin):
@@ -90,7 +93,7 @@ class DaskExecutor:
         self._client_log_level = self._client_log.level
         self._client_log.setLevel(logging.CRITICAL)
         try:
-            workers = self._check_workers(version("tecb"))
+            workers = self._check_workers((version("tecb"), source_digest()))
             limits = [int(info.get("memory_limit") or 0) for info in workers.values()]
             # Per worker: --memory-limit, else a safe share of the workers' own limit (or of this machine's RAM).
             self.budget = memory_limit or int(DEFAULT_MEMORY_SHARE * min((v for v in limits if v),
@@ -105,8 +108,10 @@ class DaskExecutor:
             self.close()
             raise
 
-    def _check_workers(self, ours: str) -> dict[str, dict]:
-        """Every worker runs our version of tecb; returns the scheduler's description of each worker."""
+    def _check_workers(self, ours: tuple[str, str]) -> dict[str, dict]:
+        """Every worker runs our code of tecb (its version and the digest of its source, so a worker
+        started from another checkout of the same version is refused); returns the scheduler's
+        description of each worker."""
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         if not workers:
             raise UserError(f"the Dask scheduler at {self.address} has no workers; start some with "
@@ -115,10 +120,16 @@ class DaskExecutor:
         for worker, answer in sorted(answers.items()):
             if isinstance(answer, BaseException):
                 raise UserError(f"Dask worker {worker} cannot run tecb: {answer}; install "
-                                f"tecb=={ours} with its [dask] extra in every worker's environment") from None
-            if answer != ours:
-                raise UserError(f"Dask worker {worker} runs tecb {answer}, this process {ours}; install the same "
+                                f"tecb=={ours[0]} with its [dask] extra in every worker's environment") from None
+            if not isinstance(answer, (tuple, list)) or len(answer) != 2:  # a tecb that answers its version alone
+                answer = (str(answer), "unknown")
+            if answer[0] != ours[0]:
+                raise UserError(f"Dask worker {worker} runs tecb {answer[0]}, this process {ours[0]}; install the same "
                                 "version on every worker (a score must not depend on where its unit ran)")
+            if tuple(answer) != tuple(ours):
+                raise UserError(f"Dask worker {worker} runs other tecb code than this process (version {ours[0]} "
+                                f"both, source {answer[1]} there, {ours[1]} here); install the same code on every "
+                                "worker and restart it (a score must not depend on where its unit ran)")
         return workers
 
     def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:
@@ -243,8 +254,9 @@ class DaskExecutor:
                          "rerun the same command to resume")
 
     def close(self, abandon: bool = False) -> None:
-        with contextlib.suppress(Exception):
-            self.client.unregister_worker_plugin(MemoryBudget.name)
+        # The memory plugin stays registered: the cluster may be shared, and another client's run
+        # needs it on every worker that joins or restarts after this run ends (a worker without it
+        # offers no MEMORY, and that run's units would wait for one for ever).
         try:
             self.client.close()
         finally:

@@ -104,7 +104,10 @@ class Grid:
                 executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
             if getattr(executor, "client", None) is not None:
                 self.encoding.cluster = ClusterEncoder(executor.client, self.log, self.encode_resources)
-                self.encoding.cluster.preflight([spec for spec in self.plan.models if opens_on_a_worker(spec)])
+                on_workers = [spec for spec in self.plan.models if opens_on_a_worker(spec)]
+                if on_workers:
+                    self.encoding.cluster.wait_for_resources(executor.timeout, executor.address)
+                self.encoding.cluster.preflight(on_workers)
                 stack.callback(self.encoding.cancel_started)  # shards started ahead of an interrupted run
             bar = stack.enter_context(Progress(total=self.plan.total_cells(), desc="grid cells", unit="cells",
                                                enabled=self.progress))

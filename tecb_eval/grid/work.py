@@ -161,6 +161,12 @@ def one_thread():
     import contextlib
 
     import joblib
+    # threadpoolctl limits the thread pools of the libraries loaded when the limit is set, not of
+    # those loaded later: scikit-learn's OpenMP runtime and SciPy's BLAS load with scikit-learn,
+    # which a run imports only once its first unit builds an estimator, inside this limit. Loaded
+    # here first, they are limited too; unlimited, a small k-means fit would run one OpenMP thread
+    # per core, threads that spin against each other on a busy machine (ten times the time).
+    import sklearn  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     # Only where numba is loaded (a unit with UMAP loads it before this, in keep_compiled_umap): a

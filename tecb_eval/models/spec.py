@@ -21,6 +21,9 @@ class ModelSpec:
     spec: object  # built-in name, folder, Hub id, or an encoder object
     name: str
     options: dict = field(default_factory=dict)  # layer, max_length, batch_size, device, ...
+    # A model folder's fingerprint as the coordinator read its files, where a Dask worker opens it:
+    # a worker keeps and checks its copy by what the model is, never by its path alone.
+    files: str = ""
 
 
 def model_spec(item) -> ModelSpec:

@@ -13,7 +13,7 @@ from tecb_data.progress import Progress
 from tecb_eval.pretraining.settings import PretrainSettings
 from tecb_eval.training.data import epoch_order
 from tecb_eval.training.device import to_device
-from tecb_eval.training.errors import TrainingDiverged
+from tecb_eval.training.errors import NonFiniteVectors, TrainingDiverged
 from tecb_eval.training.optimiser import adamw
 
 

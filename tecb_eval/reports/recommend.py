@@ -312,8 +312,11 @@ def bertopic_snippet(r: Recommendation) -> str:
     lines += [f"hdbscan_model = {equivalent.name}({_arguments(chosen)})",
               "# German stop words only for the words that name each topic; the clustering sees every word",
               "vectorizer_model = CountVectorizer(stop_words=get_stop_words('german'))",
+              "# language='multilingual': BERTopic's default, 'english', strips every letter outside ASCII "
+              "(umlauts, eszett) before the vectorizer",
               "topic_model = BERTopic(embedding_model=embedding_model, umap_model=umap_model, "
-              "hdbscan_model=hdbscan_model,\n                    vectorizer_model=vectorizer_model)",
+              "hdbscan_model=hdbscan_model,\n                    vectorizer_model=vectorizer_model, "
+              "language='multilingual')",
               "topics, probabilities = topic_model.fit_transform(docs" + (", embeddings)" if precomputed else ")")]
     return "\n".join(lines) + "\n"
 

@@ -1,13 +1,13 @@
-"""The shared training room (``tecb_eval.training``) changed where code lives, not what it computes.
+"""What both kinds of training stand on (``tecb_eval.training``: the model source, the live encoder,
+tracking, parameter groups and optimiser, checkpoints, the seeded data order).
 
-Before the machinery both kinds of training use (model source, live encoder, tracking, parameter
-groups and optimiser, checkpoints, seeded data order) moved out of ``pretraining`` into
-``training``, a tiny pre-training run (WWM and TSDAE) and a tiny fine-tuning run (COB and triplet)
-were recorded here: their losses, scores and the SHA-256 of every file of their kept checkpoints
-(on this tiny random model the best checkpoint is the one before training; the losses after the
-first step and the scores after the last depend on every update).
-The same runs must give the same bytes now. A value here changes only with a deliberate change of
-behaviour, named in the commit that changes it.
+A tiny pre-training run (WWM and TSDAE) and a tiny fine-tuning run (COB and triplet) give the bytes
+recorded here: their losses, scores and the SHA-256 of every file of their kept checkpoints (on
+this tiny random model the best checkpoint is the one before training; the losses after the first
+step and the scores after the last depend on every update). A value here changes only with a
+deliberate change of behaviour, named in the commit that changes it. A checkpoint's bytes do not
+depend on how its tokenizer was read; pre-training and fine-tuning stand on training and never on
+each other.
 
 Runs on one torch thread (restored afterwards), so that the recorded bytes do not depend on how
 many cores the machine lends the test.
@@ -25,18 +25,15 @@ import pytest
 import torch
 
 import tecb_data  # noqa: E402
-from tecb_data.build import build  # noqa: E402
-from tecb_data.demo import demo_input  # noqa: E402
-from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 
-from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
-
+REPO = Path(__file__).resolve().parents[1]
 S2S = "blurbs-clustering-s2s"
 # Files whose text names library versions or absolute paths, not what was computed.
 SKIPPED = {"run.json", "key.json", "README.md", "config_sentence_transformers.json"}
 
-
-ADDED_SETTINGS = ("adam_eps", "triple_fraction", "self_pairs")
+# Settings left out of finetuning.json's digest (the COB authors' options; the runs pass the values
+# the digest was recorded with).
+SETTINGS_LEFT_OUT = ("adam_eps", "triple_fraction", "self_pairs")
 
 
 def _digest(path: Path) -> str:
@@ -50,8 +47,7 @@ def _checkpoint(folder: Path) -> dict[str, str]:
         # Its base model is named by the (temporary) folder it was read from.
         info = json.loads((folder / "finetuning.json").read_text(encoding="utf-8"))
         del info["base_model"]
-        # Settings added after the recording (the COB authors' options; the run passes their old values).
-        for name in ADDED_SETTINGS:
+        for name in SETTINGS_LEFT_OUT:
             info["settings"].pop(name, None)
         found["finetuning.json"] = hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest()
     return found
@@ -67,18 +63,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
-
-
-@pytest.fixture(scope="module")
-def blurbs_folder(tmp_path_factory):
-    return build("blurbs", demo_input("blurbs"), tmp_path_factory.mktemp("blurbs"), views=("s2s",))[0][0]
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, blurbs_folder):
-    texts = unique_texts([tecb_data.load(blurbs_folder)])
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(texts),
-                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def pretraining_record(tiny_bert, blurbs_folder, out: Path, method: str) -> dict:
@@ -98,8 +82,8 @@ def pretraining_record(tiny_bert, blurbs_folder, out: Path, method: str) -> dict
 def finetuning_record(tiny_bert, blurbs_folder, out: Path, **settings) -> dict:
     from tecb_eval.finetuning import finetune
 
-    # The settings of the recording: since then the defaults follow the COB authors (AdamW eps 1e-6,
-    # 1 epoch, self pairs in the regulariser; tests/test_cob_fidelity.py); these keep the old ones.
+    # The settings the bytes were recorded with, not today's defaults (those follow the COB authors:
+    # AdamW eps 1e-6, 1 epoch, self pairs in the regulariser; tests/test_cob_fidelity.py).
     fast = dict(max_steps=2, eval_every=1, instance_size=20, triples_per_instance=16, learning_rate=1e-3,
                 adam_eps=1e-8, epochs=2, self_pairs=False)
     fast.update(settings)
@@ -121,10 +105,10 @@ def _fingerprint(record) -> dict:
     return record if len(record) == 64 else hashlib.sha256(record.encode("utf-8")).hexdigest()
 
 
-# Recorded at f01cfa2, before the move (torch 2 on CPU, one thread). The four tokenizer_config.json
-# digests changed on 2026-11-27: transformers wrote "local_files_only": true into them under
-# HF_HUB_OFFLINE=1 (false online), so a checkpoint's bytes depended on the environment; checkpoints
-# now leave that loading option out (tecb_eval.training.checkpoints.drop_loading_options).
+# Recorded with torch 2 on CPU, one thread. A checkpoint leaves transformers' loading options out of
+# its tokenizer_config.json (tecb_eval.training.checkpoints.drop_loading_options): transformers
+# writes "local_files_only": true there under HF_HUB_OFFLINE=1 and false online, and the bytes would
+# depend on the environment.
 GOLDEN: dict = {'finetuning': {'cob': {'checkpoint': {'1_Pooling/config.json': '652ae4d1fa6df34d651fcf6a67b2f001607cf4e338790358a6ef0d5ff9498fd8',
                                        'config.json': 'd0fe0a6be3669142c536ad92b2baf3b53f8ddcc6bcd2fef09326b1b52f590405',
                                        'finetuning.json': '75210fa865e2f7fbba5d65d403764ba3310a53eb683178786785510349ad5dd0',
@@ -180,7 +164,7 @@ def test_finetuning_gives_the_recorded_bytes(one_thread, tiny_bert, blurbs_folde
 
 def test_a_checkpoint_says_nothing_of_how_its_tokenizer_was_read(tiny_bert, tmp_path):
     """The same tokenizer read with local_files_only True (what HF_HUB_OFFLINE=1 forces) and False
-    gives the same checkpoint bytes: before, transformers kept the option in tokenizer_config.json."""
+    gives the same checkpoint bytes (transformers would keep the option in tokenizer_config.json)."""
     from transformers import AutoTokenizer
 
     from tecb_eval.training.checkpoints import save_checkpoint
@@ -197,7 +181,7 @@ def test_a_checkpoint_says_nothing_of_how_its_tokenizer_was_read(tiny_bert, tmp_
 
 
 def test_pretraining_and_finetuning_stand_on_training_and_never_on_each_other():
-    from test_architecture import REPO, import_graph, room
+    from importgraph import import_graph, room
 
     graph = import_graph(REPO, ("tecb_data", "tecb_eval"))
     uses: dict[str, set[str]] = {}

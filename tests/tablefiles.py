@@ -1,0 +1,50 @@
+"""Small labelled tables for the `table` source's tests: rows with unique texts and four labels,
+written as TSV, and `tecb-data build --source table` run on them in this process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import run_cli_here
+
+# The dataset name the builds below give: their folder is NAME-s2s.
+NAME = "news"
+WORDS = {"Sport": "Tor Spiel Trainer Liga Sieg", "Kultur": "Oper Roman Theater Bühne Konzert",
+         "Politik": "Wahl Partei Minister Gesetz Rat", "Wetter": "Regen Sonne Wind Sturm Schnee"}
+
+
+def table_rows(n: int = 200) -> list[tuple[str, str]]:
+    """(text, label) rows, every text unique, four labels."""
+    labels = sorted(WORDS)
+    rows = []
+    for i in range(n):
+        label = labels[i % len(labels)]
+        words = WORDS[label].split()
+        rows.append((f"{words[i % 5]} {words[(i // 5) % 5]} Meldung {i}", label))
+    return rows
+
+
+def write_tsv(path: Path, rows) -> Path:
+    path.write_text("text\tlabel\n" + "".join(f"{t}\t{l}\n" for t, l in rows), encoding="utf-8")
+    return path
+
+
+def table_build(input_path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    # In this process: what the build writes and refuses is the same, without an interpreter's start
+    # per build (the tests build a dozen times).
+    return run_cli_here("build", "--source", "table", "--input", str(input_path), "--name", NAME, "--text",
+                        "text", "--label", "label", "--out", str(out), "--quiet", *extra)
+
+
+def samples(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "data" / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def built_texts(out: Path) -> set[str]:
+    return {row["text"] for row in samples(out / f"{NAME}-s2s")}
+
+
+def built_labels(out: Path) -> set[str]:
+    return {row["label"] for row in samples(out / f"{NAME}-s2s")}

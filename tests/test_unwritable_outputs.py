@@ -1,0 +1,116 @@
+"""Outputs this user cannot write (a read-only folder, a file where a folder should be): every
+command of both tools ends in one line naming the option and the path, exit code 2, and writes
+nothing. Run as a user to whom the folders are read-only (as root: as nobody, through setpriv)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import error_line, run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+DATASET = "tenkgnad-clustering-s2s"
+NOBODY = 65534
+
+
+def unwritable_folder(tmp_path: Path) -> Path:
+    """A folder this process cannot create anything in (root ignores permissions: use sysfs there)."""
+    if os.geteuid() == 0:
+        return Path("/sys/tecb-test-not-writable")
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    return folder / "out"
+
+
+@pytest.mark.parametrize("kind", ["file", "unwritable"])
+@pytest.mark.slow
+def test_build_out_and_cache_that_cannot_be_written_are_one_line(tmp_path, kind):
+    if kind == "file":
+        bad = tmp_path / "a-file"
+        bad.write_text("x")
+    else:
+        bad = unwritable_folder(tmp_path)
+    result = run_cli("build", "--source", "tenkgnad", "--demo", "--out", str(bad), "--quiet")
+    assert result.returncode == 2 and f"--out {bad}" in error_line(result.stderr)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("id\nabc1\n")
+    result = run_cli("build", "--source", "reddit", "--ids", str(ids), "--out", str(tmp_path / "o"), "--cache", str(bad),
+                     "--quiet")
+    assert result.returncode == 2 and f"--cache {bad}" in error_line(result.stderr)
+
+
+@pytest.fixture
+def world_readable(demo_datasets):
+    """A folder another user can read, holding a copy of the dataset; removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="tecb-readonly-"))
+    try:
+        root.chmod(0o755)
+        shutil.copytree(demo_datasets / DATASET, root / DATASET)
+        for path in [root / DATASET, *(root / DATASET).rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        yield root
+    finally:
+        for path in [root, *root.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        shutil.rmtree(root)
+
+
+def _as_user_who_cannot_write(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """`tecb-eval ARGS` as a user for whom root's read-only folders are read-only: root itself
+    writes anywhere, so as root it runs as nobody (setpriv); otherwise as this user."""
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    command = [sys.executable, "-m", "tecb_eval.cli", *args]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: no user to whom a folder is read-only")
+        os.chown(home, NOBODY, NOBODY)
+        setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        # A checkout inside a folder only root may enter (mktemp -d) cannot be imported by nobody.
+        probe = subprocess.run([*setpriv, sys.executable, "-c", "import tecb_eval.cli"], cwd="/",
+                               capture_output=True, text=True, timeout=120)
+        if probe.returncode != 0:
+            pytest.skip(f"nobody cannot import this checkout ({probe.stderr.strip().splitlines()[-1][:120]})")
+        command = [*setpriv, *command]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", "MPLCONFIGDIR": str(home)})
+
+
+@pytest.mark.slow
+def test_read_only_outputs_are_one_line(world_readable):
+    root = world_readable
+    locked = root / "locked"
+    locked.mkdir()
+    (locked / "results.jsonl").write_text("")
+    locked.chmod(0o555)
+    (locked / "results.jsonl").chmod(0o444)
+    home = root / "home"
+    data = str(root / DATASET)
+    run = ["run", "--data", data, "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--quiet",
+           "--limit-splits", "1"]
+    cases = [
+        (run + ["--results", str(locked / "results.jsonl"), "--cache-dir", str(home / "cache")], "results.jsonl"),
+        (run + ["--results", str(locked / "new.jsonl"), "--cache-dir", str(home / "cache")], "new.jsonl"),
+        (run + ["--results", str(home / "r.jsonl"), "--cache-dir", str(locked / "cache")], "cache"),
+        (run + ["--results", str(home / "r.jsonl"), "--cache-dir", str(home / "cache"), "--out", str(locked / "out")],
+         "out"),
+        (["pretrain", "--model", "minilm-l6", "--data", data, "--out", str(locked / "pre"), "--quiet"], "pre"),
+    ]
+    for args, names in cases:
+        done = _as_user_who_cannot_write(root, *args)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("tecb-eval: error: ") and str(locked / names) in done.stderr, done.stderr
+    done = _as_user_who_cannot_write(root, *run, "--results", str(home / "r.jsonl"), "--cache-dir", str(home / "cache"))
+    assert done.returncode == 0, done.stderr  # the same run, writable: works
+    done = _as_user_who_cannot_write(root, "export", str(home / "r.jsonl"), "--out", str(locked / "report"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and str(locked / "report") in done.stderr, done.stderr
+    assert sorted(p.name for p in locked.iterdir()) == ["results.jsonl"] and (locked / "results.jsonl").read_text() == ""
