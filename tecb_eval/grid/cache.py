@@ -74,13 +74,22 @@ def _unreadable_why(exc: Exception) -> str:
 class Embeddings:
     """Vectors for a set of texts: ``rows(texts)`` gives their matrix in the order asked."""
 
-    def __init__(self, keys: list[bytes], matrix: np.ndarray, identity: str):
+    def __init__(self, keys: list[bytes], matrix: np.ndarray, identity: str, tokens: dict | None = None):
         self.index = {key: i for i, key in enumerate(keys)}
         self.matrix = matrix
         self.identity = identity
+        self.tokens = tokens or {}  # text key -> the tokens a provider reported for it (an API model's)
 
     def rows(self, texts: Sequence[str]) -> np.ndarray:
         return self.matrix[[self.index[text_key(t)] for t in texts]]
+
+    def tokens_of(self, texts: Iterable[str]) -> float | None:
+        """The tokens the provider reported for the distinct ``texts`` (whichever run paid for them),
+        or None where a text has no count (a model that reports none, a shard written without)."""
+        if not self.tokens:
+            return None
+        counts = [self.tokens.get(key) for key in {text_key(t) for t in texts}]
+        return None if any(c is None for c in counts) else float(sum(counts))
 
     def fingerprint(self, texts: Sequence[str]) -> str:
         """Names the embeddings of ``texts`` in this order: the reduction cache's key."""
@@ -100,6 +109,7 @@ class EmbeddingStore:
         self._keys: list[bytes] = []
         self._blocks: list[np.ndarray] = []
         self._index: dict[bytes, int] = {}
+        self._tokens: dict[bytes, float] = {}
         self.encoded_texts = 0  # how many texts this store sent to the encoder (for reports)
         if self.folder is not None:
             self._load()
@@ -112,21 +122,38 @@ class EmbeddingStore:
             if loaded is not None:
                 self._add(*loaded)
 
-    def _read_shard(self, shard: Path) -> tuple[list[bytes], np.ndarray] | None:
-        """A shard's keys and vectors, or None (with a warning, the shard removed) if it is damaged."""
+    def _read_shard(self, shard: Path) -> tuple[list[bytes], np.ndarray, np.ndarray | None] | None:
+        """A shard's keys, vectors and token counts (where it has them), or None (with a warning, the shard removed) if it is damaged."""
         loaded = load_or_discard(shard, "keys", "vectors")
         if loaded is None:
             return None
         keys, vectors = loaded
+        tokens = self._read_tokens(shard, len(keys))
         width = self._blocks[0].shape[1] if self._blocks else None
         if (keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != KEY_BYTES or vectors.ndim != 2
                 or len(vectors) != len(keys) or (width is not None and vectors.shape[1] != width)
                 or not np.issubdtype(vectors.dtype, np.number)):
             discard_damaged(shard, f"keys {keys.shape} {keys.dtype}, vectors {vectors.shape} {vectors.dtype}")
             return None
-        return [bytes(k) for k in keys], vectors
+        return [bytes(k) for k in keys], vectors, tokens
 
-    def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:
+    @staticmethod
+    def _read_tokens(shard: Path, count: int) -> np.ndarray | None:
+        """A shard's per-text token counts, where an API model's encoding wrote them (else None)."""
+        try:
+            with np.load(shard, allow_pickle=False) as data:
+                tokens = data["tokens"] if "tokens" in data.files else None
+        except _UNREADABLE:
+            return None
+        if tokens is None or tokens.shape != (count,) or not np.issubdtype(tokens.dtype, np.floating):
+            return None
+        return tokens
+
+    def _add(self, keys: list[bytes], vectors: np.ndarray, tokens: np.ndarray | None = None) -> None:
+        if tokens is not None:
+            for key, count in zip(keys, tokens):
+                if np.isfinite(count) and key not in self._tokens:
+                    self._tokens[key] = float(count)
         fresh = [i for i, k in enumerate(keys) if k not in self._index]
         offset = len(self._keys)
         for j, i in enumerate(fresh):
@@ -158,7 +185,32 @@ class EmbeddingStore:
                 progress(len(batch))
         return len(todo)
 
-    def _save_shard(self, keys: list[bytes], vectors: np.ndarray) -> None:
+    def save_batches(self, texts: Iterable[str], encode_batches: Callable, progress=None) -> int:
+        """Encode every text not yet stored with an encoder that answers in batches of its own
+        (``encode_batches(todo, save)``, an API model): each batch it hands to ``save(texts, vectors,
+        tokens)`` is checked and written as one atomic shard at once, so an interrupted run keeps
+        every batch it was sent. ``tokens``: per text, what the provider reported (or None)."""
+        todo = self.missing(texts)
+        todo.sort(key=len)  # similar lengths together, as encode_missing sends them
+        wanted = set(todo)
+
+        def save(batch: list[str], vectors, tokens=None) -> None:
+            vectors = np.asarray(vectors)
+            if vectors.ndim != 2 or len(vectors) != len(batch) or not set(batch) <= wanted:
+                raise ValueError(f"encoder returned shape {vectors.shape} for {len(batch)} texts")
+            keys = [text_key(t) for t in batch]
+            tokens = None if tokens is None else np.asarray(tokens, dtype=np.float64)
+            self._save_shard(keys, vectors, tokens)
+            self._add(keys, vectors, tokens)
+            self.encoded_texts += len(batch)
+            if progress is not None:
+                progress(len(batch))
+
+        if todo:
+            encode_batches(todo, save)
+        return len(todo)
+
+    def _save_shard(self, keys: list[bytes], vectors: np.ndarray, tokens: np.ndarray | None = None) -> None:
         if self.folder is None:
             return
         if not (self.folder / "identity.txt").is_file():
@@ -166,13 +218,14 @@ class EmbeddingStore:
                         option=CACHE_OPTION)
         name = hashlib.blake2b(b"".join(keys), digest_size=12).hexdigest()
         key_array = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
+        extra = {} if tokens is None else {"tokens": tokens}
         atomic_save(self.folder / f"shard-{name}.npz",
-                    lambda fh: np.savez(fh, keys=key_array, vectors=vectors), ".npz", option=CACHE_OPTION)
+                    lambda fh: np.savez(fh, keys=key_array, vectors=vectors, **extra), ".npz", option=CACHE_OPTION)
 
     def embeddings(self) -> Embeddings:
         matrix = np.concatenate(self._blocks) if self._blocks else np.zeros((0, 0), dtype=np.float32)
         self._blocks = [matrix] if self._blocks else []
-        return Embeddings(list(self._keys), matrix, self.identity)
+        return Embeddings(list(self._keys), matrix, self.identity, dict(self._tokens))
 
 
 class ReductionCache:

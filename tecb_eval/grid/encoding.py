@@ -115,6 +115,9 @@ class Encoding:
     def _encode(self, run: ModelRun, item: Pending, texts: list[str], store: EmbeddingStore) -> None:
         encoder = item.encoder
         todo = store.missing(texts)
+        note_hits = getattr(encoder, "note_cache_hits", None)  # a paid endpoint counts what it was spared
+        if note_hits is not None:
+            note_hits(len(set(texts)) - len(todo))
         if not todo:
             return
         started = time.perf_counter()
@@ -128,6 +131,9 @@ class Encoding:
             rest = store.missing(todo)
             if rest and isinstance(encoder, RemoteEncoder):
                 self.cluster.encode(encoder, rest, store, progress=bar.update)
+            elif rest and hasattr(encoder, "encode_batches"):
+                # An endpoint answers batch by batch: each is stored before more is sent.
+                store.save_batches(rest, encoder.encode_batches, progress=bar.update)
             elif rest:
                 store.encode_missing(rest, encoder.encode, progress=bar.update)
         if before is not None and counted["texts"] > before["texts"]:

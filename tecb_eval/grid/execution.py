@@ -67,7 +67,8 @@ class Execution:
                 )
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
-                                    encoding=encoders.encoding_fields(item.encoder),
+                                    encoding={**encoders.encoding_fields(item.encoder),
+                                              **encoders.usage_fields(item.encoder, vectors.tokens_of(base_texts))},
                                     identity=vectors.identity, encode_s=seconds_per_text * len(set(base_texts)))
         if slots > len(tasks):
             # Two pieces per free thread: cells differ in cost, and the last piece should be short.
@@ -89,7 +90,7 @@ class Execution:
             row = {
                 "model": ctx["run"].spec.name,
                 "model_identity": ctx["identity"],
-                **ctx["encoding"],  # the prompt, backend and dtype it was encoded with
+                **ctx["encoding"],  # the prompt, backend and dtype it was encoded with; an endpoint's usage
                 "dataset": bench.name,
                 "mteb_name": bench.mteb_name,
                 "language": bench.manifest.get("language", "de"),

@@ -81,7 +81,10 @@ def _row_key(line: bytes) -> tuple[dict, tuple | None] | None:
 
 TEXT_FIELDS = ("protocol", "profile", "model", "model_identity", "dataset_fingerprint", "reduction", "algorithm",
                "split", "mteb_name")
-COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "dbcv_points")
+COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "dbcv_points", "api_requests",
+                "api_retries", "api_texts_sent", "api_cache_hits", "api_truncated")
+# A non-negative number or null where present: an API model's tokens and their cost.
+AMOUNT_FIELDS = ("api_tokens", "api_cost", "price_per_million_tokens")
 # Text or null where present: what the tables, the MTEB export and the snippets read besides the key.
 OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dtype", "mteb_model",
                         "algorithm_params", "reduction_params", "dbcv_note")
@@ -126,6 +129,10 @@ def row_problem(row: dict) -> str | None:
     for name in COUNT_FIELDS:
         if name in row and (not whole(row[name]) or row[name] < 0):
             return f"{name} {shown(row[name])} is not a count"
+    for name in AMOUNT_FIELDS:
+        value = row.get(name)
+        if value is not None and not (is_score(value) and value >= 0):
+            return f"{name} {shown(value)} is not a non-negative number"
     for name in OPTIONAL_TEXT_FIELDS:
         if row.get(name) is not None and not isinstance(row[name], str):
             return f"{name} {shown(row[name])} is not text"

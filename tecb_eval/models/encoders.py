@@ -162,6 +162,15 @@ def encoding_fields(encoder) -> dict:
     return fields
 
 
+def usage_fields(encoder, tokens: float | None) -> dict:
+    """What a results row says of a paid endpoint's encoding (an ``openai:`` model): the tokens
+    the provider reported for the row's texts (``tokens``, from the embedding cache) and their cost
+    where a price is given, and this run's requests, retries, waits, texts sent, cache hits and
+    texts cut; nothing for a model that runs here."""
+    fields_of = getattr(encoder, "usage_fields", None)
+    return {} if fields_of is None else fields_of(tokens)
+
+
 def name_suffix(options: dict) -> str:
     """What a prompt, backend or dtype adds to a model's default table name, so that a table (one
     identity per model name) shows prompted and unprompted runs of one model side by side."""

@@ -23,7 +23,7 @@ from typing import Callable
 
 from tecb_data.errors import UserError
 from tecb_eval.models.kinds import (
-    common, mean_pooling, minilm, mteb_models, objects, pretrained, sentence_transformer, tfidf_lsa, use_multilingual,
+    common, mean_pooling, minilm, mteb_models, objects, openai_api, pretrained, sentence_transformer, tfidf_lsa, use_multilingual,
 )
 from tecb_eval.models.kinds.common import EmbeddingSnippet, Load  # noqa: F401 (re-exported)
 
@@ -99,6 +99,14 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
         load=mteb_models.load, encoder_classes=(mteb_models.MtebModelEncoder,),
         identity_prefixes=(mteb_models.PREFIX,), spec_prefix=mteb_models.PREFIX, check=mteb_models.check,
         display=mteb_models.display),
+    # An endpoint is I/O, not CPU: encoded in the calling process with `concurrency` requests in
+    # flight, also on a --scheduler run (a Dask worker would hold a slot idle waiting on the network).
+    ModelKind(
+        "openai", "a model behind an OpenAI-compatible embeddings API (OpenAI, vLLM, text-embeddings-inference, "
+        "Ollama), its key from the environment", example="openai:text-embedding-3-small",
+        options=openai_api.OPTIONS, load=openai_api.load, encoder_classes=(openai_api.OpenAIEncoder,),
+        identity_prefixes=(openai_api.PREFIX,), spec_prefix=openai_api.PREFIX, check=openai_api.check,
+        opens_on_a_worker=common.opens_here, display=openai_api.display, snippet=openai_api.snippet),
     ModelKind(
         "object", "an encoder object: anything with encode(list[str]), or an MTEB model object",
         example=objects.Example(), options=frozenset({"identity", "batch_size"}), load=objects.load,
