@@ -253,6 +253,14 @@ def tiny_sentence_transformer(tmp_path_factory, demo_datasets) -> Path:
 
 
 @pytest.fixture(scope="session")
+def minilm_encoder():
+    """The built-in minilm-l6 encoder, loaded once per session (what a stand-in server serves). Read-only."""
+    from tecb_eval.models.encoders import get_encoder
+
+    return get_encoder("minilm-l6")
+
+
+@pytest.fixture(scope="session")
 def small_store(demo_datasets, tmp_path_factory) -> Path:
     """A results store: tfidf-lsa, k-means and HDBSCAN on PCA, 4 splits of the demo's Blurbs S2S
     (synthetic rows, with per-level scores). Read-only: a test that edits it writes an edited copy."""

@@ -45,10 +45,11 @@ class EmbeddingServer:
         self.retry_after = "0.05"
         self.reverse = self.wrong_count = self.wrong_dimension = self.nan = self.not_json = False
         self.stop_after: int | None = None
+        self.stopped = False
         self.max_tokens: int | None = None
         self.requests = 0  # POSTs received
         self.answered = 0  # POSTs answered with embeddings
-        self.texts: list[str] = []  # every input of every answered request, in order
+        self.texts: list[str] = []  # every input of every answered (embedded, paid) request, in order
         self.formats: list[str] = []
         self.bodies: list[bytes] = []  # every request's raw body and headers, for the secrets check
         self.headers: list[str] = []
@@ -98,6 +99,9 @@ class EmbeddingServer:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if server.stopped:  # gone: a kept-alive connection is dropped without an answer
+                    self.close_connection = True
+                    return
                 with server._lock:
                     server.requests += 1
                     number = server.requests
@@ -160,6 +164,7 @@ class EmbeddingServer:
                     server.texts.extend(texts)
                     server.formats.append(fmt)
                     stop = server.stop_after is not None and server.answered >= server.stop_after
+                    server.stopped = server.stopped or stop
                 if stop:
                     # Stops listening: what is not yet accepted is refused, as a server that went away.
                     threading.Thread(target=server.stop, daemon=True).start()

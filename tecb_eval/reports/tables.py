@@ -574,7 +574,7 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
                 t2 = beside_paper(t2, paper, match)
         kmeans = table2_rows(frame)
         out["table2"] = (t2, "\n".join([*t2_note, legend("2", frame), *zero_notes(kmeans, ["model", "mteb_name"]),
-                                        *tail]))
+                                        *cost_notes(kmeans), *tail]))
     t3 = table3(frame, stats=True)
     t3_note = [DEMO_NOTE] if demo else []
     t3_models, t3_left = table3_models(frame)
@@ -585,6 +585,22 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
     out["table3"] = (t3, "\n".join([*t3_note, legend("3", frame), *zero_notes(frame, ["algorithm", "reduction", "mteb_name"]),
                                     *tail, *([t3_left] if t3_left else [])]))
     return out
+
+
+def cost_notes(frame: pd.DataFrame) -> list[str]:
+    """Quality beside price, for models behind a paid API (rows with ``api_tokens``; none in older
+    stores, which get no line): per model and dataset, the tokens the provider reported for a
+    split's texts and, where a price was given, their cost, each the mean over the table's splits."""
+    if "api_tokens" not in frame.columns or frame["api_tokens"].isna().all():
+        return []
+    rows = frame[frame["api_tokens"].notna()].drop_duplicates(["model", "mteb_name", "split"])
+    parts = []
+    for (model, dataset), group in rows.groupby(["model", "mteb_name"], sort=True):
+        text = f"{model} on {dataset} {group['api_tokens'].mean():,.0f} tokens"
+        if "api_cost" in group.columns and group["api_cost"].notna().all():
+            text += f", cost {group['api_cost'].mean():.6g}"
+        parts.append(text)
+    return ["API cost of embedding a split's texts (mean over the splits): " + "; ".join(parts) + "."]
 
 
 def zero_notes(frame: pd.DataFrame, keys: list[str]) -> list[str]:

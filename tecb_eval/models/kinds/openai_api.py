@@ -360,12 +360,12 @@ class OpenAIEncoder:
         for them) and ``api_cost``; the rest is this run's encoding with the model, all datasets
         together (the same on each of its rows: not to be summed over rows)."""
         u = self.usage
-        fields = {"api_tokens": None if tokens is None else round(float(tokens), 3),
+        fields = {"api_tokens": None if tokens is None else float(tokens),
                   "api_requests": u.requests, "api_retries": u.retries, "api_waited_s": round(u.waited_s, 3),
                   "api_texts_sent": u.texts_sent, "api_cache_hits": u.cache_hits, "api_truncated": u.truncated}
         cost = self.cost(tokens)
         if cost is not None:
-            fields.update(api_cost=round(cost, 9), price_per_million_tokens=self.price_per_million_tokens)
+            fields.update(api_cost=cost, price_per_million_tokens=self.price_per_million_tokens)
         return fields
 
     def cost(self, tokens: float | None) -> float | None:
