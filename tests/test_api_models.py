@@ -123,10 +123,16 @@ def test_rows_record_tokens_requests_and_cost(served):
         assert row["api_texts_sent"] == len(served["texts"]) and row["api_cache_hits"] == 0
         assert row["api_tokens"] > 0 and row["price_per_million_tokens"] == 0.02
         assert row["api_cost"] == pytest.approx(row["api_tokens"] * 0.02 / 1e6)
-    # The rows' tokens are what the server reported, shared out over its texts.
+    # The cache keeps what the server reported, shared out over each request's texts; a row
+    # counts its split's texts (the two splits share some, and cover all).
     from openai_server import tokens
 
-    assert sum(r["api_tokens"] for r in first) == pytest.approx(sum(tokens(t) for t in served["texts"]), rel=1e-6)
+    from tecb_eval.grid.cache import EmbeddingStore
+
+    reported = sum(tokens(t) for t in served["texts"])
+    stored = EmbeddingStore(served["folder"] / "cache", first[0]["model_identity"]).embeddings()
+    assert stored.tokens_of(served["texts"]) == pytest.approx(reported, rel=1e-9)
+    assert all(r["api_tokens"] < reported for r in first) and sum(r["api_tokens"] for r in first) >= reported
     assert "texts leave this machine" in served["output"] and server.url.split("//")[1] in served["output"]
     assert served["output"].count("texts leave this machine") == 1
 
@@ -275,3 +281,17 @@ def test_a_text_too_long_is_refused_with_its_index_or_cut(truncate, minilm_encod
             encoder.encode_batches(texts, lambda batch, vectors, tokens: saved.extend(batch))
             assert sorted(saved) == sorted(texts) and encoder.usage.truncated == 1
             assert "|truncate=end" in encoder.identity
+
+
+def test_a_scheduler_run_encodes_in_this_process_and_clusters_on_the_workers(
+        minilm_encoder, demo_datasets, tmp_path, key, kept_environment):
+    import distributed
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  silence_logs=40) as cluster, \
+            EmbeddingServer(minilm_encoder.encode) as server:
+        code, output = run(run_argv(demo_datasets / DATASET, api_model(server), tmp_path, "--scheduler",
+                                    cluster.scheduler_address))
+    assert code == 0, output
+    rows = store_rows(tmp_path / "results.jsonl")
+    assert len(rows) == 2 and rows[0]["api_requests"] == server.answered > 0
