@@ -158,7 +158,9 @@ def register(commands) -> None:
                      help="built-in name (minilm-l6, use-multilingual, tfidf-lsa), model folder or Hub id; "
                           "options: SPEC,layer=K,max_length=N,name=NAME,device=D,backend=onnx|openvino,"
                           "dtype=T,prompt_name=P,prompt=TEXT (prompt last: it may hold commas); mteb:NAME runs a "
-                          "model as MTEB runs it, with its prompts per task (repeatable)")
+                          "model as MTEB runs it, with its prompts per task; openai:NAME a model behind an "
+                          "OpenAI-compatible embeddings API (base_url=URL,dimensions=D,concurrency=C,"
+                          "price_per_million_tokens=P,...; the key from $OPENAI_API_KEY) (repeatable)")
     run.add_argument("--algorithm", action="append", choices=ALGORITHMS,
                      help="repeatable; default: all (legacy) or minibatch_kmeans (fast)")
     run.add_argument("--reduction", action="append", choices=REDUCTIONS, help="repeatable; default: all")

@@ -580,8 +580,13 @@ def load(load: Load) -> OpenAIEncoder:
 
 
 def check(spec, given: dict, here: bool) -> None:
-    """The options, and a key where the endpoint needs one, before anything is encoded."""
-    api_key(settings(spec, given))
+    """The options, the client and a key where the endpoint needs one, before anything is encoded."""
+    s = settings(spec, given)
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        raise UserError(f"model {spec}: needs the openai package: pip install 'tecb[api]'") from None
+    api_key(s)
 
 
 def display(spec) -> str:
