@@ -52,6 +52,7 @@ def built_labels(out: Path) -> set[str]:
 
 def unlabelled_corpus(folder: Path, n: int = 120) -> Path:
     """A corpus without labels (the texts of :func:`table_rows`) built into ``folder``: its dataset folder."""
+    folder.mkdir(parents=True, exist_ok=True)
     table = folder / "corpus.tsv"
     table.write_text("text\n" + "".join(f"{t}\n" for t, _ in table_rows(n)), encoding="utf-8")
     done = run_cli_here("build", "--source", "table", "--input", str(table), "--name", "corpus", "--text", "text",
