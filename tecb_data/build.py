@@ -20,7 +20,7 @@ from tecb_data.demo import is_demo_records
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_output_file
 from tecb_data.seeding import DEFAULT_SEED
-from tecb_data.recipes import DATASETS, MEMBERS_PAIRED, RECIPES, DatasetSpec, datasets_of, table_recipe
+from tecb_data.recipes import DATASETS, MEMBERS_PAIRED, RECIPES, DatasetSpec, datasets_of, table_recipe, unlabelled_recipe
 from tecb_data.sources import SourceResult, blurbs, table, tenkgnad
 
 
@@ -142,11 +142,26 @@ def build_table(
                           ("--source-url", settings.source_url)):
         table.check_one_line(option, value)
     citation_text = table.read_citation(citation)
-    try:
-        recipe = table_recipe(source.hierarchical, splits=settings.splits, min_fraction=settings.min_fraction,
-                              max_fraction=settings.max_fraction)
-    except ValueError as exc:
-        raise UserError(f"--splits / --min-fraction / --max-fraction: {exc}") from None
+    if source.labelled:
+        if settings.sample is not None:
+            raise UserError("--sample draws from a corpus without labels; with --label the recipe's splits are "
+                            "drawn (--splits, --min-fraction, --max-fraction)")
+        try:
+            recipe = table_recipe(source.hierarchical, splits=settings.splits, min_fraction=settings.min_fraction,
+                                  max_fraction=settings.max_fraction)
+        except ValueError as exc:
+            raise UserError(f"--splits / --min-fraction / --max-fraction: {exc}") from None
+    else:
+        drawn = [option for option, value in (("--splits", settings.splits), ("--min-fraction", settings.min_fraction),
+                                              ("--max-fraction", None if settings.max_fraction == 1.0 else 1))
+                 if value is not None]
+        if drawn or paired:
+            raise UserError(f"{(drawn or ['--paired'])[0]}: a corpus without labels (no --label) is one split of every "
+                            "text; give --sample N for a seeded sample instead")
+        try:
+            recipe = unlabelled_recipe(sample=settings.sample)
+        except ValueError as exc:
+            raise UserError(f"--sample {settings.sample}: {exc}") from None
     layout.check_out(Path(out))
     check_out_beside_inputs(out, [f"{name}-{view}" for view in wanted], [input_path, citation])
     if report is not None:
@@ -154,6 +169,22 @@ def build_table(
                           outputs=[Path(out) / f"{name}-{view}" for view in wanted], ours=_is_report)
     with closing(Progress(desc="reading table rows", unit="rows", enabled=progress)) as bar, Heartbeat(bar):
         result, examples = table.read_table(Path(input_path), source, progress=bar)
+    if not source.labelled:
+        kept = result.report["kept"]
+        if kept < 2:
+            raise UserError(f"{input_path}: {kept} text{'s' if kept != 1 else ''} left after cleaning "
+                            f"({result.report['rows_read']:,} rows read); clustering needs two or more")
+        if settings.sample is not None and settings.sample > kept:
+            raise UserError(f"--sample {settings.sample:,}: larger than the {kept:,} texts kept after cleaning; "
+                            f"give at most {kept:,}, or leave --sample out for every text")
+    if not source.labelled:
+        kept = result.report["kept"]
+        if kept < 2:
+            raise UserError(f"{input_path}: {kept} text{'s' if kept != 1 else ''} left after cleaning "
+                            f"({result.report['rows_read']:,} rows read); clustering needs two or more")
+        if settings.sample is not None and settings.sample > kept:
+            raise UserError(f"--sample {settings.sample:,}: larger than the {kept:,} texts kept after cleaning; "
+                            f"give at most {kept:,}, or leave --sample out for every text")
     shared = recipe.make_splits(result.items, seed) if paired else None
     made = {view: shared if paired else recipe.make_splits(result.items, seed, view=view) for view in wanted}
     if not all(made.values()):
@@ -165,7 +196,8 @@ def build_table(
     definition = {
         "format": table.input_format(Path(input_path), source.format),
         "text": list(source.text), "text_p2p": list(source.text_p2p),
-        "label": None if source.label_path else source.label,
+        **({} if source.labelled else {"labelled": False, "sample": settings.sample}),
+        "label": None if source.label_path else (source.label or None),
         "label_parent": source.label_parent, "label_path": source.label_path,
         "path_sep": source.path_sep if source.label_path else None, "id": source.id,
         "min_chars": source.min_chars, "min_per_label": source.min_per_label,
@@ -173,7 +205,8 @@ def build_table(
     }
     command = table_command(Path(input_path).name, settings, source, licence=licence, seed=seed, views=views,
                             paired=paired)
-    extra = {"language": language, "license": licence, "citation": citation_text, "table": definition}
+    extra = {"language": language, "license": licence, "citation": citation_text, "table": definition,
+             **({} if source.labelled else {"labelled": False})}
     items = {item.id: item for item in result.items}
     if paired:
         recipe = dataclasses.replace(recipe, params={**recipe.params, "members": MEMBERS_PAIRED})
@@ -249,6 +282,7 @@ READERS: dict[str, Reader] = {
         "pretty_name": "pretty_name", "source_url": "source_url", "splits": "splits", "min_fraction": "min_fraction",
         "max_fraction": "max_fraction", "min_chars": "min_chars", "min_per_label": "min_per_label",
         "language_filter": "language_filter", "similar_labels": "similar_labels", "report": "report",
+        "sample": "sample",
     }, usage="--source table takes --input FILE (CSV/TSV, JSON Lines, Parquet or a datasets folder), not --demo"),
 }
 
@@ -265,7 +299,9 @@ def table_command(input_name: str, settings: table.TableSettings, source: table.
         argv += ["--text", ",".join(source.text)]
     if source.text_p2p:
         argv += ["--text-p2p", ",".join(source.text_p2p)]
-    if source.label_path:
+    if not source.labelled:
+        argv += ["--sample", str(settings.sample)] if settings.sample is not None else []
+    elif source.label_path:
         argv += ["--label-path", source.label_path] + (["--path-sep", source.path_sep] if source.path_sep != ">" else [])
     else:
         argv += ["--label", source.label] + (["--label-parent", source.label_parent] if source.label_parent else [])

@@ -42,8 +42,9 @@ def _print_built(built) -> dict:
         texts = "unique ids" if manifest.get("view") == "ids" else "unique texts"
         print(
             f"{folder}: {stats['splits']} splits, {stats['samples']:,} samples, "
-            f"{stats['unique_texts']:,} {texts}, {stats['unique_labels']} labels; "
-            f"fingerprint {manifest['fingerprint'][:16]}" + ("; synthetic demo data" if manifest.get("synthetic") else "")
+            f"{stats['unique_texts']:,} {texts}, "
+            + ("no labels; " if manifest.get("labelled") is False else f"{stats['unique_labels']} labels; ")
+            + f"fingerprint {manifest['fingerprint'][:16]}" + ("; synthetic demo data" if manifest.get("synthetic") else "")
         )
     return manifest
 
@@ -233,7 +234,10 @@ def parser() -> argparse.ArgumentParser:
     tab.add_argument("--name", help="datasets NAME-s2s / NAME-p2p (lower case, e.g. german-news-clustering)")
     tab.add_argument("--text", help="S2S view: text column(s), comma-separated, joined by a space")
     tab.add_argument("--text-p2p", help="P2P view: text column(s), comma-separated, joined by a space")
-    tab.add_argument("--label", help="label column (the child label with --label-parent)")
+    tab.add_argument("--label", help="label column (the child label with --label-parent); without any label "
+                     "option the table is a corpus without labels: one split, scored by label-free criteria")
+    tab.add_argument("--sample", type=int, metavar="N",
+                     help="without labels: a seeded random sample of N texts instead of every text")
     tab.add_argument("--label-parent", help="parent label column: Blurbs-style splits over parent and child")
     tab.add_argument("--label-path", help="one column 'parent > child' (or a list): Blurbs-style splits")
     tab.add_argument("--path-sep", help="separator of --label-path levels (default '>')")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from tecb_data import layout
 from tecb_data.card import render_card
-from tecb_data.recipes import MEMBERS_PAIRED, RECIPES, DatasetSpec, Item, Recipe, Split, label_counts
+from tecb_data.recipes import (MEMBERS_PAIRED, RECIPES, UNLABELLED_LEVEL, DatasetSpec, Item, Recipe, Split,
+                               label_counts)
 from tecb_data.stats import table1
 from tecb_data.version import __version__
 
@@ -32,7 +33,10 @@ def label_path(item: Item, hierarchy) -> list[str]:
 
 def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str, hierarchy=()):
     for split in splits:
-        row = {"sentences": split_texts(split, items, view), "labels": list(split.labels)}
+        row = {"sentences": split_texts(split, items, view)}
+        if split.level != UNLABELLED_LEVEL:
+            # A corpus without labels has no "labels" column: an empty or made-up one would be scored.
+            row["labels"] = list(split.labels)
         if hierarchy:
             # Beside "labels", which MTEB reads: its loaders ignore a column they do not name.
             row["label_paths"] = [label_path(items[i], hierarchy) for i in split.ids]
@@ -41,7 +45,7 @@ def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str, hie
 
 def _sample_rows(splits: list[Split], items: dict[str, Item], view: str):
     for split in splits:
-        for item_id, label in zip(split.ids, split.labels):
+        for item_id, label in zip(split.ids, split.labels or [None] * len(split.ids)):
             item = items[item_id]
             yield layout.json_line(
                 {"id": item_id, "split": split.name, "text": item.views[view], "label": label, "path": list(item.path)}

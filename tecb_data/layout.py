@@ -340,17 +340,21 @@ def verify(folder: Path) -> dict:
     return manifest
 
 
-def read_split_rows(folder: Path) -> list[tuple[list[str], list[str]]]:
-    """(sentences, labels) per split row of the clustering file, in published order."""
+def read_split_rows(folder: Path) -> list[tuple[list[str], list[str] | None]]:
+    """(sentences, labels) per split row of the clustering file, in published order; labels None
+    for a row without them (a corpus built without labels)."""
     path = Path(folder) / DATA_FILE
     rows = []
     try:
         with open(path, encoding="utf-8") as fh:
             for number, line in enumerate(fh, start=1):
                 row = json.loads(line)
-                if len(row["sentences"]) != len(row["labels"]):
+                labels = row.get("labels")
+                if labels is not None and len(row["sentences"]) != len(labels):
                     raise UserError(f"{path}:{number}: sentences and labels differ in length")
-                rows.append((row["sentences"], row["labels"]))
+                if not isinstance(row["sentences"], list):
+                    raise TypeError("sentences is not a list")
+                rows.append((row["sentences"], labels))
     except FileNotFoundError:
         raise UserError(f"{path}: missing; is {folder} a dataset folder written by `tecb-data build`?") from None
     except (json.JSONDecodeError, KeyError, TypeError) as exc:

@@ -19,7 +19,8 @@ VIEWS = ("s2s", "p2p")
 class BenchmarkSplit:
     name: str
     texts: tuple[str, ...]
-    labels: tuple[str, ...]
+    # None for a corpus without labels (``Benchmark.labelled`` False): nothing that needs labels applies.
+    labels: tuple[str, ...] | None
     # Every text's label path (top level first) where the dataset has a hierarchy (Blurbs recipe
     # version 3 on), else None: per-level scores are then not measured.
     label_paths: tuple[tuple[str, ...], ...] | None = None
@@ -40,6 +41,12 @@ class Benchmark:
     def mteb_name(self) -> str:
         return self.manifest.get("mteb_name", self.name)
 
+    @property
+    def labelled(self) -> bool:
+        """False for a corpus built without labels: V-measure and every score that needs labels do
+        not apply to it; the label-free criteria do."""
+        return self.manifest.get("labelled", True) is not False
+
 
 def load_folder(folder: Path, *, verify: bool = True, location: str | None = None) -> Benchmark:
     folder = Path(folder)
@@ -49,8 +56,12 @@ def load_folder(folder: Path, *, verify: bool = True, location: str | None = Non
     if len(names) != len(rows):
         raise UserError(f"{folder}: {layout.DATA_FILE} has {len(rows)} rows but the manifest lists {len(names)} splits")
     paths = layout.read_label_paths(folder)
+    if (manifest.get("labelled", True) is False) != any(labels is None for _, labels in rows):
+        raise UserError(f"{folder}: the manifest says the dataset {'has no' if manifest.get('labelled', True) is False else 'has'}"
+                        f" labels, but {layout.DATA_FILE} {'holds' if manifest.get('labelled', True) is False else 'lacks'}"
+                        " them; rebuild the dataset")
     splits = tuple(
-        BenchmarkSplit(name, tuple(texts), tuple(labels), None if p is None else tuple(p))
+        BenchmarkSplit(name, tuple(texts), None if labels is None else tuple(labels), None if p is None else tuple(p))
         for name, (texts, labels), p in zip(names, rows, paths)
     )
     return Benchmark(manifest["dataset"], splits, manifest["fingerprint"], manifest, location or str(folder), folder)

@@ -449,3 +449,36 @@ def table_recipe(hierarchical: bool, *, splits: int | None = None, min_fraction:
         params={"draws_as": family, "splits": splits, "min_fraction": min_fraction, "max_fraction": max_fraction,
                 "members": MEMBERS_PER_VIEW},
     )
+
+
+# -- a corpus without labels ----------------------------------------------------------------------
+TABLE_UNLABELLED = "table-unlabelled"
+UNLABELLED_SPLIT = "all"
+UNLABELLED_LEVEL = "none"  # a split's level where the records carry no label
+
+
+def unlabelled_splits(items: list[Item], seed: int, view: str | None = None, *, sample: int | None = None) -> list[Split]:
+    """One split of every record, or of a seeded sample of ``sample`` records (keyed-hash order, as
+    every recipe draws members), with no labels: what a label-free evaluation clusters."""
+    order = seeding.keyed_order(sorted(it.id for it in items),
+                                _members_key(seed, "unlabelled", UNLABELLED_SPLIT, view))
+    if sample is not None:
+        order = order[:sample]
+    return [Split(UNLABELLED_SPLIT, UNLABELLED_LEVEL, tuple(order), ())]
+
+
+def unlabelled_recipe(*, sample: int | None = None) -> Recipe:
+    """The recipe of a table built without a label column: one split, every text or a seeded sample."""
+    import functools
+
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 2):
+        raise ValueError(f"the sample size must be an integer of 2 or more, got {sample!r}")
+    what = "every record" if sample is None else f"a seeded random sample of {sample:,} records"
+    return Recipe(
+        name=TABLE_UNLABELLED,
+        version="1",
+        description=(f"A corpus without labels: one split holding {what}. No V-measure or other score that needs "
+                     "labels applies to it; tecb scores its clusterings with label-free criteria."),
+        make_splits=functools.partial(unlabelled_splits, sample=sample),
+        params={"labelled": False, "sample": sample, "members": MEMBERS_PER_VIEW},
+    )

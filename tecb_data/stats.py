@@ -22,6 +22,7 @@ def table1(splits: Iterable[tuple[Sequence[str], Sequence[str]]]) -> dict:
     labels_seen: Counter = Counter()
     total_chars = 0
     for texts, labels in splits:
+        labels = labels or ()  # a corpus without labels
         sizes.append(len(texts))
         label_counts.append(len(set(labels)))
         texts_seen.update(texts)

@@ -48,3 +48,14 @@ def built_texts(out: Path) -> set[str]:
 
 def built_labels(out: Path) -> set[str]:
     return {row["label"] for row in samples(out / f"{NAME}-s2s")}
+
+
+def unlabelled_corpus(folder: Path, n: int = 120) -> Path:
+    """A corpus without labels (the texts of :func:`table_rows`) built into ``folder``: its dataset folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    table = folder / "corpus.tsv"
+    table.write_text("text\n" + "".join(f"{t}\n" for t, _ in table_rows(n)), encoding="utf-8")
+    done = run_cli_here("build", "--source", "table", "--input", str(table), "--name", "corpus", "--text", "text",
+                        "--out", str(folder / "out"), "--quiet")
+    assert done.returncode == 0, done.stderr
+    return folder / "out" / "corpus-s2s"

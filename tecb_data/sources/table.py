@@ -76,11 +76,16 @@ class TableSource:
         return self.label_parent is not None or self.label_path is not None
 
     @property
+    def labelled(self) -> bool:
+        """False for a corpus without labels: no label column named at all."""
+        return bool(self.label or self.label_path or self.label_parent)
+
+    @property
     def views(self) -> tuple[str, ...]:
         return tuple(view for view, columns in (("s2s", self.text), ("p2p", self.text_p2p)) if columns)
 
     def needed_columns(self) -> list[str]:
-        wanted = [*self.text, *self.text_p2p, self.label_path or self.label]
+        wanted = [*self.text, *self.text_p2p] + ([self.label_path or self.label] if self.labelled else [])
         if self.label_path is None and self.label_parent is not None:
             wanted.append(self.label_parent)
         if self.id is not None:
@@ -93,8 +98,8 @@ class TableSource:
             raise UserError("--source table needs --text COL[,COL...] (S2S view) and/or --text-p2p COL[,COL...] (P2P view)")
         if self.label_parent is not None and self.label_path is not None:
             raise UserError("pass --label-parent COL or --label-path COL, not both")
-        if self.label_path is None and not self.label:
-            raise UserError("--source table needs --label COL (or --label-path COL for parent > child labels)")
+        if self.label_path is None and not self.label and self.label_parent is not None:
+            raise UserError("--label-parent COL needs --label COL, the child label column beside it")
         if self.label_path is not None and self.label and self.label != self.label_path:
             raise UserError("--label-path names the label column; leave --label out (or give it the same column)")
         if self.label_path is not None and not self.path_sep:
@@ -104,6 +109,9 @@ class TableSource:
         for name, value in (("--delimiter", self.delimiter), ("--quotechar", self.quotechar)):
             if value is not None and len(value) != 1:
                 raise UserError(f"{name} must be one character, got {value!r} (a tab: $'\\t')")
+        if not self.labelled and (self.similar_labels != "stop" or self.min_per_label != 1):
+            option = "--similar-labels" if self.similar_labels != "stop" else "--min-per-label"
+            raise UserError(f"{option} applies to a label column; without --label the table is read without labels")
         if self.min_chars < 1 or self.min_per_label < 1:
             raise UserError("--min-chars and --min-per-label must be 1 or more")
         if not re.fullmatch(r"[a-z]{2,3}", self.language or ""):
@@ -138,8 +146,10 @@ class TableSettings:
 
         TableSettings(name="german-news", text="title", text_p2p="title,body", label="label")
 
-    A build needs ``name``, a text column (``text`` and/or ``text_p2p``) and the labels (``label``,
-    ``label`` with ``label_parent``, or ``label_path``); the rest is optional.
+    A build needs ``name`` and a text column (``text`` and/or ``text_p2p``); the labels (``label``,
+    ``label`` with ``label_parent``, or ``label_path``) are optional: without them the dataset is a
+    corpus without labels, one split of every text (or a seeded ``sample`` of them), scored by
+    label-free criteria only. The rest is optional.
     """
 
     # The datasets are NAME-s2s and/or NAME-p2p: lower-case letters, digits, "-", "_" or ".", e.g.
@@ -174,6 +184,8 @@ class TableSettings:
     # Labels that read as one (case, ligatures, look-alike letters): "stop" the build naming both,
     # "keep" them apart, or "merge" them into their most frequent spelling (one of SIMILAR_LABELS).
     similar_labels: str = "stop"
+    # Without a label column: the one split holds a seeded sample of this many texts (None: every text).
+    sample: int | None = None
 
     def table_source(self) -> TableSource:
         """What to read from the table and how to clean it, column lists as tuples."""
@@ -538,6 +550,8 @@ def _label(path: Path, where: str, column: str, row: dict, what: str = "label", 
 def _labels(path: Path, where: str, source: TableSource, row: dict,
             changes: Counter) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
     """(labels by level, the record's label path, the path's levels below the child)."""
+    if not source.labelled:
+        return {}, (), ()
     if source.label_path is not None:
         column = source.label_path
         value = _cell(path, where, column, row, allow_list=True)
@@ -657,6 +671,8 @@ def _records(path: Path, source: TableSource, progress=None) -> tuple[list[_Reco
 
 
 def _check_label_column(path: Path, source: TableSource, records: list[_Record]) -> None:
+    if not source.labelled:
+        return
     level = "top" if source.hierarchical else "category"
     values = {r.labels[level] for r in records}
     if len(values) < 2:
@@ -851,7 +867,7 @@ def dataset_specs(name: str, views, source: TableSource, *, input_name: str, rec
     a table dataset is the user's, its manifest says what it is."""
     from tecb_data.recipes import DatasetSpec
 
-    labels = (f"{source.label_path} (parent > child)" if source.label_path else
+    labels = ("no labels" if not source.labelled else f"{source.label_path} (parent > child)" if source.label_path else
               f"{source.label_parent} > {source.label}" if source.label_parent else source.label)
     specs = []
     for view in views:
@@ -863,7 +879,8 @@ def dataset_specs(name: str, views, source: TableSource, *, input_name: str, rec
             recipe=recipe_name,
             pretty_name=f"{pretty_name or ' '.join(p.capitalize() for p in re.split(r'[-_.]+', name) if p)} {view.upper()}",
             mteb_name=mteb_base(name) + view.upper(),
-            description=description or f"Clustering of texts ({columns}) from {input_name} by {labels}.",
+            description=description or (f"Clustering of texts ({columns}) from {input_name} by {labels}."
+                                        if source.labelled else f"Texts ({columns}) from {input_name}, without labels."),
             license=licence,
             license_note=("The builder of this dataset declared its licence as "
                           f"`{licence}`." if licence != "unknown" else

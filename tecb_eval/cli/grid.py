@@ -50,7 +50,8 @@ def _run_grid(args, models, datasets, configurations=None):
         results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
         jobs=args.jobs, scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout,
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
-        encode_on=getattr(args, "encode_on", None),
+        encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
+        min_cluster_size=getattr(args, "min_cluster_size", None),
     )
 
 
@@ -178,6 +179,12 @@ def register(commands) -> None:
     run.add_argument("--encode-on", choices=["any", "gpu"],
                      help="with --scheduler: encode on any Dask worker (default), or only on workers started with "
                           "--resources GPU=1")
+    run.add_argument("--k", metavar="RANGE",
+                     help="numbers of clusters for k-means and agglomerative: A:B (every 5th from A to B, e.g. 5:60), "
+                          "A:B:STEP, a list 5,10,20 or one number; each is a row (default: the number of labels; a "
+                          "corpus without labels needs it)")
+    run.add_argument("--min-cluster-size", metavar="RANGE",
+                     help="HDBSCAN's min_cluster_size, as --k takes its range (default: HDBSCAN's 5)")
     format_option(run, "format of the tables printed")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "
                                               "folder or an earlier export's, replaced whole")

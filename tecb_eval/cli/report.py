@@ -40,8 +40,13 @@ def _cmd_recommend(args) -> int:
 
     compare.check_settings(args.confidence, args.resamples, args.seed,
                            options={"confidence": "--confidence", "resamples": "--resamples", "seed": "--seed"})
+    store = read_store(args.results)
+    if _recommend_unlabelled(args, store):
+        return 0
+    if args.criterion is not None:
+        raise UserError("--criterion ranks a corpus without labels; these datasets have labels, ranked by V-measure")
     # The report's leaderboard and recommend compare the same rows: every model on the cells they share.
-    chosen = shared_selection(read_store(args.results), **selection(args))
+    chosen = shared_selection(store, **selection(args))
     frame = recommend.rows_to_recommend(chosen)
     left_out = "\n".join(line for line in (chosen.left_out, *chosen.notes()) if line) or None
     if frame.empty:
@@ -53,6 +58,80 @@ def _cmd_recommend(args) -> int:
     else:
         print(recommend.text(found, left_out), end="")
     return 0
+
+
+def _recommend_unlabelled(args, store) -> bool:
+    """The corpora without labels among the datasets asked for, each ranked by a label-free
+    criterion; True when every dataset asked for is one (nothing left for V-measure)."""
+    from tecb_eval.reports import calibration, unlabelled
+    from tecb_eval.reports.versions import select, unlabelled_rows
+
+    corpora = sorted(store.loc[unlabelled_rows(store), "mteb_name"].unique())
+    asked = args.data or sorted(store.mteb_name.unique())
+    wanted = [d for d in asked if d in corpora]
+    if not wanted:
+        return False
+    chosen, left_out = select(store[unlabelled_rows(store)], points=True, like_with_like=False, **selection(args))
+    found = calibration.read_calibration(args.calibration)
+    for dataset in wanted:
+        print(unlabelled.text(unlabelled.recommend_unlabelled(chosen, dataset, criterion=args.criterion,
+                                                              calibration=found)), end="")
+    if left_out:
+        print(left_out)
+    others = [d for d in asked if d not in corpora]
+    if others:
+        print(f"note: {', '.join(others)} have labels: run `tecb-eval recommend` with --data for them alone")
+    return True
+
+
+def _cmd_calibrate(args) -> int:
+    from tecb_eval.reports import calibration
+    from tecb_eval.reports.versions import read_store, select
+
+    if args.out is not None:
+        from tecb_data.outputs import check_output_file
+
+        # Before any work: never a file the command did not write, never its input.
+        check_output_file(args.out, option="--out", inputs=[args.results], outputs=[], ours=_is_calibration)
+    frame, left_out = select(read_store(args.results), points=True, like_with_like=False, **selection(args))
+    table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed)
+    print(calibration.format_table(table))
+    print(calibration.NOTE)
+    print(f"best-calibrated criterion: {calibration.best_criterion(table)}")
+    if left_out:
+        print(left_out)
+    if args.out is not None:
+        _write_json(args.out, calibration.document(table, frame))
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _is_calibration(path: Path) -> bool:
+    import json
+
+    try:
+        return {"date", "best", "table"} <= set(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _write_json(path: Path, document: dict) -> None:
+    """Written beside its target and renamed over it, as every output is."""
+    import json
+    import os
+    import tempfile
+
+    from tecb_data.layout import current_umask
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UserError(f"--out {path}: cannot write it ({exc.strerror})") from None
 
 
 def register(commands) -> None:
@@ -95,5 +174,26 @@ def register(commands) -> None:
     recommend.add_argument("--seed", type=int, default=DEFAULT_SEED,
                            help="seed of the bootstrap and permutations, a non-negative integer "
                                 f"(default {DEFAULT_SEED})")
+    recommend.add_argument("--criterion", choices=["silhouette", "calinski_harabasz", "davies_bouldin", "dbcv",
+                                                   "size_balance"],
+                           help="a corpus without labels: rank by this label-free criterion (default: the one the "
+                                "calibration found best)")
+    recommend.add_argument("--calibration", type=Path, metavar="FILE",
+                           help="a corpus without labels: the calibration `tecb-eval calibrate --out` wrote on your own "
+                                "labelled store (default: the one shipped, measured on our labelled German data)")
     selection_options(recommend)
     recommend.set_defaults(func=_cmd_recommend, interrupted=READ_ONLY)
+
+    calibrate = commands.add_parser(
+        "calibrate", help="how far each label-free criterion ranks pipelines as V-measure does, on labelled data",
+        description="On a results store of labelled datasets: per dataset and over all, Spearman's rho and Kendall's "
+                    "tau of each label-free criterion (silhouette, Calinski-Harabasz, Davies-Bouldin, DBCV, size "
+                    "balance) with V-measure over the pipelines of each split, and the regret of choosing by it, "
+                    "with bootstrap intervals over splits.",
+        epilog="example:\n  tecb-eval calibrate results.jsonl --out calibration.json")
+    calibrate.add_argument("results", type=Path, metavar="STORE", help="results store (JSONL) of labelled datasets")
+    calibrate.add_argument("--out", type=Path, help="also write the calibration as JSON, for `recommend --calibration`")
+    calibrate.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    calibrate.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+    selection_options(calibrate)
+    calibrate.set_defaults(func=_cmd_calibrate, interrupted=READ_ONLY)

@@ -44,18 +44,19 @@ def reduce(name: str, X: np.ndarray, seed: int) -> np.ndarray:
 
 
 def make_algorithm(name: str, n_clusters: int, seed: int, protocol: str = "legacy", profile=None,
-                   ward_path: str = "matrix"):
+                   ward_path: str = "matrix", min_cluster_size: int | None = None):
     """The clusterer for ``name``: k = ``n_clusters`` for the algorithms that take a k.
 
     ``profile`` (a name or :class:`~tecb_eval.clustering.profiles.Profile`; ``None``: the default) picks
     DBSTREAM's ``cleanup`` and whether Ward may run on the vectors; ``ward_path`` (``"matrix"`` or
     ``"vector"``, the memory planner's choice: ``tecb_eval.grid.work.ward_path``) picks Ward's
     implementation where the profile allows both. Every other algorithm is the same in every profile.
+    ``min_cluster_size``: HDBSCAN's, at a point of a range (None: its default).
     """
     profile = get_profile(profile)
     if ward_path not in ("matrix", "vector"):
         raise ValueError(f"ward_path must be 'matrix' or 'vector', got {ward_path!r}")
-    return algorithm_entry(name).build(Build(n_clusters, seed, protocol, profile, ward_path))
+    return algorithm_entry(name).build(Build(n_clusters, seed, protocol, profile, ward_path, min_cluster_size))
 
 
 def cluster(estimator, X: np.ndarray) -> np.ndarray:

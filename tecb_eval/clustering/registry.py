@@ -48,6 +48,7 @@ class Build:
     protocol: str = "legacy"
     profile: object = None
     ward_path: str = "matrix"
+    min_cluster_size: int | None = None  # HDBSCAN's, where a range sets it; None: its default
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ class Algorithm:
     skipped_with: tuple[str, ...] = ()  # reductions the paper left out with it (run only when named)
     defaults: dict = field(default_factory=dict)  # what the grid sets beside k and the seed
     words: str = ""  # how a page or a table says it in a sentence ("Minibatch k-Means on the embeddings")
+    # The parameter a range of cluster counts varies (tecb_eval.clustering.cluster_counts): "k" for
+    # the algorithms that take k, "min_cluster_size" for HDBSCAN; None: it takes no such range.
+    ranged: str | None = None
+    ranged_default: int | None = None  # that parameter's own default, where it is not the labels' count
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,8 @@ def _ward(b: Build):
 def _hdbscan(b: Build):
     import hdbscan
 
+    if b.min_cluster_size is not None:
+        return hdbscan.HDBSCAN(min_cluster_size=b.min_cluster_size)
     return hdbscan.HDBSCAN()
 
 
@@ -163,15 +170,16 @@ ALGORITHMS_REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
               labels_noise=False, takes_k=True, side_by_side=True, build=_kmeans,
               equivalent=Equivalent("sklearn.cluster", "MiniBatchKMeans"),
               memory=_labels_memory, cost=_centroid_cost,
-              defaults={"batch_size": KMEANS_BATCH_SIZE, "n_init": "auto"}, words="Minibatch k-Means"),
+              defaults={"batch_size": KMEANS_BATCH_SIZE, "n_init": "auto"}, words="Minibatch k-Means", ranged="k"),
     Algorithm("agglomerative", "agglomerative", "agglom.", "agglomerative clustering, Ward linkage, k = the number of labels",
               labels_noise=False, takes_k=True, side_by_side=False, build=_ward,
               equivalent=Equivalent("sklearn.cluster", "AgglomerativeClustering"),
-              memory=_ward_memory, cost=_ward_cost, defaults={"linkage": "ward"}, words="Ward agglomerative clustering"),
+              memory=_ward_memory, cost=_ward_cost, defaults={"linkage": "ward"}, words="Ward agglomerative clustering",
+              ranged="k"),
     Algorithm("hdbscan", "hdbscan", "HDBSCAN", "HDBSCAN with its defaults (finds its own number of clusters; noise)",
               labels_noise=True, takes_k=False, side_by_side=True, build=_hdbscan,
               equivalent=Equivalent("hdbscan", "HDBSCAN"), memory=_labels_memory, cost=_centroid_cost,
-              skipped_with=("none",), words="HDBSCAN"),
+              skipped_with=("none",), words="HDBSCAN", ranged="min_cluster_size", ranged_default=5),
     Algorithm("dbstream", "dbstream", "DBSTREAM", "river's streaming DBSTREAM with its defaults (noise)",
               labels_noise=True, takes_k=False, side_by_side=True, build=_dbstream,
               equivalent=Equivalent("tecb_eval.clustering.estimators", "DBSTREAMClusterer",

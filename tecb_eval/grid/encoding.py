@@ -78,7 +78,7 @@ class Encoding:
         needed: dict[str, tuple] = {}
         for item in work:
             _, texts = needed.setdefault(item.encoder.identity, (item.encoder, []))
-            texts.extend(t for unit, _, _ in item.cells for t in unit.base_texts)
+            texts.extend(t for unit, *_ in item.cells for t in unit.base_texts)
         return needed
 
     def embedding_store(self, encoder) -> EmbeddingStore:
@@ -98,7 +98,7 @@ class Encoding:
         missing_before: dict[str, set] = {}
         wanted: dict[str, set] = {}
         for item in work:
-            texts = {t for unit, _, _ in item.cells for t in unit.base_texts}
+            texts = {t for unit, *_ in item.cells for t in unit.base_texts}
             wanted.setdefault(item.bench.name, set()).update(texts)
             missing_before.setdefault(item.bench.name, set()).update(stores[item.encoder.identity].missing(texts))
         for name, texts in wanted.items():

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from tecb_data.demo import is_demo_manifest
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.label_free import LABEL_FREE_FIELDS
 from tecb_eval.files import short_hash
 from tecb_eval.grid import scheduling, work as work_module
 from tecb_eval.grid.extra import EXTRA_FIELDS
@@ -105,10 +106,14 @@ class Execution:
                 "split": cell.split,
                 "dataset_splits": dataset_splits,
                 "n_samples": scores["n_samples"],
-                "n_labels": int(cell.k),
+                # A corpus without labels has no count of labels: the row says it is unlabelled instead.
+                **({"n_labels": int(cell.k)} if cell.labels is not None else {"labelled": False}),
                 "reduction": unit.reduction,
                 "algorithm": cell.algorithm,
+                # A point of a range of cluster counts; absent at the algorithm's own setting.
+                **({"setting": cell.setting} if cell.setting else {}),
                 **{k: scores[k] for k in work_module.METRIC_FIELDS},
+                **{k: scores[k] for k in LABEL_FREE_FIELDS + ("label_free_s",) if k in scores},
                 "algorithm_params": scores["algorithm_params"],
                 "reduction_params": reduction_params,
                 # Encoding is shared by every cell of a text; each cell carries its split's share.

@@ -17,6 +17,7 @@ from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.cluster_counts import setting_name
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
 from tecb_eval.grid import extra, protocols
 from tecb_eval.grid.seeds import check_seed, check_seeds
@@ -93,7 +94,8 @@ class Plan:
     """What a run computes: datasets x models x configurations x seeds, by units of the protocol."""
 
     def __init__(self, datasets, models, *, configurations, protocol, seeds: Sequence[int], limit_splits=None,
-                 profile=DEFAULT_PROFILE, samples=None, log: Callable[[str], None] = print):
+                 profile=DEFAULT_PROFILE, samples=None, log: Callable[[str], None] = print,
+                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None):
         self.benchmarks = []
         for bench in map(load_dataset, datasets):
             # The same build given twice (a path and its copy, or twice in the list) is one dataset:
@@ -114,20 +116,55 @@ class Plan:
         self.seed = self.seeds[0]
         self.seed_set = seed_set_name(self.seeds)
         self.profile = get_profile(profile)
+        # Ranges of cluster counts (tecb_eval.clustering.cluster_counts): every point is a cell of its own.
+        self.ranges = {"k": tuple(k or ()), "min_cluster_size": tuple(min_cluster_size or ())}
         self.units = {
             (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits, samples=samples)
             for b in self.benchmarks for s in self.seeds
         }
+        self._check_ranges()
 
-    def key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str, seed: int) -> tuple:
+    def settings(self, algorithm: str) -> tuple[str, ...]:
+        """The cluster settings ``algorithm`` runs at: each point of its range, or ``""``, its own."""
+        parameter = algo.algorithm_entry(algorithm).ranged
+        values = self.ranges.get(parameter, ()) if parameter else ()
+        return tuple(setting_name(parameter, v) for v in values) or ("",)
+
+    def _check_ranges(self) -> None:
+        """Before any encoding: a range no split can take, or a k-taking algorithm on a corpus
+        without labels and without --k, is one line."""
+        option = {"k": "--k", "min_cluster_size": "--min-cluster-size"}
+        for parameter, values in self.ranges.items():
+            if values and not any(algo.algorithm_entry(a).ranged == parameter for a, _ in self.configurations):
+                raise UserError(f"{option[parameter]} is given but no algorithm of this run takes it "
+                                f"({', '.join(sorted({a for a, _ in self.configurations}))}); add one that does")
+        for bench in self.benchmarks:
+            units = self.units[(bench.fingerprint, self.seed)]
+            if not getattr(bench, "labelled", True) and not self.ranges["k"]:
+                needing = sorted({a for a, _ in self.configurations if algo.algorithm_entry(a).ranged == "k"})
+                if needing:
+                    raise UserError(f"{bench.location}: a corpus without labels gives {', '.join(needing)} no k; give "
+                                    "--k (a range such as 5:60 or a list such as 5,10,20), or run only hdbscan/dbstream")
+            for unit in units:
+                n = len(unit.texts)
+                if n < 2:
+                    raise UserError(f"{bench.location}: split {unit.name!r} holds {n} text; clustering needs two or more")
+                for parameter, values in self.ranges.items():
+                    if values and max(values) > n:
+                        raise UserError(f"{option[parameter]} up to {max(values)}: larger than the {n:,} texts of "
+                                        f"split {unit.name!r} of {bench.name}; give a range up to {n}")
+
+    def key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str, seed: int,
+            setting: str = "") -> tuple:
         return cell_key({
             "protocol": self.protocol, "profile": self.profile.name, "seeds": self.seed_set, "seed": seed,
             "model": name, "model_identity": identity, "dataset_fingerprint": bench.fingerprint,
-            "reduction": reduction, "algorithm": algorithm, "split": unit.name,
+            "reduction": reduction, "algorithm": algorithm, "split": unit.name, "setting": setting,
         })
 
     def total_cells(self) -> int:
-        return len(self.models) * sum(len(u) for u in self.units.values()) * len(self.configurations)
+        return len(self.models) * sum(len(u) for u in self.units.values()) * sum(
+            len(self.settings(a)) for a, _ in self.configurations)
 
     def dataset_splits(self, bench, seed: int) -> int:
         """How many splits (legacy) or bootstrap draws (fast) the dataset has, whatever this run
@@ -146,7 +183,7 @@ class Plan:
         decides whether worker processes pay for their start."""
         per_model = 0.0
         for (_, seed), units in self.units.items():
-            cells = [(u, r, a) for u in units for a, r in self.configurations]
+            cells = [(u, r, a, st) for u in units for a, r in self.configurations for st in self.settings(a)]
             for (base_name, reduction), grouped in by_base(cells).items():
                 per_model += WorkUnit(key=base_name, label=base_name, dataset="", reduction=reduction, seed=seed,
                                       protocol=self.protocol, profile=self.profile.name, n=len(grouped[0][0].base_texts),
@@ -164,11 +201,13 @@ class Plan:
                 cells = []
                 for unit in self.units[(bench.fingerprint, seed)]:
                     for algorithm, reduction in self.configurations:
-                        row = store.get(self.key(spec.name, encoder.identity, bench, unit, reduction, algorithm, seed))
-                        if row is None or (metrics and extra.missing(row, unit, algorithm, metrics)):
-                            cells.append((unit, reduction, algorithm))
-                        else:
-                            found(bench, row)
+                        for setting in self.settings(algorithm):
+                            row = store.get(self.key(spec.name, encoder.identity, bench, unit, reduction, algorithm,
+                                                     seed, setting))
+                            if row is None or (metrics and extra.missing(row, unit, algorithm, metrics)):
+                                cells.append((unit, reduction, algorithm, setting))
+                            else:
+                                found(bench, row)
                 if cells:
                     work.append(Pending(bench, encoder, seed, cells))
         return work
@@ -194,13 +233,16 @@ def by_base(cells) -> dict[tuple, list]:
     """(protocol unit, reduction, algorithm) cells grouped by what one work unit reduces once:
     (base set name, reduction) -> [(protocol unit, algorithm)]."""
     grouped: dict[tuple, list] = {}
-    for unit, reduction, algorithm in cells:
-        grouped.setdefault((unit.base_name, reduction), []).append((unit, algorithm))
+    for unit, reduction, algorithm, *setting in cells:
+        grouped.setdefault((unit.base_name, reduction), []).append((unit, algorithm, *setting))
     return grouped
 
 
 def work_cells(grouped) -> tuple:
-    return tuple(Cell(u.name, u.rows, u.labels, u.k, a, u.levels) for u, a in grouped)
+    """The work cells of grouped (protocol unit, algorithm[, setting]) pairs; a cell's k stays the
+    labels' count (its row's n_labels), a setting's k replaces it where the cell runs."""
+    return tuple(Cell(u.name, u.rows, u.labels, u.k, a, u.levels, setting[0] if setting else "")
+                 for u, a, *setting in grouped)
 
 
 def preflight(specs: Sequence[ModelSpec], *, here: bool = True) -> None:

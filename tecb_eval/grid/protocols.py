@@ -33,8 +33,8 @@ class Unit:
     base_name: str  # what the base set is called (a split name, or "pooled")
     base_texts: tuple[str, ...]
     rows: np.ndarray | None  # indices into the base; None = all of it, in order
-    labels: tuple[str, ...]  # gold labels of the clustered rows
-    k: int  # clusters asked of k-means and agglomerative: the base set's number of labels
+    labels: tuple[str, ...] | None  # gold labels of the clustered rows; None: a corpus without labels
+    k: int  # clusters asked of k-means and agglomerative: the base set's number of labels (0: none)
     # The label hierarchy's levels scored beside the flat labels (tecb_eval.clustering.levels.Level); () for none.
     levels: tuple = ()
 
@@ -47,8 +47,10 @@ class Unit:
 
 def legacy_units(bench, limit_splits: int | None = None) -> list[Unit]:
     splits = bench.splits if limit_splits is None else bench.splits[:limit_splits]
-    return [Unit(s.name, s.name, tuple(s.texts), None, tuple(s.labels), len(set(s.labels)),
-                 split_levels(getattr(s, "label_paths", None))) for s in splits]
+    # A corpus without labels: no gold labels and no k from them (a range of k gives it one).
+    return [Unit(s.name, s.name, tuple(s.texts), None, None if s.labels is None else tuple(s.labels),
+                 0 if s.labels is None else len(set(s.labels)), split_levels(getattr(s, "label_paths", None)))
+            for s in splits]
 
 
 def split_levels(paths) -> tuple:
@@ -90,6 +92,9 @@ def fast_units(bench, seed: int, samples=None) -> list[Unit]:
 
 
 def units_for(bench, protocol: str, seed: int, *, limit_splits: int | None = None, samples=None) -> list[Unit]:
+    if protocol == "fast" and not getattr(bench, "labelled", True):
+        raise UserError(f"{bench.location}: a corpus without labels; the fast protocol draws its samples by label "
+                        "(MTEB v2): run it with --protocol legacy")
     if protocol == "legacy":
         return legacy_units(bench, limit_splits)
     if protocol == "fast":

@@ -55,7 +55,8 @@ class Grid:
                  profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
                  scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
-                 samples: SampleCache | None = None, opened: ModelRun | None = None, encode_on: str | None = None):
+                 samples: SampleCache | None = None, opened: ModelRun | None = None, encode_on: str | None = None,
+                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None):
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
@@ -63,7 +64,8 @@ class Grid:
         self.samples = samples if samples is not None else SampleCache(self.cache_dir)
         seeds = seeds or (DEFAULT_SEED if seed is None else int(seed),)
         self.plan = Plan(datasets, models, configurations=configurations, protocol=protocol, seeds=seeds,
-                         limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log)
+                         limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log,
+                         k=k, min_cluster_size=min_cluster_size)
         self.store = store
         self.metrics = tuple(metrics)
         check_backfill(self.plan, store, self.metrics)
@@ -179,6 +181,8 @@ def run_grid(
     metrics: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
     encode_on: str | None = None,
+    k=None,
+    min_cluster_size=None,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -211,8 +215,17 @@ def run_grid(
     With ``scheduler``, a sentence-transformers model named by text is encoded on the cluster too,
     in shards of its missing texts (:mod:`tecb_eval.grid.cluster_encode`); ``encode_on="gpu"``
     (``--encode-on gpu``) sends those shards only to workers started with ``--resources GPU=1``.
+
+    ``k`` (``--k``) and ``min_cluster_size`` (``--min-cluster-size``): a range of cluster counts,
+    ``"5:60"``, ``"5,10,20"`` or a sequence of ints (:mod:`tecb_eval.clustering.cluster_counts`):
+    the algorithms that take k (HDBSCAN: its min_cluster_size) run once at every point, on the
+    same cached embeddings and reductions, one row per point, its ``setting`` naming it. On a
+    labelled dataset ``k`` replaces the number of labels; a corpus without labels needs it for
+    k-means and agglomerative clustering.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
+    k = _range_of(k, "--k")
+    min_cluster_size = _range_of(min_cluster_size, "--min-cluster-size")
     options = check_options(models, protocol=protocol, seed=seed, seeds=seeds, limit_splits=limit_splits,
                             metrics=metrics, algorithms=algorithms, reductions=reductions,
                             configurations=configurations)
@@ -270,7 +283,7 @@ def run_grid(
         grid = Grid(datasets, options.models, configurations=options.configurations, protocol=protocol,
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
-                    opened=opened, encode_on=encode_on)
+                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs
@@ -283,3 +296,14 @@ def run_grid(
     for line in grid.time_summary():
         say(line)
     return frame
+
+
+def _range_of(value, option: str) -> tuple[int, ...] | None:
+    """A range given as text (``"5:60"``) or as numbers, checked (:func:`parse_range`)."""
+    from tecb_eval.clustering.cluster_counts import parse_range
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return parse_range(value, option)
+    return parse_range(",".join(str(int(v)) for v in value), option)

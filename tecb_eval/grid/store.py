@@ -40,10 +40,11 @@ from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score  # noqa
 from tecb_eval.grid.seeds import MAX_SEED
 
 KEY_FIELDS = ("protocol", "profile", "seeds", "seed", "model", "model_identity", "dataset_fingerprint",
-               "reduction", "algorithm", "split")
+               "reduction", "algorithm", "split", "setting")
 # Stores written before profiles existed hold rows of today's libraries; before seed sets, of a
-# run with one seed.
-FIELD_DEFAULTS = {"profile": lambda row: "current", "seeds": lambda row: seed_set_name([row["seed"]])}
+# run with one seed. A row without a setting ran at the algorithm's own (k = the labels' count).
+FIELD_DEFAULTS = {"profile": lambda row: "current", "seeds": lambda row: seed_set_name([row["seed"]]),
+                  "setting": lambda row: ""}
 
 
 def seed_set_name(seeds) -> str:
@@ -80,19 +81,23 @@ def _row_key(line: bytes) -> tuple[dict, tuple | None] | None:
 
 
 TEXT_FIELDS = ("protocol", "profile", "model", "model_identity", "dataset_fingerprint", "reduction", "algorithm",
-               "split", "mteb_name")
-COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "dbcv_points", "api_requests",
-                "api_retries", "api_texts_sent", "api_cache_hits", "api_truncated")
+               "split", "mteb_name", "setting")
+COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "dbcv_points", "silhouette_points",
+                "api_requests", "api_retries", "api_texts_sent", "api_cache_hits", "api_truncated")
 # A non-negative number or null where present: an API model's tokens and their cost.
 AMOUNT_FIELDS = ("api_tokens", "api_cost", "price_per_million_tokens")
 # Text or null where present: what the tables, the MTEB export and the snippets read besides the key.
 OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dtype", "mteb_model",
-                        "algorithm_params", "reduction_params", "dbcv_note")
-FLAG_FIELDS = ("synthetic", "reduce_cached")
+                        "algorithm_params", "reduction_params", "dbcv_note", "label_free_note")
+FLAG_FIELDS = ("synthetic", "reduce_cached", "labelled")
 # What files are named by (MTEB's results layout, the report's figures): plain names only.
 NAME_FIELDS = ("mteb_name", "dataset")
 # grid.work.METRIC_FIELDS, less the count; named here so that reading a store needs no scikit-learn.
 SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction")
+# The scores that need labels: None on a row of a corpus without labels ("labelled": false).
+LABEL_SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari")
+# Label-free scores (tecb_eval.clustering.label_free): a number in its range, or None where undefined.
+LABEL_FREE_SCORES = ("silhouette", "calinski_harabasz", "davies_bouldin", "size_balance")
 def row_problem(row: dict) -> str | None:
     """What makes a results row unlike every row the grid writes, or None: a key or text field that
     is no text, a seed that is no seed, a score that is no finite number, no ``mteb_name`` or
@@ -106,7 +111,7 @@ def row_problem(row: dict) -> str | None:
         return isinstance(value, int) and not isinstance(value, bool)
 
     for name in ("mteb_name", "v_measure"):
-        if name not in row:
+        if name not in row and not (name == "v_measure" and row.get("labelled") is False):
             return f"no {name}"
     for name in TEXT_FIELDS + ("dataset",):
         if name in row and not isinstance(row[name], str):
@@ -119,8 +124,13 @@ def row_problem(row: dict) -> str | None:
             return f'seeds {shown(row["seeds"])} is not a seed set as the grid names one (sorted, e.g. "1,2,42")'
         if row["seed"] not in {int(item) for item in items}:
             return f"seeds {shown(row['seeds'])} does not hold the row's seed {row['seed']}"
+    unlabelled = row.get("labelled") is False
     for name in SCORE_FIELDS:
         value = row.get(name, 0.0)
+        if unlabelled and name in LABEL_SCORE_FIELDS:
+            if value is not None:
+                return f"{name} {shown(value)} on a row without labels (labelled false): it can only be null"
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return f"{name} {shown(value)} is not a finite number"
         if not in_range(name, value):
@@ -149,6 +159,10 @@ def row_problem(row: dict) -> str | None:
 def _extra_problem(row: dict, shown, whole) -> str | None:
     """What is wrong with a row's per-level scores or DBCV (tecb_eval.grid.extra), or None. Absent
     is fine (not measured), and so is a null DBCV with its reason."""
+    for name in LABEL_FREE_SCORES:
+        if row.get(name) is not None and not in_range(name, row[name]):
+            low, high = SCORE_RANGES[name]
+            return f"{name} {shown(row[name])} is out of range (a {name} lies from {low:g} to {high:g})"
     if row.get("dbcv") is not None and not in_range("dbcv", row["dbcv"]):
         return f"dbcv {shown(row['dbcv'])} is not a number from -1 to 1"
     levels = row.get("levels")

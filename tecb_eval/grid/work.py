@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.cluster_counts import parse_setting
+from tecb_eval.clustering.label_free import label_free_scores
 from tecb_eval.clustering.numba_cache import keep_compiled_umap
 from tecb_eval.clustering.profiles import get_profile
 from tecb_eval.clustering.registry import (  # noqa: F401 (the two Ward figures are re-exported)
@@ -46,6 +48,8 @@ class Cell:
     algorithm: str
     # The label hierarchy's levels to score this cell's algorithm on (tecb_eval.grid.extra); () for none.
     levels: tuple = ()
+    # A point of a range of cluster counts ("k=10", "min_cluster_size=15"); "" for the algorithm's own.
+    setting: str = ""
 
 
 @dataclass(frozen=True)
@@ -134,8 +138,14 @@ METRIC_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "nois
 
 
 def clustering_metrics(gold, predicted: np.ndarray) -> dict:
+    """The scores against the gold labels, the noise fraction and the clusters found; ``gold`` None
+    (a corpus without labels): every score that needs labels is None, never 0."""
     from sklearn import metrics  # here: the grid's caller on a Dask cluster scores nothing
 
+    if gold is None:
+        return {"v_measure": None, "homogeneity": None, "completeness": None, "ami": None, "ari": None,
+                "noise_fraction": float(np.mean(predicted == -1)) if len(predicted) else 0.0,
+                "n_clusters_found": int(len(set(predicted.tolist()) - {-1}))}
     gold = label_codes(gold)
     homogeneity, completeness, v_measure = metrics.homogeneity_completeness_v_measure(gold, predicted)
     return {
@@ -212,14 +222,20 @@ def aligned_copy(X: np.ndarray, alignment: int = 64) -> np.ndarray:
 
 def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
     data = reduced if cell.rows is None else reduced[cell.rows]
-    k = min(cell.k, data.shape[0])
+    point = parse_setting(cell.setting)
+    k = min(point[1] if point and point[0] == "k" else cell.k, data.shape[0])
     estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile,
-                                    ward_path=unit.ward_path(data.shape[0]))
+                                    ward_path=unit.ward_path(data.shape[0]),
+                                    min_cluster_size=point[1] if point and point[0] == "min_cluster_size" else None)
     started = time.perf_counter()
     predicted = algo.cluster(estimator, data)
     cluster_s = time.perf_counter() - started
+    started = time.perf_counter()
+    label_free = label_free_scores(data, predicted, unit.seed, cell.split, cell.algorithm, cell.setting)
+    label_free["label_free_s"] = time.perf_counter() - started
     return {
         **clustering_metrics(cell.labels, predicted),
+        **label_free,
         "n_samples": int(data.shape[0]),
         "cluster_s": cluster_s,
         "algorithm_params": algo.params_json(estimator),

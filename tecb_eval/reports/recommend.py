@@ -57,6 +57,9 @@ class Recommendation:
     bertopic: str = ""
     zero: str | None = None  # why the best pipeline's V-measure is 0 (every text noise, one cluster)
     model_location: str | None = None  # a model folder's path, as the grid read it (the store's newest row)
+    # A corpus without labels: the label-free criterion the pipeline was ranked by, and its mean.
+    criterion: str | None = None
+    criterion_value: float | None = None
 
     @property
     def pipeline(self) -> str:
@@ -303,12 +306,17 @@ def bertopic_snippet(r: Recommendation) -> str:
                      "  # the lead over this runner-up does not hold: try both")
     lines += ["# tecb-eval recommend: the best pipeline of a results store as a BERTopic configuration"
               + ("; SYNTHETIC demo data: a configuration to try, not a finding" if r.synthetic else ""),
-              f"BEST = {{'dataset': {r.dataset!r}, 'model': {r.model!r}, 'reduction': {r.reduction!r}, "
-              f"'algorithm': {r.algorithm!r}, 'v_measure_x100': {round(100 * r.mean, 2)!r}}}",
+              (f"BEST = {{'dataset': {r.dataset!r}, 'model': {r.model!r}, 'reduction': {r.reduction!r}, "
+               f"'algorithm': {r.algorithm!r}, 'v_measure_x100': {round(100 * r.mean, 2)!r}}}" if r.criterion is None
+               else f"BEST = {{'dataset': {r.dataset!r}, 'model': {r.model!r}, 'reduction': {r.reduction!r}, "
+               f"'algorithm': {r.algorithm!r}, 'criterion': {r.criterion!r}, "
+               f"'score': {round(float(r.criterion_value), 4)!r}}}"),
               "# docs: your texts, a list of str", *imports, "", *embedding, reduction]
     if n_clusters is not None:
         spread = f"{min(r.n_clusters)} to {max(r.n_clusters)}" if len(set(r.n_clusters)) > 1 else str(n_clusters)
-        lines.append(f"# n_clusters: the number of topics wanted; the grid took each split's number of labels ({spread})")
+        lines.append(f"# n_clusters: the number of topics wanted; the grid took each split's number of labels ({spread})"
+                     if r.criterion is None else
+                     "# n_clusters: the number of topics the label-free criterion ranked first")
     lines += [f"hdbscan_model = {equivalent.name}({_arguments(chosen)})",
               "# German stop words only for the words that name each topic; the clustering sees every word",
               "vectorizer_model = CountVectorizer(stop_words=get_stop_words('german'))",

@@ -103,16 +103,55 @@ def _prefixed(rows: pd.DataFrame, field: str, prefixes, by: str, what: str) -> p
     return pd.concat([rows[~rows[by].isin(touched)], chosen[~chosen.index.duplicated()]]).sort_index()
 
 
+def unlabelled_rows(frame: pd.DataFrame) -> pd.Series:
+    """Which rows are of a corpus without labels (``labelled`` false): no V-measure applies to them."""
+    if "labelled" not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame["labelled"].map(lambda value: value is False)
+
+
+def range_rows(frame: pd.DataFrame) -> pd.Series:
+    """Which rows are points of a range of cluster counts (a ``setting`` such as ``"k=10"``)."""
+    if "setting" not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame["setting"].map(lambda value: isinstance(value, str) and value != "")
+
+
+def label_table_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The rows a table of V-measure (Table 2, Table 3, a paired comparison) can hold, and a line
+    for what it leaves out: datasets without labels (the scores do not apply; never a 0 in their
+    place) and the points of k ranges (a curve, not one figure per configuration)."""
+    if frame.empty:
+        return frame, None
+    unlabelled, ranged = unlabelled_rows(frame), range_rows(frame)
+    lines = []
+    if unlabelled.any():
+        names = sorted(frame.loc[unlabelled, "mteb_name" if "mteb_name" in frame.columns else "dataset"].unique())
+        lines.append(f"{', '.join(names)}: without labels, so V-measure, Table 2 and paired comparisons do not apply "
+                     "(see its label-free scores: `tecb-eval recommend RESULTS`)")
+    if (ranged & ~unlabelled).any():
+        lines.append(f"{int((ranged & ~unlabelled).sum())} rows of k / min_cluster_size ranges are points of a curve, "
+                     "not table cells (see `tecb-eval calibrate RESULTS`)")
+    return frame[~unlabelled & ~ranged], ("Left out: " + "; ".join(lines) + ".") if lines else None
+
+
 def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | None = None,
-           seeds=None, fingerprints=(), identities=(), like_with_like: bool = True) -> tuple[pd.DataFrame, str | None]:
+           seeds=None, fingerprints=(), identities=(), like_with_like: bool = True,
+           points: bool = False) -> tuple[pd.DataFrame, str | None]:
     """(rows of one version per table as described in the module, what was left out or None: a
     line each for other versions, for cells not every model has (:func:`common_cells`, unless
     ``like_with_like`` is False) and for datasets the results do not cover in full).
     ``seeds``: a seed set (``"42,1,2"`` or ints) — the run's set, not one seed of it;
     ``fingerprints`` / ``identities``: prefixes of dataset fingerprints / model identities, each
-    choosing for the datasets / models it matches."""
+    choosing for the datasets / models it matches. ``points``: keep the rows of datasets without
+    labels and of k ranges (the label-free readers); else they are left out, said in a line."""
     if frame.empty:
         return frame, None
+    said_first = None
+    if not points:
+        frame, said_first = label_table_rows(frame)
+        if frame.empty:
+            raise UserError(said_first)
     rows = with_version_fields(frame)
     if seeds is not None:
         items = seeds.split(",") if isinstance(seeds, str) else list(seeds)
@@ -151,7 +190,7 @@ def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | N
     chosen = _sorted(pd.concat(parts)) if parts else rows.iloc[0:0]
     if frame.columns.difference(chosen.columns).empty:
         chosen = chosen[[c for c in frame.columns]]
-    lines = []
+    lines = [said_first] if said_first else []
     if left:
         lines.append(one_line(f"Left out {len(asked) - len(chosen)} rows of other versions (the newest of each is "
                               "shown): " + "; ".join(left)

@@ -1,0 +1,87 @@
+"""The calibration of the label-free criteria on our labelled data, as the package ships it.
+
+Builds the GermEval 2019 dev Blurbs S2S and P2P datasets (``tecb-data build --source blurbs``) and
+the demo TenKGnad, runs the grid on them (models, configurations and a k / min_cluster_size range
+as given), calibrates every label-free criterion against V-measure (``tecb-eval calibrate``),
+prints the table and writes ``tecb_eval/data/calibration.json`` (its date, the builds'
+fingerprints, the models and algorithms) with ``--write``.
+
+    python bench/bench_calibration.py --write                       # the full configuration
+    python bench/bench_calibration.py --models tfidf-lsa,minilm-l6 --limit-splits 3 --write
+
+The full configuration (three offline models, all four algorithms on none/PCA/UMAP, every split)
+takes hours on two cores; the options cut it down, and the file says what it was measured on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchdata import BLURBS_DEV, REPO  # noqa: E402
+
+FULL_MODELS = "minilm-l6,use-multilingual,tfidf-lsa"
+FULL_CONFIGS = ("minibatch_kmeans:none,minibatch_kmeans:umap,agglomerative:none,agglomerative:umap,"
+                "hdbscan:umap,dbstream:umap")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=FULL_MODELS)
+    parser.add_argument("--configs", default=FULL_CONFIGS)
+    parser.add_argument("--k", default="5:40:5")
+    parser.add_argument("--min-cluster-size", default="5,15,40")
+    parser.add_argument("--limit-splits", type=int, default=0, help="first N splits of each dataset (0: all)")
+    parser.add_argument("--views", default="s2s,p2p")
+    parser.add_argument("--write", action="store_true", help="write tecb_eval/data/calibration.json")
+    args = parser.parse_args()
+
+    from tecb_data.build import build
+    from tecb_data.demo import demo_input
+    from tecb_eval.cli import main as eval_main
+    from tecb_eval.reports import calibration
+    from tecb_eval.reports.versions import read_store, select
+
+    with tempfile.TemporaryDirectory(prefix="tecb-calibration-") as tmp:
+        tmp = Path(tmp)
+        views = tuple(args.views.split(","))
+        built = [f for f, _ in build("blurbs", BLURBS_DEV, tmp / "data", views=views)]
+        built += [f for f, _ in build("tenkgnad", demo_input("tenkgnad"), tmp / "data", views=("p2p",))]
+        results = tmp / "results.jsonl"
+        argv = ["run", "--results", str(results), "--cache-dir", str(tmp / "cache"), "--quiet",
+                "--k", args.k, "--min-cluster-size", args.min_cluster_size, "--limit-splits", str(args.limit_splits)]
+        for folder in built:
+            argv += ["--data", str(folder)]
+        for model in args.models.split(","):
+            argv += ["--model", model]
+        for config in args.configs.split(","):
+            argv += ["--config", config]
+        started = time.perf_counter()
+        code = eval_main(argv)
+        if code:
+            return code
+        print(f"grid: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        frame, _ = select(read_store(results), points=True, like_with_like=False)
+        table = calibration.calibrate(frame)
+        print(calibration.format_table(table))
+        print(calibration.NOTE)
+        document = calibration.document(table, frame)
+        document["configuration"] = {"models": args.models, "configs": args.configs, "k": args.k,
+                                     "min_cluster_size": args.min_cluster_size, "limit_splits": args.limit_splits,
+                                     "views": args.views}
+        print(f"best-calibrated criterion: {document['best']}")
+        if args.write:
+            import json
+
+            path = REPO / "tecb_eval" / calibration.PACKAGED
+            path.write_text(json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The number of clusters as a range: ``--k`` for the algorithms that take k, ``--min-cluster-size``
+for HDBSCAN, each run at every point on the same cached embeddings and reductions.
+
+A range is written ``A:B`` (every value from A to B in steps of :data:`DEFAULT_STEP`, B included
+when the step reaches it: ``5:60`` is 5, 10, ..., 60), ``A:B:STEP`` (``2:10:2`` is 2, 4, 6, 8, 10),
+a list ``5,10,20``, or one value ``10``. A row of a point of a range names it in its ``setting``
+(``"k=10"``, ``"min_cluster_size=15"``); a row at the algorithm's own setting (k = the number of
+labels, HDBSCAN's defaults) has none, so every store written before ranges reads the same.
+"""
+
+from __future__ import annotations
+
+from tecb_data.errors import UserError
+
+DEFAULT_STEP = 5
+MAX_POINTS = 200  # more points than this is a typo (5:5000), not a curve anyone reads
+
+
+def parse_range(text: str, option: str) -> tuple[int, ...]:
+    """``"5:60"``, ``"2:10:2"``, ``"5,10,20"`` or ``"10"`` -> the sorted values; one line otherwise."""
+    text = str(text).strip()
+    how = f"{option} {text!r}: give A:B (every {DEFAULT_STEP}th value from A to B), A:B:STEP, a list 5,10,20 or one number"
+    try:
+        if ":" in text:
+            parts = [int(p) for p in text.split(":")]
+            if len(parts) not in (2, 3):
+                raise ValueError
+            start, stop = parts[0], parts[1]
+            step = parts[2] if len(parts) == 3 else DEFAULT_STEP
+            if step < 1:
+                raise UserError(f"{option} {text!r}: the step must be 1 or more")
+            values = list(range(start, stop + 1, step))
+        else:
+            values = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise UserError(how) from None
+    if not values:
+        raise UserError(f"{option} {text!r}: an empty range (its start lies above its end); give A:B with A <= B")
+    if min(values) < 2:
+        raise UserError(f"{option} {text!r}: {min(values)} is too small; a clustering needs 2 or more "
+                        f"({'clusters' if option == '--k' else 'texts per cluster'})")
+    if len(set(values)) > MAX_POINTS:
+        raise UserError(f"{option} {text!r}: {len(set(values))} points; give at most {MAX_POINTS} (a larger step)")
+    return tuple(sorted(set(values)))
+
+
+def setting_name(parameter: str, value: int) -> str:
+    """What a row's ``setting`` says: ``"k=10"``."""
+    return f"{parameter}={int(value)}"
+
+
+def parse_setting(setting: str | None) -> tuple[str, int] | None:
+    """``"k=10"`` -> ``("k", 10)``; None or ``""`` (the algorithm's own setting) -> None."""
+    if not setting:
+        return None
+    parameter, _, value = str(setting).partition("=")
+    return parameter, int(value)

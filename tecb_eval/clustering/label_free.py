@@ -1,0 +1,92 @@
+"""Scores of a clustering that need no labels: what a corpus without labels can be judged by, and
+what the calibration (:mod:`tecb_eval.reports.calibration`) checks against V-measure on labelled data.
+
+Each is scikit-learn's, on the vectors the algorithm clustered (the reduction's output), over the
+texts it assigned to a cluster (noise, label -1, belongs to none):
+
+- ``silhouette``: the mean silhouette with cosine distance (-1..1, higher is better). It costs
+  n x n distances, so above :data:`SILHOUETTE_MAX_POINTS` texts it is computed on a seeded
+  uniform sample of that many (scikit-learn's ``sample_size``); the row records the sample's size
+  (``silhouette_points``) and the seed it was drawn with (``silhouette_seed``).
+- ``calinski_harabasz``: between- over within-cluster dispersion (0.., higher is better).
+- ``davies_bouldin``: the mean similarity of each cluster to its most similar one (0.., lower is
+  better).
+- ``size_balance``: the entropy of the cluster sizes over its maximum, log(clusters) (0..1; 1: all
+  clusters the same size). A clustering with one giant cluster scores near 0.
+
+The number of clusters and the noise fraction are in every row already (``n_clusters_found``,
+``noise_fraction``); DBCV, for the density clusterings, in :mod:`tecb_eval.clustering.validity`.
+Where a score is undefined (fewer than two clusters, or as many clusters as texts) it is None,
+with the reason in ``label_free_note``: never 0, which would read as a bad clustering.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tecb_data import seeding
+
+SILHOUETTE_MAX_POINTS = 2000
+LABEL_FREE_FIELDS = ("silhouette", "silhouette_points", "silhouette_seed", "calinski_harabasz", "davies_bouldin",
+                     "size_balance", "label_free_note")
+# Which way each criterion points: +1 higher is better, -1 lower is better (what the calibration
+# and `recommend` rank by). ``noise_fraction`` less noise is better; ``n_clusters_found`` has no
+# direction and is not a criterion.
+CRITERIA = {"silhouette": 1, "calinski_harabasz": 1, "davies_bouldin": -1, "dbcv": 1, "size_balance": 1}
+CRITERION_NAMES = {"silhouette": "silhouette (cosine)", "calinski_harabasz": "Calinski-Harabasz",
+                   "davies_bouldin": "Davies-Bouldin", "dbcv": "DBCV", "size_balance": "size balance"}
+
+
+def _undefined(note: str) -> dict:
+    return {"silhouette": None, "silhouette_points": 0, "silhouette_seed": None, "calinski_harabasz": None,
+            "davies_bouldin": None, "size_balance": None, "label_free_note": note}
+
+
+def size_balance(sizes) -> float | None:
+    """Normalised entropy of cluster sizes (0..1), None with fewer than two clusters."""
+    sizes = np.asarray([s for s in sizes if s > 0], dtype=float)
+    if len(sizes) < 2:
+        return None
+    p = sizes / sizes.sum()
+    return float(-(p * np.log(p)).sum() / math.log(len(sizes)))
+
+
+def label_free_scores(data: np.ndarray, predicted: np.ndarray, seed: int, *names: str) -> dict:
+    """The label-free scores of ``predicted`` on ``data``; ``seed`` and ``names`` (the split, the
+    algorithm, the cluster setting) seed the silhouette's sample, one draw per decision."""
+    from sklearn import metrics  # here: the grid's caller on a Dask cluster scores nothing
+
+    predicted = np.asarray(predicted)
+    kept = predicted != -1
+    X = np.asarray(data, dtype=np.float64)[kept]
+    y = predicted[kept]
+    clusters, sizes = np.unique(y, return_counts=True)
+    if len(clusters) < 2:
+        return _undefined("fewer than two clusters" if len(y) else "every text left as noise")
+    if len(clusters) >= len(y):
+        return _undefined("as many clusters as texts")
+    out = {"size_balance": size_balance(sizes), "label_free_note": None}
+    out["calinski_harabasz"] = float(metrics.calinski_harabasz_score(X, y))
+    out["davies_bouldin"] = float(metrics.davies_bouldin_score(X, y))
+    points = min(len(y), SILHOUETTE_MAX_POINTS)
+    draw = int(seeding.rng(seed, "silhouette", *names).integers(2**31 - 1)) if points < len(y) else None
+    norms = np.linalg.norm(X, axis=1)
+    if not np.all(norms > 0):
+        # Cosine distance is undefined for a zero vector (an empty TF-IDF row): scored without them.
+        X, y = X[norms > 0], y[norms > 0]
+        points = min(len(y), SILHOUETTE_MAX_POINTS)
+    if len(np.unique(y)) < 2 or len(np.unique(y)) >= len(y):
+        value = None
+        out["label_free_note"] = "silhouette undefined on the non-zero vectors"
+    else:
+        value = float(metrics.silhouette_score(X, y, metric="cosine", sample_size=points if points < len(y) else None,
+                                               random_state=draw))
+        value = value if math.isfinite(value) else None
+    out.update(silhouette=value, silhouette_points=int(points) if value is not None else 0,
+               silhouette_seed=draw if value is not None else None)
+    for name in ("calinski_harabasz", "davies_bouldin"):
+        if out[name] is not None and not math.isfinite(out[name]):
+            out[name] = None
+    return out

@@ -1,0 +1,127 @@
+"""`tecb-eval recommend` on a corpus without labels: pipelines ranked by a label-free criterion.
+
+The criterion is the one the calibration found best (:func:`tecb_eval.reports.calibration.best_criterion`:
+the packaged calibration of our labelled German data, or one the user wrote on their own labelled
+store), or the one named. Each pipeline (model, reduction, algorithm, cluster setting: the k or
+HDBSCAN's min_cluster_size of a range) is scored by the criterion's mean over its splits and seeds;
+the first is recommended with its calibration (rho with its interval, the regret, on which data)
+and a BERTopic configuration at that setting. Where the calibration is weak (rho's interval holds
+0) the text says so and lists the runner-up pipelines beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from tecb_data.errors import UserError
+from tecb_eval.clustering.cluster_counts import parse_setting
+from tecb_eval.clustering.label_free import CRITERIA, CRITERION_NAMES
+from tecb_eval.files import one_line
+from tecb_eval.reports import calibration as calib
+from tecb_eval.reports.label_free import with_setting
+from tecb_eval.reports.recommend import Recommendation, bertopic_snippet
+
+PIPELINE = ["model", "reduction", "algorithm", "setting"]
+RUNNERS_UP = 3
+
+
+def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
+    """The pipelines of one dataset, best first by ``criterion`` (its mean over splits and seeds,
+    pointed so that higher is better); a pipeline where it is undefined everywhere is left out."""
+    rows = with_setting(rows)
+    if criterion not in rows.columns:
+        raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores "
+                        "(rows written before label-free scores, or no density clustering for DBCV); rerun the grid")
+    scored = rows.assign(score=pd.to_numeric(rows[criterion], errors="coerce"))
+    table = scored.groupby(PIPELINE, sort=True).agg(score=("score", "mean"), splits=("split", "nunique"))
+    table = table[table.score.notna()]
+    if table.empty:
+        raise UserError(f"{CRITERION_NAMES[criterion]} is undefined on every pipeline of these results (one cluster "
+                        "or every text noise); choose another --criterion")
+    table["pointed"] = CRITERIA[criterion] * table.score
+    return table.sort_values("pointed", ascending=False, kind="stable").reset_index()
+
+
+def _calibration_of(found: dict, criterion: str) -> dict:
+    table = pd.DataFrame(found["table"])
+    mine = table[(table.scope == calib.ALL) & (table.criterion == criterion)]
+    if mine.empty:
+        mine = table[table.criterion == criterion]
+    if mine.empty:
+        return {}
+    row = mine.iloc[0].to_dict()
+    row["weak"] = calib.weak(row)
+    return row
+
+
+def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | None = None,
+                         calibration: dict) -> dict:
+    """The recommendation for the corpus ``dataset`` (an MTEB name) as a record: the criterion, its
+    calibration, the ranked pipelines, and the BERTopic snippet of the first."""
+    if criterion is not None and criterion not in CRITERIA:
+        raise UserError(f"--criterion {criterion}: choose one of {', '.join(CRITERIA)}")
+    chosen = criterion or calibration["best"]
+    rows = frame[frame.mteb_name == dataset]
+    ranked = ranking(rows, chosen)
+    best = ranked.iloc[0]
+    of_best = with_setting(rows)
+    of_best = of_best[(of_best.model == best.model) & (of_best.reduction == best.reduction)
+                      & (of_best.algorithm == best.algorithm) & (of_best.setting == best.setting)]
+    newest = of_best.iloc[-1]
+    point = parse_setting(best.setting)
+    params = json.loads(newest.get("algorithm_params") or "{}")
+    reduction_params = json.loads(newest.get("reduction_params") or "{}")
+    k = point[1] if point and point[0] == "k" else None
+    r = Recommendation(
+        dataset=dataset, synthetic=bool(newest.get("synthetic") is True), model=str(best.model),
+        model_identity=str(newest.model_identity), algorithm=str(best.algorithm), reduction=str(best.reduction),
+        algorithm_params=params, reduction_params=reduction_params, n_clusters=[k] if k else [],
+        mean=math.nan, low=math.nan, high=math.nan, sd=math.nan, splits=int(best.splits),
+        seeds=int(of_best.seed.nunique()), noise_fraction=float(pd.to_numeric(of_best.noise_fraction).mean()),
+        confidence=0.95, runner_up=None, lead=None, lead_sentence="", criterion=chosen,
+        criterion_value=float(best.score),
+        model_location=newest.get("model_location") if isinstance(newest.get("model_location"), str) else None)
+    r.bertopic = bertopic_snippet(r)
+    return {"dataset": dataset, "criterion": chosen, "criterion_name": CRITERION_NAMES[chosen],
+            "named_by_user": criterion is not None, "calibration": _calibration_of(calibration, chosen),
+            "calibrated_on": calibration.get("datasets", []), "calibration_date": calibration.get("date"),
+            "pipelines": ranked[PIPELINE + ["score", "splits"]].to_dict("records"),
+            "noise_fraction": r.noise_fraction, "bertopic": r.bertopic, "setting": best.setting or "default"}
+
+
+def _setting_words(setting: str) -> str:
+    point = parse_setting(setting)
+    if point is None:
+        return "its own setting"
+    return f"k = {point[1]}" if point[0] == "k" else f"min_cluster_size = {point[1]}"
+
+
+def text(found: dict) -> str:
+    """One recommendation as a user reads it."""
+    c = found["calibration"]
+    best = found["pipelines"][0]
+    on = ", ".join(d["mteb_name"] for d in found["calibrated_on"]) or "unknown data"
+    out = [f"{found['dataset']} (no labels: ranked by {found['criterion_name']}"
+           + (", the criterion you named)" if found["named_by_user"] else ", the best-calibrated criterion)"),
+           f"  best pipeline: {best['model']}, {best['reduction']} reduction, {best['algorithm']} with "
+           f"{_setting_words(best['setting'])}",
+           f"    {found['criterion_name']}: {best['score']:.4f} (mean over {best['splits']} split(s)); noise "
+           f"fraction {found['noise_fraction']:.2f}"]
+    if c:
+        out.append(f"  calibration ({found['calibration_date']}, on {on}): Spearman rho {c['rho']:+.2f} "
+                   f"[{c['rho_low']:+.2f}, {c['rho_high']:+.2f}] with V-measure; regret {c['regret']:.2f} V-measure "
+                   f"x100 points against the best pipeline")
+        if c["weak"]:
+            out.append("  weak: the interval of rho holds 0, so on labelled data this criterion's ranking could not "
+                       "be told from chance; treat the pick as a guess and try the runner-ups too")
+    else:
+        out.append(f"  calibration: none for {found['criterion_name']} on {on}; its ranking is untested")
+    shown = RUNNERS_UP if c and not c.get("weak") else RUNNERS_UP + 2
+    for other in found["pipelines"][1:1 + shown]:
+        out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
+                   f"{_setting_words(other['setting'])} ({other['score']:.4f})")
+    out += ["  BERTopic:", *("    " + line if line else "" for line in found["bertopic"].splitlines()), ""]
+    return "\n".join(one_line(line) for line in out) + "\n"

@@ -1,0 +1,80 @@
+"""The calibration of label-free criteria against V-measure on labelled data, and `recommend` on a
+corpus without labels ranking by the calibrated criterion and saying how far it can be trusted."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from conftest import eval_error
+from tablefiles import unlabelled_corpus
+from tecb_eval.reports import calibration
+
+
+def synthetic_rows(good: float) -> pd.DataFrame:
+    """Six splits x five pipelines; silhouette follows V-measure, size balance is noise around it."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for split in range(6):
+        v = rng.uniform(0.1, 0.6, size=5)
+        for p in range(5):
+            rows.append({"mteb_name": "D", "split": f"s{split}", "seed": 42, "model": f"m{p}", "reduction": "none",
+                         "algorithm": "minibatch_kmeans", "setting": "", "v_measure": v[p],
+                         "silhouette": good * v[p] + rng.normal(0, 0.001), "davies_bouldin": 2 - v[p],
+                         "size_balance": rng.uniform(), "dataset_fingerprint": "f"})
+    return pd.DataFrame(rows)
+
+
+def test_rho_tau_and_regret_are_measured_per_split_and_averaged():
+    frame = synthetic_rows(1.0)
+    cells = calibration.cell_statistics(frame)
+    one = frame[frame.split == "s0"]
+    mine = cells[(cells.split == "s0") & (cells.criterion == "size_balance")].iloc[0]
+    assert mine.rho == pytest.approx(stats.spearmanr(one.size_balance, one.v_measure).statistic)
+    assert mine.tau == pytest.approx(stats.kendalltau(one.size_balance, one.v_measure).statistic)
+    assert mine.regret == pytest.approx(100 * (one.v_measure.max() - one.v_measure[one.size_balance.idxmax()]))
+    table = calibration.calibrate(frame, resamples=200)
+    sil = table[(table.scope == calibration.ALL) & (table.criterion == "silhouette")].iloc[0]
+    assert sil.rho == pytest.approx(1.0) and sil.regret == pytest.approx(0.0)
+    # Davies-Bouldin is lower-better: pointed the other way, it ranks as V-measure does.
+    assert table[(table.scope == "D") & (table.criterion == "davies_bouldin")].iloc[0].rho == pytest.approx(1.0)
+    assert calibration.best_criterion(table) in ("silhouette", "davies_bouldin")
+    assert calibration.calibrate(frame, resamples=200).equals(table)  # seeded: the same intervals
+
+
+def test_the_packaged_calibration_names_its_date_data_and_best_criterion():
+    found = calibration.read_calibration()
+    assert found["date"] and found["datasets"] and all(d["fingerprint"] for d in found["datasets"])
+    assert found["best"] in {row["criterion"] for row in found["table"]}
+
+
+def test_calibrate_and_recommend_on_a_corpus_without_labels(blurbs_folder, tmp_path, capsys):
+    from tecb_eval.cli import main
+
+    labelled, corpus_store = tmp_path / "lab.jsonl", tmp_path / "corpus.jsonl"
+    common = ["--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--config", "agglomerative:pca",
+              "--cache-dir", str(tmp_path / "c"), "--quiet"]
+    assert main(["run", "--data", str(blurbs_folder), *common, "--k", "2:10:4", "--limit-splits", "3",
+                 "--results", str(labelled)]) == 0
+    out = tmp_path / "cal.json"
+    capsys.readouterr()
+    assert main(["calibrate", str(labelled), "--out", str(out), "--resamples", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert "Spearman rho" in printed and "best-calibrated criterion" in printed
+    document = json.loads(out.read_text())
+    assert document["datasets"][0]["mteb_name"] == "BlurbsClusteringS2S"
+    corpus = unlabelled_corpus(tmp_path / "corpus")
+    assert main(["run", "--data", str(corpus), *common, "--k", "3,6", "--results", str(corpus_store)]) == 0
+    capsys.readouterr()
+    assert main(["recommend", str(corpus_store), "--calibration", str(out), "--criterion", "silhouette"]) == 0
+    said = capsys.readouterr().out
+    assert "ranked by silhouette (cosine), the criterion you named" in said
+    assert "with k = " in said and "calibration (" in said and "on BlurbsClusteringS2S" in said
+    assert "hdbscan_model = " in said and "n_clusters=" in said
+    assert "V-measure x100:" not in said and "v_measure_x100" not in said
+    # Calibration on a store without labels has nothing to measure: one line.
+    assert "nothing to calibrate" in eval_error(capsys, ["calibrate", str(corpus_store)])

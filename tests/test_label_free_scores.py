@@ -1,0 +1,94 @@
+"""Label-free scores in every results row: scikit-learn's silhouette (cosine, sampled above a size
+with a recorded seed), Calinski-Harabasz, Davies-Bouldin and the size balance on the vectors the
+algorithm clustered; on a corpus without labels no score that needs labels is stored or printed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn import metrics
+from sklearn.datasets import make_blobs
+
+from conftest import eval_error
+from tablefiles import unlabelled_corpus
+from tecb_eval.clustering.label_free import SILHOUETTE_MAX_POINTS, label_free_scores
+
+
+def test_scores_are_scikit_learns_on_the_clustered_points_without_noise():
+    X, y = make_blobs(300, centers=4, n_features=5, random_state=0)
+    y = y.copy()
+    y[:30] = -1  # noise belongs to no cluster
+    scores = label_free_scores(X, y, 42, "split", "hdbscan", "")
+    kept = y != -1
+    assert scores["silhouette"] == pytest.approx(metrics.silhouette_score(X[kept], y[kept], metric="cosine"))
+    assert scores["calinski_harabasz"] == pytest.approx(metrics.calinski_harabasz_score(X[kept], y[kept]))
+    assert scores["davies_bouldin"] == pytest.approx(metrics.davies_bouldin_score(X[kept], y[kept]))
+    assert scores["silhouette_points"] == int(kept.sum()) and scores["silhouette_seed"] is None
+    assert 0.9 < scores["size_balance"] <= 1.0
+
+
+def test_a_large_clustering_is_sampled_with_a_recorded_seed():
+    X, y = make_blobs(SILHOUETTE_MAX_POINTS + 500, centers=3, n_features=4, random_state=1)
+    first = label_free_scores(X, y, 42, "all", "minibatch_kmeans", "k=3")
+    again = label_free_scores(X, y, 42, "all", "minibatch_kmeans", "k=3")
+    assert first == again
+    assert first["silhouette_points"] == SILHOUETTE_MAX_POINTS and isinstance(first["silhouette_seed"], int)
+    assert first["silhouette"] == metrics.silhouette_score(X, y, metric="cosine", sample_size=SILHOUETTE_MAX_POINTS,
+                                                           random_state=first["silhouette_seed"])
+
+
+@pytest.mark.parametrize("labels, note", [(np.zeros(50, int), "fewer than two clusters"),
+                                          (np.full(50, -1), "every text left as noise")])
+def test_an_undefined_score_is_none_with_its_reason(labels, note):
+    scores = label_free_scores(np.random.default_rng(0).normal(size=(50, 3)), labels, 42, "s", "hdbscan", "")
+    assert scores["silhouette"] is None and scores["calinski_harabasz"] is None and scores["label_free_note"] == note
+
+
+def test_labelled_rows_carry_both_and_unlabelled_rows_no_label_score(corpus_and_store, blurbs_folder, tmp_path, capsys):
+    from tecb_eval.cli import main
+    from tecb_eval.grid.store import ResultsStore
+
+    results = tmp_path / "r.jsonl"
+    assert main(["run", "--data", str(blurbs_folder), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
+                 "--limit-splits", "1", "--results", str(results), "--cache-dir", str(tmp_path / "c"), "--quiet"]) == 0
+    (labelled,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert 0 <= labelled["v_measure"] <= 1 and -1 <= labelled["silhouette"] <= 1 and labelled["calinski_harabasz"] > 0
+    store = corpus_and_store
+    rows = ResultsStore(store).rows
+    assert rows and not ResultsStore(store).skipped
+    assert all(r["labelled"] is False and r["v_measure"] is None and r["ami"] is None for r in rows)
+    assert all(r["silhouette"] is not None for r in rows)
+    capsys.readouterr()
+    # Every output that needs labels says it does not apply, never a 0 in its place.
+    assert main(["table", str(store)]) == 0
+    printed = capsys.readouterr().out
+    assert "do not apply" in printed and "silhouette" in printed
+    assert "V-measure" not in printed.replace("V-measure, Table 2", "")
+    for argv in (["table", str(store), "--table", "2"],
+                 ["compare", str(store), "--model", "tfidf-lsa", "--model", "tfidf-lsa"]):
+        assert "do not apply" in eval_error(capsys, argv)
+
+
+def test_an_edited_unlabelled_row_with_a_v_measure_is_refused(corpus_and_store, tmp_path):
+    from tecb_eval.grid.store import ResultsStore
+
+    row = json.loads(corpus_and_store.read_text().splitlines()[0])
+    row["v_measure"] = 0.0
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text(json.dumps(row, sort_keys=True) + "\n")
+    assert ResultsStore(edited).skipped
+
+
+@pytest.fixture(scope="module")
+def corpus_and_store(tmp_path_factory):
+    from tecb_eval.cli import main
+
+    folder = tmp_path_factory.mktemp("unlabelled")
+    corpus = unlabelled_corpus(folder)
+    results = folder / "r.jsonl"
+    assert main(["run", "--data", str(corpus), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
+                 "--config", "hdbscan:pca", "--k", "3,6", "--results", str(results), "--cache-dir",
+                 str(folder / "c"), "--quiet"]) == 0
+    return results
