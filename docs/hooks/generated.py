@@ -247,6 +247,19 @@ MARKERS = {
 FIELDS = re.compile(r"<!-- tecb:fields ([\w.]+) -->")
 
 
+def version() -> str:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+
+
+def on_config(config, **kwargs):
+    # The header names the version the manual describes, read from pyproject.toml (one place).
+    config["site_name"] = config["site_name"].replace("tecb", f"tecb {version()}", 1)
+    config["extra"]["version"] = version()
+    return config
+
+
 def on_page_markdown(markdown, **kwargs):
     for marker, render in MARKERS.items():
         if marker in markdown:
