@@ -48,6 +48,29 @@ def build(
     :func:`tecb_data.sources.reddit.build_from_ids`; its views always share their members).
     ``run_info``, when given, receives what this run did beside its deterministic manifests
     (Reddit's requests, retries and cache use).
+
+    Args:
+        source (str): Which reader builds it: ``"blurbs"``, ``"tenkgnad"``, ``"reddit"`` or ``"table"``.
+        input_path (Path | str): The source's input: its files (blurbs, tenkgnad), the table
+            (``table``), or the id list, its http(s) URL or an ids folder (``reddit``).
+        out (Path): Folder that receives one dataset folder per view.
+        seed (int): Seed of the split recipe; the same seed and inputs give byte-identical folders.
+        views (tuple[str, ...] | None): Only these views (``"s2s"``, ``"p2p"``); None builds every
+            view the source has.
+        paired (bool): Draw one set of split members for all views (recipe version 1) instead of one
+            per view.
+        progress (bool): Show a progress bar on a terminal (plain lines in a log).
+        run_info (dict | None): Filled, when given, with what this run did beside its deterministic
+            manifests (Reddit's requests, retries and cache use).
+        **options (Any): The source's own options: for ``table`` the fields of ``TableSettings`` and
+            ``report``; for ``reddit`` ``cache``, ``praw_site``, ``refresh`` and ``retry``.
+
+    Returns:
+        list[tuple[Path, dict]]: One ``(folder, manifest)`` per dataset written.
+
+    Raises:
+        UserError: An unknown source or view, an input that is missing or unreadable (named with its
+            line or record), or an output folder that is not ours to write; nothing is left half-written.
     """
     if source not in READERS:
         raise UserError(f"unknown source {source!r}; choose one of {', '.join(sorted(READERS))}")
@@ -121,6 +144,24 @@ def build_table(
     fraction range default to the paper's. ``licence`` (a Hub licence id) and ``citation`` (a BibTeX
     file) are needed to push, not to build. ``seed``, ``views``, ``paired`` and ``progress`` are
     :func:`build`'s; ``report`` writes the removed records' examples as JSON.
+
+    Args:
+        input_path (Path): The labelled table: CSV, TSV, JSON Lines or Parquet.
+        out (Path): Folder that receives ``NAME-s2s`` and/or ``NAME-p2p``.
+        settings (TableSettings): Name, columns, recipe, licence and citation (the fields below).
+        seed (int): Seed of the split recipe.
+        views (tuple[str, ...] | None): Only these views (``"s2s"``, ``"p2p"``); None: every view
+            whose text column is given.
+        paired (bool): One set of split members for both views instead of one per view.
+        report (Path | None): A JSON file that receives examples of the records the cleaning removed.
+        progress (bool): Show a progress bar on a terminal.
+
+    Returns:
+        list[tuple[Path, dict]]: One ``(folder, manifest)`` per dataset written.
+
+    Raises:
+        UserError: A missing column, an unreadable row (named by its line), too few texts or labels
+            for the recipe, an unknown licence or language, or an output that is not ours to write.
     """
     if settings.name is None:
         raise UserError("--source table needs --name NAME: the datasets are NAME-s2s and/or NAME-p2p")

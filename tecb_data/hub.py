@@ -339,6 +339,24 @@ def push(
 
     With ``dry_run`` the Hub is only read (repository, file list, remote manifest). Synthetic demo
     data are refused unless ``allow_synthetic`` (:func:`check_synthetic`).
+
+    Args:
+        folder (Path): A dataset folder written by ``tecb-data build``; verified before anything is sent.
+        repo_id (str): The Hub dataset repository, ``ORG/NAME``; created if it does not exist.
+        branch (str | None): The branch to commit to; None: ``main``.
+        private (bool): Create the repository private (an existing repository keeps its visibility).
+        dry_run (bool): Only read the Hub (repository, file list, remote manifest) and say what a push
+            would change.
+        message (str | None): The commit message; None: a summary of the dataset and its fingerprint.
+        allow_synthetic (bool): Allow pushing the synthetic demo data, which is refused otherwise.
+
+    Returns:
+        PushResult: The repository, branch, commit and what changed (or would change, with ``dry_run``).
+
+    Raises:
+        UserError: A folder that fails verification or lacks a licence or citation, synthetic data
+            without ``allow_synthetic``, an invalid repo id, an empty message, or a Hub error (named
+            with what to do, e.g. log in).
     """
     folder = Path(folder)
     branch = branch or DEFAULT_BRANCH

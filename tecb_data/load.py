@@ -17,9 +17,10 @@ VIEWS = ("s2s", "p2p")
 
 @dataclass(frozen=True)
 class BenchmarkSplit:
-    name: str
-    texts: tuple[str, ...]
-    # None for a corpus without labels (``Benchmark.labelled`` False): nothing that needs labels applies.
+    name: str  # the split's name in the manifest, e.g. "coarse-00"
+    texts: tuple[str, ...]  # the split's texts, in the published order
+    # Each text's gold label, aligned with texts; None for a corpus without labels
+    # (``Benchmark.labelled`` False): nothing that needs labels applies.
     labels: tuple[str, ...] | None
     # Every text's label path (top level first) where the dataset has a hierarchy (Blurbs recipe
     # version 3 on), else None: per-level scores are then not measured.
@@ -29,9 +30,9 @@ class BenchmarkSplit:
 @dataclass(frozen=True)
 class Benchmark:
     name: str  # dataset name, e.g. "blurbs-clustering-s2s"
-    splits: tuple[BenchmarkSplit, ...]
-    fingerprint: str
-    manifest: dict
+    splits: tuple[BenchmarkSplit, ...]  # the dataset's splits, in the published order
+    fingerprint: str  # SHA-256 over the manifest's files: what this build is, named in every results row
+    manifest: dict  # the folder's manifest.json: recipe, seed, inputs and outputs with their SHA-256
     location: str  # folder or repo id@revision it came from
     # The folder its files are in: the one given, or the Hub snapshot in the local cache (where
     # data/samples.jsonl, the provenance file, is read from).
@@ -87,6 +88,25 @@ def load(
     The ids-only ``reddit-clustering-ids`` dataset is rehydrated through praw (``praw_site`` names
     the praw.ini site, ``reddit_cache`` the rehydration cache, ``refresh`` re-checks every id) into
     the text ``view`` asked for ("s2s" or "p2p"); the rebuilt folders live next to the download.
+
+    Args:
+        folder_or_repo_id (str | Path): A folder written by ``tecb-data build``, or a Hub dataset repo
+            id ``ORG/NAME``.
+        revision (str | None): Branch, tag or commit of a Hub repo; None: the head of ``main``.
+        view (str | None): For ``reddit-clustering-ids`` only: the text view to rehydrate, ``"s2s"``
+            or ``"p2p"``.
+        cache_dir (str | Path | None): huggingface_hub's cache for a repo id; None: the HF cache.
+        praw_site (str | None): The praw.ini site for rehydrating Reddit ids.
+        reddit_cache (str | Path | None): Folder of the rehydration cache; None: ``~/.cache/tecb/reddit``.
+        refresh (bool): Ask Reddit about every id again when rehydrating.
+        progress (bool): Show a progress bar on a terminal.
+
+    Returns:
+        Benchmark: The dataset, its splits and its manifest, verified against the manifest's SHA-256s.
+
+    Raises:
+        UserError: A missing folder, a file that does not match its manifest, an unknown repo or
+            revision, or a Hub that cannot be reached (network calls time out).
     """
     path = Path(folder_or_repo_id).expanduser()
     if path.is_dir():

@@ -285,6 +285,34 @@ def layer_sweep(model, datasets, layers=None, seed: int = DEFAULT_SEED, cache_di
     and summary.md go. ``per_split=True`` returns the grid's rows, one per (dataset, layer, split),
     instead. The frame's ``attrs`` hold ``encoded_texts`` (texts sent through the model),
     ``encode_seconds``, ``cluster_seconds`` and ``n_layers``.
+
+    Args:
+        model (str | Path): A transformers checkpoint or sentence-transformers folder, a Hub id, or
+            ``minilm-l6``.
+        datasets (Sequence[str | Path | Benchmark]): Dataset folders, repo ids or loaded benchmarks.
+        layers (None | int | Sequence[int] | str): The layers to score; None: all (0 .. the model's
+            number of layers); ``"0-12"`` or ``"0,4,6-8"``.
+        seed (int): Seed of the k-means clustering.
+        cache_dir (str | Path | None): Keeps the vectors across calls; None: a temporary folder.
+        output_dir (str | Path | None): Where layers.csv, splits.csv, figure.png and summary.md go;
+            None: nothing written.
+        max_length (int | None): Truncate texts to this many tokens; None: the model's own limit.
+        batch_size (int): Texts per forward pass.
+        device (str | None): The torch device; None: CUDA when present.
+        results (str | Path | None): A grid results store (JSONL) to append the cells to.
+        per_split (bool): Return the grid's rows, one per (dataset, layer, split), instead.
+        profile (str): ``"current"`` or ``"paper"``, as in ``run_grid``.
+        progress (bool): Show progress bars on a terminal.
+        log (Callable[[str], None] | None): Receives each line the sweep says; None: standard error.
+
+    Returns:
+        pandas.DataFrame: One row per (dataset, layer) with its V-measure, or the grid's rows with
+            ``per_split``; ``attrs`` hold ``encoded_texts``, ``encode_seconds``, ``cluster_seconds`` and
+            ``n_layers``.
+
+    Raises:
+        UserError: A model without hidden layers to pool, a layer outside the model, a bad seed, or
+            an output folder or results store that is not ours to write.
     """
     from tecb_eval.models.encoders import display_name
     from tecb_eval.grid.run import run_grid

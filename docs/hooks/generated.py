@@ -9,7 +9,13 @@ A page writes a marker on a line of its own and the build puts the table there:
 - ``<!-- tecb:fields module.Class -->``: a dataclass's fields, their types, defaults and the comment
   beside each in the source (fields carry no docstrings, so mkdocstrings shows none of this);
 - ``<!-- tecb:row-schema -->``: the fields of a results-store row, from the store's own lists
-  (``tecb_eval.grid.store``), which are what reading a store checks.
+  (``tecb_eval.grid.store``), which are what reading a store checks;
+- ``<!-- tecb:commands -->``: the commands of both tools, each linked to its page.
+
+And the command reference: one page per command of ``tecb-data`` and ``tecb-eval``
+(``cli/TOOL-COMMAND.md``), written from the argparse parsers the installed commands build, so
+every option, default and choice on it is the command's own. ``mkdocs.yml``'s nav lists the pages;
+a command without its nav entry fails the strict build (an omitted page).
 """
 
 from __future__ import annotations
@@ -129,13 +135,129 @@ def row_schema() -> str:
     return "\n".join(rows)
 
 
+def _subcommands(parser) -> dict:
+    import argparse
+
+    # argparse has no public way to list a parser's subcommands and arguments: its actions are the record.
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            return {name: (sub, helps.get(name, "")) for name, sub in action.choices.items()}
+    return {}
+
+
+def tools() -> dict:
+    """tool -> {command: (parser, one-line help)}."""
+    from tecb_data import cli as data_cli
+    from tecb_eval import cli as eval_cli
+
+    return {"tecb-data": _subcommands(data_cli.parser()), "tecb-eval": _subcommands(eval_cli.parser())}
+
+
+def _html(text: str) -> str:
+    return _cell(text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _option_row(action) -> str:
+    import argparse
+
+    names = ", ".join(f"`{name}`" for name in action.option_strings) or f"`{action.metavar or action.dest}`"
+    if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
+        takes = " \\| ".join(f"`{choice}`" for choice in action.choices)
+    elif action.nargs == 0:
+        takes = "(a flag)"
+    else:
+        metavar = action.metavar or action.dest.upper()
+        takes = f"`{' '.join(metavar) if isinstance(metavar, tuple) else metavar}`"
+        if action.nargs in ("*", "+"):
+            takes += " (several)"
+    if action.required or not action.option_strings:
+        default = "required"
+    elif action.default in (None, False, argparse.SUPPRESS) or action.nargs == 0:
+        default = "—"
+    else:
+        default = f"`{action.default}`"
+    helptext = (action.help or "") % {"default": action.default, "prog": "", "choices": action.choices}
+    if (isinstance(action, argparse._AppendAction) or type(action).__name__ == "CommaList") and "repeatable" not in helptext:
+        helptext += " (repeatable)"
+    return f"| {names} | {takes} | {default} | {_html(helptext)} |"
+
+
+def command_page(tool: str, command: str, parser, summary: str) -> str:
+    import argparse
+
+    lines = [f"# {tool} {command}", "", _html(summary[:1].upper() + summary[1:]) + ".", ""]
+    if parser.description:
+        lines += [parser.description, ""]
+    lines += ["```text", parser.format_usage().strip(), "```", "",
+              "Generated from the command's own parser when this site was built: every option, choice and "
+              f"default is `{tool} {command} --help`'s.", ""]
+    rows = [a for a in parser._actions if a.help is not argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)]
+    positional = [a for a in rows if not a.option_strings]
+    options = [a for a in rows if a.option_strings]
+    header = ["| argument | takes | default | what it does |", "| --- | --- | --- | --- |"]
+    if positional:
+        lines += ["## Arguments", "", *header, *map(_option_row, positional), ""]
+    lines += ["## Options", "", *header, *map(_option_row, options), ""]
+    if parser.epilog:
+        lines += ["## Examples" if parser.epilog.startswith("example") else "## Notes", "", "```text",
+                  parser.epilog.split("\n", 1)[1] if parser.epilog.startswith("example") else parser.epilog,
+                  "```", ""]
+    lines += ["[All commands](index.md)", ""]
+    return "\n".join(lines)
+
+
+def command_pages() -> dict[str, str]:
+    """cli/<tool>-<command>.md -> its page, and cli/index.md."""
+    pages = {}
+    for tool, commands in tools().items():
+        for command, (parser, summary) in commands.items():
+            pages[f"cli/{tool}-{command}.md"] = command_page(tool, command, parser, summary or "")
+    index = ["# Command reference", "",
+             "One page per command, generated from the commands' own parsers when this site is built "
+             "(`docs/hooks/generated.py`), so it says what `--help` says. The pages of the manual say "
+             "what each command is for.", "", commands_table(link_prefix="")]
+    pages["cli/index.md"] = "\n".join(index) + "\n"
+    return pages
+
+
+def commands_table(link_prefix: str = "cli/") -> str:
+    rows = ["| command | what it does |", "| --- | --- |"]
+    for tool, commands in tools().items():
+        for command, (_, summary) in commands.items():
+            rows.append(f"| [`{tool} {command}`]({link_prefix}{tool}-{command}.md) | {_html(summary or '')} |")
+    return "\n".join(rows)
+
+
+def on_files(files, config, **kwargs):
+    from mkdocs.structure.files import File
+
+    for path, content in command_pages().items():
+        files.append(File.generated(config, path, content=content))
+    return files
+
+
 MARKERS = {
     "<!-- tecb:algorithms -->": algorithms_table,
     "<!-- tecb:reductions -->": reductions_table,
     "<!-- tecb:changelog -->": changelog,
     "<!-- tecb:row-schema -->": row_schema,
+    "<!-- tecb:commands -->": commands_table,
 }
 FIELDS = re.compile(r"<!-- tecb:fields ([\w.]+) -->")
+
+
+def version() -> str:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+
+
+def on_config(config, **kwargs):
+    # The header names the version the manual describes, read from pyproject.toml (one place).
+    config["site_name"] = config["site_name"].replace("tecb", f"tecb {version()}", 1)
+    config["extra"]["version"] = version()
+    return config
 
 
 def on_page_markdown(markdown, **kwargs):

@@ -178,6 +178,25 @@ def build_from_ids(
     id with Reddit; ``retry`` bounds the retries of failed requests. Returns (folder, manifest) per
     dataset; ``run_info``, when given, receives what this run did (requests, retries, cache use),
     which is not part of the deterministic manifest.
+
+    Args:
+        ids (str | Path): An id list file, its http(s) URL, or a ``reddit-clustering-ids`` folder.
+        out (Path): Folder that receives the three dataset folders.
+        cache (Path | None): Folder of the rehydration cache; None: ``~/.cache/tecb/reddit``.
+        seed (int): Seed of the split recipe.
+        praw_site (str | None): The praw.ini site to read Reddit's credentials from; None: the
+            ``praw_site`` environment variable, else ``DEFAULT``.
+        refresh (bool): Ask Reddit about every id again instead of trusting the cache.
+        progress (bool): Show a progress bar on a terminal.
+        retry (RetryPolicy): How often and how patiently a failed request is retried.
+        run_info (dict | None): Filled, when given, with the requests, retries and cache use of this run.
+
+    Returns:
+        list[tuple[Path, dict]]: One ``(folder, manifest)`` per dataset written.
+
+    Raises:
+        UserError: An unreadable id list (named by line), missing or rejected credentials, Reddit
+            unreachable after the retries, or an output that is not ours to write.
     """
     if seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {seed}")

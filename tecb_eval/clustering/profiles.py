@@ -41,12 +41,12 @@ WARD_PATHS = ("auto", "matrix")
 
 @dataclass(frozen=True)
 class Profile:
-    name: str
-    description: str
+    name: str  # "current" or "paper": what --profile takes and every row names
+    description: str  # one line saying what the profile runs
     dbstream_cleanup: str  # one of DBSTREAM_CLEANUPS
     wwm_collator: str  # one of WWM_COLLATORS
     wwm_eval_pooling: str  # one of WWM_EVAL_POOLINGS
-    tsdae_epochs: int
+    tsdae_epochs: int  # TSDAE's default epochs (current 1, paper 30)
     tsdae_eval_schedule: str  # "global" (every eval_every steps) or "per-epoch" (sentence-transformers 2.2)
     ward: str = "auto"  # one of WARD_PATHS
 

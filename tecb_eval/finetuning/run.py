@@ -119,7 +119,36 @@ def finetune(model, data, method=METHODS, protocol: str = "leave-one-genre-out",
     V-measure (``score_seeds``) and HAC average linkage with the true k (ARI, NMI, RI), beside the
     model without training. ``folds=N`` runs the first N folds only; any field of
     :class:`~tecb_eval.finetuning.settings.FinetuneSettings` is a keyword (``lambda_``, ``reg``,
-    ``max_steps``, ...). The output layout is in this module's docstring."""
+    ``max_steps``, ...). The output layout is in this module's docstring.
+
+    Args:
+        model (str | Path): A sentence-transformers or transformers model folder, a Hub id, or
+            ``minilm-l6``.
+        data (str | Path | Sequence): The dataset(s) to train and score on: folders, repo ids or
+            loaded benchmarks (Blurbs for the leave-one-genre-out protocol).
+        method (str | Sequence[str]): ``cob``, ``cob-r0``, ``reg-only``, ``triplet``, ``contrastive``;
+            default all five.
+        protocol (str): How training and held-out splits are divided: ``"leave-one-genre-out"`` or
+            the other protocols of ``tecb_eval.finetuning.protocols``.
+        seeds (Iterable[int]): Training seeds, one unit each; default 42.
+        score_seeds (Iterable[int]): Seeds of the k-means scoring; default 42, 1, 2 (the grid's).
+        folds (int | None): Run only the first N folds; None: all.
+        output_dir (str | Path): The run's folder (keyword, required); written as
+            ``<output_dir>.partial`` and renamed when complete.
+        overwrite (bool): Replace an earlier run's output in ``output_dir``.
+        progress (bool): Show progress bars on a terminal.
+        resamples (int): Bootstrap and sign-flip resamples of the summary's comparisons.
+        **settings (Any): Any field of ``FinetuneSettings`` by name (``lambda_``, ``reg``, ``max_steps``, ...).
+
+    Returns:
+        FinetuneResult: The scores per method, fold and seed, beside the untrained model's, and
+            the output folder.
+
+    Raises:
+        UserError: An unknown method, protocol or setting, bad seeds or folds, a model that cannot be
+            trained, a fold whose training and held-out data overlap, or an output folder that is
+            not ours to write.
+    """
     s = settings_for(**settings)
     methods = _methods(method)
     seeds = check_seeds(int(x) for x in seeds)

@@ -37,27 +37,27 @@ BASELINE = "none"  # the model without training, in tables and comparisons
 
 @dataclass(frozen=True)
 class FinetuneSettings:
-    lambda_: float = 90.0
-    reg: float = 1.0
+    lambda_: float = 90.0  # COB's blackbox step lambda (`--lambda`; the paper's 20 Newsgroups value), above 0
+    reg: float = 1.0  # COB's regulariser weight r (the paper's 20 Newsgroups value)
     epochs: int = 1  # the authors' -ep
     instance_size: int = 50  # texts per clustering instance (the authors' -np)
-    learning_rate: float = 2e-5
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    max_grad_norm: float = 1.0
+    learning_rate: float = 2e-5  # AdamW's learning rate, linear decay after the warm-up
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay
+    warmup_ratio: float = 0.1  # share of the optimizer steps spent warming up
+    max_grad_norm: float = 1.0  # gradient clipping norm
     eval_every: int = 100  # optimizer steps between evaluations (plus before training and after the last); -es
-    max_steps: int | None = None
+    max_steps: int | None = None  # stop after this many optimizer steps (None: all epochs)
     adam_eps: float = 1e-6  # transformers.AdamW's default, which the authors' fit used (torch's is 1e-8)
     # Triplet: each instance gives len(valid triples) // triple_fraction of its valid triples (the
     # authors' -tf). triples_per_instance, when set, draws that many at random instead (earlier default 50).
     triple_fraction: int = 25
-    triples_per_instance: int | None = None
+    triples_per_instance: int | None = None  # see triple_fraction; None: use triple_fraction
     self_pairs: bool = True  # the regulariser's same-cluster mean counts the self pairs (the authors')
     max_length: int | None = None  # None: the model's own
     eval_batch_size: int = 32  # the grid's
-    kmeans_seed: int = DEFAULT_SEED
-    device: str | None = None
-    save_best: bool = True
+    kmeans_seed: int = DEFAULT_SEED  # MiniBatchKMeans random_state of the evaluations during training
+    device: str | None = None  # None: CUDA when present, else CPU
+    save_best: bool = True  # keep each unit's checkpoint of best validation ARI (False: scores only)
 
 
 FIELD_NAMES = tuple(f.name for f in fields(FinetuneSettings))

@@ -222,6 +222,51 @@ def run_grid(
     same cached embeddings and reductions, one row per point, its ``setting`` naming it. On a
     labelled dataset ``k`` replaces the number of labels; a corpus without labels needs it for
     k-means and agglomerative clustering.
+
+    Args:
+        datasets (Sequence[str | Path | Benchmark]): Dataset folders, ``repo_id@revision`` strings or
+            loaded benchmarks.
+        models (Sequence): Built-in names, model folders, Hub ids, encoder objects, ``(name, spec)``
+            pairs or dicts ``{"spec": ..., "name": ..., "layer": k, "max_length": n}``.
+        algorithms (Sequence[str] | None): Names of the clustering registry; None: all four under
+            the legacy protocol, k-means under the fast one.
+        reductions (Sequence[str]): Names of the reduction registry; default all four.
+        configurations (Sequence | None): ``(algorithm, reduction)`` pairs or ``"algorithm:reduction"``
+            strings run instead of the algorithms x reductions product.
+        protocol (str): ``"legacy"`` (per split, MTEB v1) or ``"fast"`` (MTEB v2's bootstrapped k-means).
+        seed (int | None): Seed of every reduction and clustering; None: 42.
+        seeds (Sequence[int] | None): Run every cell once per seed (instead of ``seed``), encoding once.
+        cache_dir (str | Path | None): Keeps embeddings and reductions across runs; None: no cache.
+        results (str | Path | None): The JSONL results store that makes the run resumable; None:
+            rows are only returned.
+        limit_splits (int | None): Only the first N splits of each dataset (legacy protocol; 0 or
+            None: all).
+        profile (str): ``"current"`` (today's libraries) or ``"paper"`` (what the authors ran).
+        jobs (int | None): Local worker processes; None: ``$TECB_JOBS``, else every core (or this
+            process for a tiny grid); 1: this process.
+        scheduler (str | None): Address of a Dask distributed scheduler (``tcp://host:8786``) to run
+            the units on instead.
+        memory_limit (int | str | None): Budget for units side by side, in bytes, ``"8GB"`` or a share
+            of RAM like ``0.5``; None: 70 % of RAM (of each worker's limit on a cluster).
+        scheduler_timeout (float): Seconds to wait for the Dask scheduler to answer.
+        progress (bool): Show progress bars on a terminal.
+        metrics (Sequence[str]): ``"level"`` and/or ``"dbcv"``: fill these scores in on rows of
+            ``results`` written before them (new rows always get them).
+        log (Callable[[str], None] | None): Receives each line the run says; None: standard error.
+        encode_on (str | None): With ``scheduler``: ``"gpu"`` encodes only on workers started with
+            ``--resources GPU=1``; None or ``"any"``: any worker.
+        k (str | Sequence[int] | None): Cluster counts for the algorithms that take k, ``"5:60"``,
+            ``"5,10,20"`` or ints; None: the number of labels.
+        min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
+            None: the registry's default.
+
+    Returns:
+        pandas.DataFrame: One row per cell, the fields of the results-store row below.
+
+    Raises:
+        UserError: An unknown model, algorithm, reduction, protocol or profile, ``seed`` beside
+            ``seeds``, a dataset that fails verification, a results store of another grid, or a
+            scheduler that does not answer within ``scheduler_timeout``; checked before any work.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
     k = _range_of(k, "--k")

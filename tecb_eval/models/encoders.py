@@ -132,7 +132,28 @@ def get_encoder(spec, *, layer: int | None = None, max_length: int | None = None
                 batch_size: int | None = None, device: str | None = None, seed: int = DEFAULT_SEED, **kwargs):
     """An encoder for ``spec`` (see the module docstring). ``layer`` forces mean pooling over that
     hidden layer, also for a sentence-transformers folder (its transformer is loaded directly).
-    An option the encoder does not take is an error, not ignored (see :func:`check_options`)."""
+    An option the encoder does not take is an error, not ignored (see :func:`check_options`).
+
+    Args:
+        spec (str | Path | object): A built-in name (``minilm-l6``, ``tfidf-lsa``, ...), a model
+            folder, a Hub id, ``mteb:NAME``, a spec with options (``NAME,backend=onnx``), or an
+            encoder object (returned as it is).
+        layer (int | None): Mean-pool this hidden layer instead of the model's own pooling.
+        max_length (int | None): Truncate texts to this many tokens; None: the model's own limit.
+        batch_size (int | None): Texts per forward pass; None: the kind's default (32).
+        device (str | None): ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; None: CUDA when present.
+        seed (int): Seed of encoders that draw at random (``tfidf-lsa``'s SVD).
+        **kwargs (Any): Options of the model's kind (``prompt``, ``backend``, ``dtype``, ...); the model
+            registry lists them per kind.
+
+    Returns:
+        object: An encoder: ``encode(list[str]) -> numpy.ndarray`` (one row per text) and
+            ``identity`` (what the model is, for the results store).
+
+    Raises:
+        UserError: An option the kind does not take, a spec no kind recognises, or model files
+            that are missing or cannot be loaded.
+    """
     check_options(spec, layer=layer, max_length=max_length, batch_size=batch_size, device=device, **kwargs)
     if isinstance(spec, registry.ENCODER_CLASSES):
         return spec

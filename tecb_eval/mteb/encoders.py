@@ -12,6 +12,11 @@ class MtebEncoder:
     """Any tecb encoder (``encode(list[str]) -> array``) as an MTEB encoder.
 
     >>> mteb.evaluate(MtebEncoder(tecb_eval.get_encoder("minilm-l6")), tasks=tecb_eval.mteb_tasks([...]))
+
+    Args:
+        encoder (object): Any object with ``encode(list[str]) -> array``, e.g. ``get_encoder(...)``.
+        name (str | None): The model name MTEB files results under; None: from the encoder's identity.
+        revision (str | None): The model revision MTEB records; None: from the encoder's identity.
     """
 
     def __init__(self, encoder, name: str | None = None, revision: str | None = None):

@@ -239,6 +239,18 @@ def mteb_tasks(datasets, version: str = "legacy", *, seed: int = DEFAULT_SEED) -
     >>> import mteb, tecb_eval
     >>> tasks = tecb_eval.mteb_tasks(["out/blurbs-clustering-s2s"], version="v2")
     >>> mteb.evaluate(model, tasks=tasks)
+
+    Args:
+        datasets (Sequence[str | Path | Benchmark]): Dataset folders, ``repo_id@revision`` strings
+            or loaded benchmarks.
+        version (str): ``"legacy"`` (MTEB v1's per-split tasks) or ``"v2"`` (the fast ones).
+        seed (int): The tasks' seed (MTEB's downsampling and bootstrap draws of v2).
+
+    Returns:
+        list: One MTEB task object per dataset, bound to its data.
+
+    Raises:
+        UserError: An unknown version or a dataset that fails verification.
     """
     from tecb_eval.benchmark import load_dataset
 

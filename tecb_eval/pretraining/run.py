@@ -172,6 +172,30 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
     :class:`tecb_eval.training.errors.TrainingDiverged` (a ``UserError``) naming the step, seed
     and dataset; nothing is published, and ``<output_dir>.partial`` keeps the evaluations so far
     and each seed's best checkpoint until the next run into ``output_dir``.
+
+    Args:
+        model (str | Path): A transformers checkpoint folder, a Hub repo id, or ``minilm-l6``.
+        datasets (Sequence[str | Path | Benchmark]): Dataset folders, repo ids or loaded benchmarks.
+        method (str): ``"wwm"`` (whole-word masking) or ``"tsdae"``.
+        profile (str | Profile | None): ``"current"`` or ``"paper"``; None: ``"current"``.
+        pool (bool): Train one model on the union of all datasets' unique texts instead of one per dataset.
+        epochs (int | None): Training epochs; None: the method's default under the profile.
+        seeds (Iterable[int]): Training seeds, one run each; default 42, 1, 2.
+        eval_every (int | None): Evaluate every N optimiser steps; None: the method's default.
+        output_dir (str | Path): The run's folder (keyword, required); written as
+            ``<output_dir>.partial`` and renamed when complete.
+        overwrite (bool): Replace an earlier run's output in ``output_dir``.
+        progress (bool): Show progress bars on a terminal.
+        **settings (Any): Any field of ``PretrainSettings`` by name (``learning_rate``, ``batch_size``,
+            ``precision``, ``max_steps``, ...).
+
+    Returns:
+        PretrainResult: The evaluations per seed and step, and each seed's best checkpoint
+            (``result.best[seed]["path"]``).
+
+    Raises:
+        UserError: An unknown method, profile or setting, a bad seed or device, an output folder that
+            is not ours to write, or ``TrainingDiverged`` (a NaN or infinite loss, gradient or vector).
     """
     from tecb_eval.models.encoders import DEFAULT_BATCH_SIZE
 

@@ -26,12 +26,12 @@ EVAL_SCHEDULES = ("global", "per-epoch")
 
 @dataclass(frozen=True)
 class PretrainSettings:
-    method: str
-    epochs: int
-    learning_rate: float
-    weight_decay: float
-    batch_size: int
-    grad_accumulation: int
+    method: str  # "wwm" (whole-word masking) or "tsdae"
+    epochs: int  # passes over the training texts (WWM 30, TSDAE 1; the paper profile's TSDAE 30)
+    learning_rate: float  # peak learning rate of AdamW (WWM 1e-4, TSDAE 3e-5)
+    weight_decay: float  # AdamW's decoupled weight decay (WWM 0.01, TSDAE 0)
+    batch_size: int  # texts per forward pass (WWM 32, TSDAE 8)
+    grad_accumulation: int  # forward passes per optimizer step (WWM 8: 256 texts a step)
     warmup_ratio: float  # share of all optimizer steps spent warming up, then constant
     max_length: int  # tokens, clipped to the model's position embeddings
     eval_every: int  # optimizer steps between evaluations (the last step is always evaluated)
@@ -48,9 +48,9 @@ class PretrainSettings:
     max_grad_norm: float = 1.0  # the transformers Trainer's default clipping
     eval_batch_size: int = 32  # the grid's: evaluations then give its vectors bit for bit
     kmeans_seed: int = DEFAULT_SEED  # MiniBatchKMeans random_state, as in the paper
-    precision: str = "fp32"
+    precision: str = "fp32"  # training arithmetic: fp32, fp16 or bf16 (mixed precision); evaluations stay fp32
     device: str | None = None  # None: CUDA when present, else CPU
-    save_best: bool = True
+    save_best: bool = True  # keep each seed's best checkpoint by V-measure (False: scores only)
 
 
 DEFAULTS: dict[str, dict] = {

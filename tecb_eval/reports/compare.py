@@ -165,7 +165,26 @@ def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a:
                       seed: int = DEFAULT_SEED, independent: bool = True) -> Comparison:
     """A - B for two series of scores indexed by (split, seed); only pairs both have count.
     ``independent=False``: the splits are bootstrap draws from one pool (the fast protocol), and
-    only the difference and its spread are given (see the module)."""
+    only the difference and its spread are given (see the module).
+
+    Args:
+        a (pandas.Series): Model A's scores indexed by (split, seed).
+        b (pandas.Series): Model B's scores indexed by (split, seed).
+        dataset (str): The dataset's name, for the result and error messages.
+        model_a (str): Model A's name.
+        model_b (str): Model B's name.
+        confidence (float): Level of the bootstrap interval.
+        resamples (int): Bootstrap and sign-flip resamples, at least 2 / (1 - confidence).
+        seed (int): Seed of the resampling.
+        independent (bool): False when the splits are bootstrap draws from one pool (fast protocol).
+
+    Returns:
+        Comparison: Both means, A - B, its interval and SD, the p-value, the number of pairs and
+            whether the difference holds.
+
+    Raises:
+        UserError: No pairs in common, or a bad confidence, resample count or seed.
+    """
     check_settings(confidence, resamples, seed)
     both = pd.concat({"a": a, "b": b}, axis=1, join="inner").dropna()
     if both.empty:
@@ -232,19 +251,28 @@ def compare(frame: pd.DataFrame, model_a: str, model_b: str, datasets=None, *,
     (:func:`tecb_eval.reports.versions.select`), so that pairs are on the same build and seeds;
     ``store``, the rows it was selected from, lets an error name a model's other versions.
 
-    :param frame: results rows (``tecb_eval.reports.versions.read_store``), one version per table
-    :param model_a: the model named first (the difference is A - B)
-    :param model_b: the other model
-    :param datasets: MTEB names to compare on; None: every dataset both models have
-    :param algorithm: the configuration's algorithm (a name of the clustering registry)
-    :param reduction: the configuration's reduction
-    :param metric: a score column of the rows (``v_measure``, ``ami``, ``ari``), 0..1
-    :param confidence: level of the bootstrap interval of the difference (0.95)
-    :param resamples: bootstrap and sign-flip resamples, at least 2 / (1 - confidence)
-    :param seed: seed of the resampling, a non-negative integer
-    :param store: the rows ``frame`` was selected from, for the error naming other versions
-    :returns: one :class:`Comparison` per dataset: the paired difference, its interval, the
-        sign-flip p-value and whether the difference holds
+    Args:
+        frame (pandas.DataFrame): Results rows (``tecb_eval.reports.versions.read_store``), one
+            version per table.
+        model_a (str): The model named first (the difference is A - B).
+        model_b (str): The other model.
+        datasets (Sequence[str] | None): MTEB names to compare on; None: every dataset both models have.
+        algorithm (str): The configuration's algorithm (a name of the clustering registry).
+        reduction (str): The configuration's reduction.
+        metric (str): A score column of the rows (``v_measure``, ``ami``, ``ari``), 0..1.
+        confidence (float): Level of the bootstrap interval of the difference.
+        resamples (int): Bootstrap and sign-flip resamples, at least 2 / (1 - confidence).
+        seed (int): Seed of the resampling, a non-negative integer.
+        store (pandas.DataFrame | None): The rows ``frame`` was selected from, so that an error can
+            name a model's other versions.
+
+    Returns:
+        list[Comparison]: One per dataset: the paired difference, its interval, the sign-flip
+            p-value and whether the difference holds.
+
+    Raises:
+        UserError: A model or dataset that is not in ``frame``, no pairs in common, or a bad
+            confidence, resample count or seed.
     """
     check_settings(confidence, resamples, seed)
     if model_a == model_b:
@@ -295,7 +323,18 @@ def _elsewhere_hint(store, model_a: str, model_b: str, datasets=None) -> str:
 def mean_interval(scores: pd.Series, *, confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
                   seed: int = DEFAULT_SEED, name: str = "") -> tuple[float, float, float]:
     """(mean, low, high) of one model's scores indexed by (split, seed): the mean over splits of
-    each split's mean over seeds, with the same bootstrap over splits as :func:`paired_difference`."""
+    each split's mean over seeds, with the same bootstrap over splits as :func:`paired_difference`.
+
+    Args:
+        scores (pandas.Series): One model's scores indexed by (split, seed).
+        confidence (float): Level of the bootstrap interval.
+        resamples (int): Bootstrap resamples.
+        seed (int): Seed of the resampling.
+        name (str): What the scores are, for messages.
+
+    Returns:
+        tuple[float, float, float]: The mean and the interval's low and high end.
+    """
     means = scores.groupby(level="split", sort=True).mean()
     per_split = means.to_numpy(dtype=float)
     if np.ptp(per_split) == 0:
@@ -313,7 +352,17 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
                  seed: int = DEFAULT_SEED) -> dict[tuple[str, str], str]:
     """Table 2's markers: {(model, dataset): "*" for the best model on the dataset, "=" for a model
     whose difference to the best does not hold, "" for one the best is surely ahead of}. On the fast
-    protocol no ranking can be shown (its draws share one pool; see the module): every other model is "="."""
+    protocol no ranking can be shown (its draws share one pool; see the module): every other model is "=".
+
+    Args:
+        frame (pandas.DataFrame): Results rows of Table 2's configuration, one version.
+        confidence (float): Level of the paired test against the best.
+        resamples (int): Bootstrap and sign-flip resamples.
+        seed (int): Seed of the resampling.
+
+    Returns:
+        dict[tuple[str, str], str]: ``{(model, dataset): marker}``.
+    """
     kmeans = table2_rows(frame)
     markers = {}
     for dataset in sorted(kmeans.mteb_name.unique()):
@@ -337,7 +386,14 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
 
 def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
     """One row per dataset: both means, A - B with its interval (0..1) and its SD over splits, p,
-    pairs, holds; no interval, p or verdict (empty) where the splits are fast-protocol draws."""
+    pairs, holds; no interval, p or verdict (empty) where the splits are fast-protocol draws.
+
+    Args:
+        comparisons (list[Comparison]): What ``compare`` returned.
+
+    Returns:
+        pandas.DataFrame: One row per dataset.
+    """
     rows = [c.record() for c in comparisons]
     table = pd.DataFrame(rows).set_index("dataset")
     return table[["model_a", "model_b", "mean_a", "mean_b", "difference", "low", "high", "spread", "p_value",

@@ -65,7 +65,29 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     is refused in one line, as is an OUT that holds ``reference`` or one of ``inputs`` (the results
     store, a cache, the datasets), which the swap would delete. ``keep``: files inside OUT that
     belong to it and survive the swap (the demo's own results store). ``extra(folder)`` writes more
-    files into the folder before it is swapped in (the Figure 1 plots) and returns them."""
+    files into the folder before it is swapped in (the Figure 1 plots) and returns them.
+
+    Args:
+        frame (pandas.DataFrame): Results rows to export.
+        out (Path): The export's folder: new, empty or an earlier output of ``command``.
+        reference (Path | None): The authors' CSV, for the paper's rows beside ours.
+        log (Callable[[str], None]): Receives the lines saying what was left out; default ``print``.
+        demo (bool): Mark every output as synthetic demo data.
+        selection (dict | None): Which version to export; None: the newest.
+        inputs (Sequence[Path]): Files the export reads (the results store, a cache, the datasets),
+            refused as part of ``out``.
+        command (str): The command whose output ``out`` may be (its marker).
+        keep (Sequence[Path]): Files inside ``out`` that belong to it and survive the swap.
+        extra (Callable[[Path], list[Path]] | None): Writes more files into the staged folder and
+            returns them.
+
+    Returns:
+        list[Path]: The files written.
+
+    Raises:
+        UserError: An ``out`` that is another command's output, a dataset or a user's folder, or that
+            holds ``reference`` or one of ``inputs``; nothing is changed.
+    """
     out = Path(out)
     # Read first: a wrong --reference fails before anything in OUT is replaced.
     ref = report.read_reference(reference) if reference is not None else None

@@ -161,16 +161,22 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     by default), the rows of later stores counted as newer. ``reference``: the authors' CSV, for the
     paper's figures beside ours. ``figure_folders``: folders whose PNGs are embedded too.
 
-    :param stores: results stores (JSONL); a later store's rows count as newer
-    :param out: the site's folder: new, empty or an earlier report's (replaced whole)
-    :param reference: the authors' ``tecb-de-full-results.csv``, or None
-    :param selection: which version to show (``protocol``, ``profile``, ``seeds``, ``fingerprints``,
-        ``identities``); None: the newest
-    :param figure_folders: folders of PNGs to embed (an export of the same stores, a layer sweep,
-        pre-training curves); a PNG drawn from other results is left out and named
-    :param draw_figures: False leaves out the Table 2 / 3 plots (``--no-figures``)
-    :param log: where the lines saying what was left out go
-    :returns: the pages written (``index.html`` and one page per model)
+    Args:
+        stores (list[Path]): Results stores (JSONL); a later store's rows count as newer.
+        out (Path): The site's folder: new, empty or an earlier report's (replaced whole).
+        reference (Path | None): The authors' ``tecb-de-full-results.csv``, or None.
+        selection (dict | None): Which version to show (``protocol``, ``profile``, ``seeds``,
+            ``fingerprints``, ``identities``); None: the newest.
+        figure_folders (Sequence[Path]): Folders of PNGs to embed (an export of the same stores, a
+            layer sweep, pre-training curves); a PNG drawn from other results is left out and named.
+        draw_figures (bool): False leaves out the Table 2 / 3 plots (``--no-figures``).
+        log (Callable[[str], None]): Where the lines saying what was left out go; default ``print``.
+
+    Returns:
+        list[Path]: The pages written (``index.html`` and one page per model).
+
+    Raises:
+        UserError: A store that cannot be read, or an ``out`` that is not ours to replace.
     """
     from tecb_data.outputs import check_output, staged_output
 

@@ -96,14 +96,19 @@ def recommend(frame: pd.DataFrame, datasets=None, *, confidence: float = compare
     """A recommendation per dataset of ``frame`` (one version per table: see the module), or of the
     ``datasets`` named (MTEB names).
 
-    :param frame: results rows, one version per table (:func:`rows_to_recommend`)
-    :param datasets: MTEB names; None: every dataset of ``frame``
-    :param confidence: level of the intervals and of the paired test of the lead (0.95)
-    :param resamples: bootstrap and sign-flip resamples, at least 2 / (1 - confidence)
-    :param seed: seed of the resampling, a non-negative integer
-    :returns: one :class:`Recommendation` per dataset: the best pipeline, its interval, the
-        runner-up, whether the lead holds; :func:`text`, :func:`as_json` and
-        :func:`bertopic_snippet` show it
+    Args:
+        frame (pandas.DataFrame): Results rows, one version per table (``rows_to_recommend``).
+        datasets (Sequence[str] | None): MTEB names; None: every dataset of ``frame``.
+        confidence (float): Level of the intervals and of the paired test of the lead.
+        resamples (int): Bootstrap and sign-flip resamples, at least 2 / (1 - confidence).
+        seed (int): Seed of the resampling, a non-negative integer.
+
+    Returns:
+        list[Recommendation]: One per dataset: the best pipeline, its interval, the runner-up, and
+            whether the lead holds; ``text``, ``as_json`` and ``bertopic_snippet`` show it.
+
+    Raises:
+        UserError: A dataset that is not in ``frame``, or a bad confidence, resample count or seed.
     """
     synthetic = set(tables.synthetic_datasets(frame))
     have = tables.dataset_columns(frame.mteb_name.unique())
@@ -285,7 +290,17 @@ def _reduction_params(r: "Recommendation") -> dict:
 def bertopic_snippet(r: Recommendation) -> str:
     """Python that builds ``BERTopic(embedding_model=..., umap_model=..., hdbscan_model=...)`` for
     ``r``'s pipeline, with German stop words for the words that name the topics; it expects the
-    texts in ``docs``. Runs as printed (``tests/test_registry.py`` runs every kind offline)."""
+    texts in ``docs``. Runs as printed (``tests/test_registry.py`` runs every kind offline).
+
+    Args:
+        r (Recommendation): One of ``recommend``'s results.
+
+    Returns:
+        str: Python source that runs as printed.
+
+    Raises:
+        UserError: A recommendation whose number of labels or dimensions is not a positive integer.
+    """
     n_clusters = max(set(r.n_clusters), key=r.n_clusters.count) if r.n_clusters else None
     if n_clusters is not None:
         n_clusters = _checked_int(r, "number of labels", n_clusters, low=1)
@@ -331,7 +346,15 @@ def bertopic_snippet(r: Recommendation) -> str:
 
 # -- text ----------------------------------------------------------------------------------------
 def text(recommendations: list[Recommendation], left_out: str | None = None) -> str:
-    """The recommendations as a user reads them."""
+    """The recommendations as a user reads them.
+
+    Args:
+        recommendations (list[Recommendation]): What ``recommend`` returned.
+        left_out (str | None): The line naming rows that were not compared, or None.
+
+    Returns:
+        str: Lines of text, one block per dataset.
+    """
     out = []
     if any(r.synthetic for r in recommendations):
         out += [tables.DEMO_NOTE, ""]
@@ -377,8 +400,12 @@ def as_json(recommendations: list[Recommendation], left_out: str | None = None) 
     """The recommendations as one JSON object, as ``tecb-eval recommend --format json`` prints it:
     ``synthetic``, ``note``, ``left_out`` and one record per dataset (scores 0..1, the snippet as text).
 
-    :param recommendations: what :func:`recommend` returned
-    :param left_out: the line naming rows that were not compared, or None
+    Args:
+        recommendations (list[Recommendation]): What ``recommend`` returned.
+        left_out (str | None): The line naming rows that were not compared, or None.
+
+    Returns:
+        str: The JSON text.
     """
     return json.dumps({"synthetic": any(r.synthetic for r in recommendations),
                        "note": tables.DEMO_NOTE if any(r.synthetic for r in recommendations) else None,

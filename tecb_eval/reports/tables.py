@@ -273,6 +273,15 @@ def read_reference(path: Path) -> pd.DataFrame:
     blocks (``...-mpnet-base-v2``, ``-v3``, ... ``-v15``): each model is a block of the 14 paper
     configurations, so a block takes the name on its first row. Anything that is not that file
     (another CSV, a results store, a binary file) is a one-line :class:`UserError` naming it.
+
+    Args:
+        path (Path): The authors' ``tecb-de-full-results.csv``.
+
+    Returns:
+        pandas.DataFrame: Rows ``(model, algorithm, reduction, mteb_name, v_measure)``.
+
+    Raises:
+        UserError: A file that is missing or is not that table.
     """
     path = Path(path)
     if path.is_dir():
@@ -552,7 +561,21 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
     markers against the best model per dataset. With the authors' results
     (:func:`read_reference`), Table 3 gets the paper's row under each of ours, and Table 2 under
     each model the paper printed; ``demo`` puts :data:`DEMO_NOTE` on both, as do rows of datasets
-    built from the demo sample (:func:`synthetic_datasets`) without it."""
+    built from the demo sample (:func:`synthetic_datasets`) without it.
+
+    Args:
+        frame (pandas.DataFrame): Results rows (a results store read by ``read_store``).
+        reference (pandas.DataFrame | None): The authors' results (``read_reference``); None: ours only.
+        demo (bool): Put the synthetic-data note on both tables.
+        selection (dict | None): Which version to show (``protocol``, ``profile``, ``seeds``,
+            ``fingerprints``, ``identities``); None: the newest.
+
+    Returns:
+        dict[str, tuple]: ``{"table2": (table, note), "table3": (table, note)}``.
+
+    Raises:
+        UserError: A reference table that lacks some of the paper's models.
+    """
     from tecb_eval.reports.versions import select
 
     frame, left_out = select(frame, **(selection or {}))
@@ -679,6 +702,18 @@ def format_table(table: pd.DataFrame, fmt: str = DEFAULT_TABLE_FORMAT, scale: fl
     CSV stays data only, so that it loads as it is. A table with stats (columns (column, stat))
     shows a cell as ``mean ±SD-over-seeds (SD-over-splits) marker`` in Markdown and LaTeX, and its
     stats as columns of their own in CSV (0..1, like the means).
+
+    Args:
+        table (pandas.DataFrame): A table from ``tables``.
+        fmt (str): ``"markdown"``, ``"csv"`` or ``"latex"``.
+        scale (float): Factor for the values (100: V-measure x 100).
+        note (str | None): Lines of text above the table (Markdown), as comments (LaTeX); left out in CSV.
+
+    Returns:
+        str: The table as text.
+
+    Raises:
+        UserError: An unknown format.
     """
     if fmt == "csv":
         buffer = io.StringIO()
