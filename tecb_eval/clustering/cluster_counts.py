@@ -16,9 +16,12 @@ DEFAULT_STEP = 5
 MAX_POINTS = 200  # more points than this is a typo (5:5000), not a curve anyone reads
 
 
-def parse_range(text: str, option: str) -> tuple[int, ...]:
-    """``"5:60"``, ``"2:10:2"``, ``"5,10,20"`` or ``"10"`` -> the sorted values; one line otherwise."""
-    text = str(text).strip()
+def parse_range(text, option: str) -> tuple[int, ...]:
+    """``"5:60"``, ``"2:10:2"``, ``"5,10,20"``, ``"10"`` or a sequence of ints -> the sorted values,
+    checked; one line otherwise."""
+    if not isinstance(text, str):
+        text = ",".join(str(int(v)) for v in text)
+    text = text.strip()
     how = f"{option} {text!r}: give A:B (every {DEFAULT_STEP}th value from A to B), A:B:STEP, a list 5,10,20 or one number"
     try:
         if ":" in text:

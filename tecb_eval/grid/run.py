@@ -27,6 +27,7 @@ from tecb_data.progress import Progress
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.grid import executors, scheduling, work as work_module
 from tecb_eval.grid.cache import ReductionCache
@@ -269,8 +270,8 @@ def run_grid(
             scheduler that does not answer within ``scheduler_timeout``; checked before any work.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
-    k = _range_of(k, "--k")
-    min_cluster_size = _range_of(min_cluster_size, "--min-cluster-size")
+    k = None if k is None else parse_range(k, "--k")
+    min_cluster_size = None if min_cluster_size is None else parse_range(min_cluster_size, "--min-cluster-size")
     options = check_options(models, protocol=protocol, seed=seed, seeds=seeds, limit_splits=limit_splits,
                             metrics=metrics, algorithms=algorithms, reductions=reductions,
                             configurations=configurations)
@@ -342,13 +343,3 @@ def run_grid(
         say(line)
     return frame
 
-
-def _range_of(value, option: str) -> tuple[int, ...] | None:
-    """A range given as text (``"5:60"``) or as numbers, checked (:func:`parse_range`)."""
-    from tecb_eval.clustering.cluster_counts import parse_range
-
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return parse_range(value, option)
-    return parse_range(",".join(str(int(v)) for v in value), option)
