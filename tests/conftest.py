@@ -16,6 +16,13 @@ SHARED_DATA = SHARED / "data"
 # Grids in tests run in the test's process unless a test asks for workers (tests/test_parallel.py):
 # a pool of worker processes per tiny grid would only add start-up time. Users get every core.
 os.environ.setdefault("TECB_JOBS", "1")
+# One test process per core (pytest-xdist): a second BLAS, OpenMP or torch thread in a test process,
+# or in a command it starts, finds no free core and spins waiting for the other. Every process of
+# the session computes at one thread unless a test sets another count (so numbers compared across
+# processes are computed alike), and an idle OpenMP thread sleeps rather than spins.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # `datasets` caches every folder it reads (load_dataset, MTEB's tasks) under ~/.cache/huggingface/datasets
 # unless told otherwise: the tests keep theirs in a folder of their own, removed when they end. Set
 # before anything imports `datasets` (it reads the variable once), inherited by the CLI subprocesses.
