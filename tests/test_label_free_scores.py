@@ -81,6 +81,31 @@ def test_an_edited_unlabelled_row_with_a_v_measure_is_refused(corpus_and_store, 
     assert ResultsStore(edited).skipped
 
 
+def test_report_and_exports_of_a_corpus_without_labels_write_its_label_free_scores(corpus_and_store, tmp_path, capsys):
+    # What needs labels is left out in one line; what applies is written, and the command succeeds.
+    from tecb_eval.cli import main
+
+    store = corpus_and_store
+    corpus = store.parent / "out" / "corpus-s2s"
+    run = ["run", "--data", str(corpus), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--config",
+           "hdbscan:pca", "--k", "3,6", "--results", str(store), "--cache-dir", str(store.parent / "c"), "--quiet"]
+    for argv in (["export", str(store), "--out", str(tmp_path / "export")], [*run, "--out", str(tmp_path / "run")]):
+        capsys.readouterr()
+        assert main(argv) == 0
+        out = tmp_path / argv[argv.index("--out") + 1].rsplit("/", 1)[-1]
+        assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["label_free.csv", "label_free.md"]
+        said = capsys.readouterr().err
+        assert "CorpusClusteringS2S: without labels: the export holds the label-free scores" in said
+        table = (out / "label_free.md").read_text()
+        assert "| tfidf-lsa | corpus-s2s | none | minibatch_kmeans | k=3 |" in table and "k=6" in table
+        csv = (out / "label_free.csv").read_text().splitlines()
+        assert len(csv) == 4 and csv[0].startswith("model,dataset,reduction,algorithm,setting,silhouette")
+    assert main(["report", str(store), "--out", str(tmp_path / "site")]) == 0
+    assert "CorpusClusteringS2S: without labels: the report shows its label-free scores" in capsys.readouterr().err
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "corpus-s2s: label-free scores" in page and "<td>k=6</td>" in page and "<td>hdbscan</td>" in page
+
+
 @pytest.fixture(scope="module")
 def corpus_and_store(tmp_path_factory):
     from tecb_eval.cli import main

@@ -70,8 +70,16 @@ def _export(args, frame, datasets, models, said: frozenset = frozenset()) -> int
 
         # The grid's rows: the splits it ran (--limit-splits), its seed, and the cached vectors' identity.
         demo_note = DEMO_TITLE if getattr(args, "demo", False) or synthetic_datasets(frame) else None
-        return [figure1(datasets, model, folder, seed=args.seed, cache_dir=args.cache_dir, frame=frame,
-                        demo_note=demo_note) for model in models]
+        said_once = set()
+
+        def once(message: str) -> None:
+            if message not in said_once:
+                said_once.add(message)
+                log(message)
+
+        drawn = [figure1(datasets, model, folder, seed=args.seed, cache_dir=args.cache_dir, frame=frame,
+                         demo_note=demo_note, log=once) for model in models]
+        return [path for path in drawn if path is not None]
 
     args.interrupted = lambda: f"every cell is in the results store; {interrupted_state(args.out, since)}"
     # Only `demo` sets args.demo: its synthetic data must not pass for the paper's.

@@ -12,6 +12,9 @@
     OUT/table3.png            Table 3 as bars (beside the paper's with a reference CSV)
     OUT/vs-authors-<model>.png  per model the authors also ran: our configurations vs theirs
     OUT/figure1-<model>.png   2-D UMAP of one split per dataset, coloured by label
+    OUT/label_free.md, .csv   the label-free scores of corpora without labels and of k ranges, per
+                              pipeline and cluster setting (a store of corpora without labels only
+                              gets these, and a line saying what needs labels)
 
 With the authors' CSV (``reference``), Table 3 gets the paper's printed row under each of ours
 (``source`` ours / paper), and Table 2 under each model the paper printed. ``demo=True`` marks
@@ -36,7 +39,7 @@ from tecb_data.outputs import inside, staged_output
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.files import WriteError, file_slug, one_line
 from tecb_eval.mteb import results as mteb_results
-from tecb_eval.reports import figures, tables as report, versions
+from tecb_eval.reports import figures, label_free, tables as report, versions
 from tecb_eval.models.encoders import get_encoder
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.models.spec import model_spec
@@ -46,6 +49,7 @@ from tecb_eval.mteb.encoders import encoder_for_dataset
 # the other's. The demo's folder also holds its results store, so it is a kind of its own.
 EXPORT = "tecb-eval export"
 DEMO = "tecb-eval demo"
+LABEL_FREE = "label_free"  # OUT/label_free.md, .csv: the label-free scores of corpora without labels and k ranges
 
 
 def _write_table(stem: Path, table, note: str | None) -> list[Path]:
@@ -93,15 +97,31 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     ref = report.read_reference(reference) if reference is not None else None
     # The tables' notes say what `tecb-eval table` says: the versions left out, the cells not every
     # model has, the datasets not covered in full.
-    shown = report.tables(frame, ref, demo=demo, selection=selection)
-    frame, left_out = versions.select(frame, **(selection or {}))
+    labelled, points, unlabelled = label_free.label_free_points(frame, selection)
+    if labelled.empty:
+        # Only label-free points: what needs labels is left out in one line, the rest is written.
+        what = ", ".join(unlabelled) + ": without labels" if unlabelled else "every row is a point of a k range"
+        log(one_line(f"{what}: the export holds the label-free scores ({LABEL_FREE}.md, .csv); results.csv, "
+                     "Tables 2 and 3, their plots and MTEB's results need V-measure and are not written"))
+        shown, left_out = {}, None
+    else:
+        shown = report.tables(frame, ref, demo=demo, selection=selection)
+        frame, left_out = versions.select(frame, **(selection or {}))
     # Rows of the demo sample's datasets mark themselves, with or without --demo.
-    demo = demo or bool(report.synthetic_datasets(frame))
+    demo = demo or bool(report.synthetic_datasets(frame if not labelled.empty else points))
     if left_out:
         log(left_out)
 
     def write(folder: Path, check) -> list[Path]:
-        written = [report.write_reference_csv(frame, folder / "results.csv")]
+        written = []
+        if not points.empty:
+            table = label_free.label_free_table(points)
+            note = report.DEMO_NOTE if demo else None
+            written += [report.write_text(folder / f"{LABEL_FREE}.md", label_free.format_label_free(table, "md", note)),
+                        report.write_text(folder / f"{LABEL_FREE}.csv", label_free.format_label_free(table, "csv"))]
+        if labelled.empty:
+            return written
+        written.append(report.write_reference_csv(frame, folder / "results.csv"))
         for name, (table, note) in shown.items():
             written += _write_table(folder / name, table, note)
             check()
@@ -155,8 +175,11 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
 
 
 def figure1(datasets, model, out: Path, *, seed: int = DEFAULT_SEED, cache_dir: Path | None = None, split: str | None = None,
-            frame=None, demo_note: str | None = None) -> Path:
+            frame=None, demo_note: str | None = None, log=None) -> Path | None:
     """The paper's Figure 1 for one model: a UMAP panel per dataset (its largest split by default).
+
+    A panel colours the texts by their gold label, so a corpus without labels has none (``log``
+    says so in a line); with no labelled dataset there is no figure and None is returned.
 
     ``frame``: the grid's rows. Then the panel shows the largest split the grid ran (so
     ``--limit-splits`` is honoured), with the grid's first seed, and the vectors and the UMAP come
@@ -179,6 +202,10 @@ def figure1(datasets, model, out: Path, *, seed: int = DEFAULT_SEED, cache_dir: 
     panels = []
     for item in datasets:
         bench = load_dataset(item)
+        if not getattr(bench, "labelled", True):
+            if log is not None:
+                log(f"{bench.mteb_name}: without labels: no Figure 1 panel (it colours the texts by their gold label)")
+            continue
         identity, ran, protocol = None, None, "legacy"
         if rows is not None:
             mine = rows[rows.dataset_fingerprint == bench.fingerprint]
@@ -189,6 +216,8 @@ def figure1(datasets, model, out: Path, *, seed: int = DEFAULT_SEED, cache_dir: 
             bench, lambda b=bench, p=protocol: encoder_for_dataset(encoder(), b, p), split, seed, cache_dir,
             identity=identity, splits=ran)
         panels.append((f"{bench.mteb_name} / {name}", coords, labels))
+    if not panels:
+        return None
     title = f"Figure 1: UMAP (2-D, cosine, seed {seed}) of {spec.name} embeddings, coloured by gold label"
     if demo_note:
         title += "\n" + demo_note

@@ -2,7 +2,8 @@
 
 ::
 
-    OUT/index.html            a leaderboard per dataset and view, the figures, the provenance
+    OUT/index.html            a leaderboard per dataset and view, the figures, the provenance; the
+                              label-free scores of corpora without labels and of k ranges
     OUT/models/<model>.html   per model: the algorithm x reduction heat table, every configuration's
                               V-measure, AMI, ARI and noise fraction (the paper's figure beside ours
                               where it ran the same), per-split scores
@@ -32,7 +33,7 @@ from tecb_data.errors import UserError
 from tecb_data.outputs import NAME_BYTES, inside
 from tecb_eval.files import WriteError, file_slug, one_line, write_text
 from tecb_eval.clustering import registry
-from tecb_eval.reports import figures, leaderboard, ranking, tables, versions
+from tecb_eval.reports import figures, label_free, leaderboard, ranking, tables, versions
 
 REPORT = "tecb-eval report"  # the marker of a report folder
 TEMPLATES = Path(__file__).with_name("templates")
@@ -186,9 +187,16 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     extra = _check_extra(list(figure_folders))
     ref = tables.read_reference(reference) if reference is not None else None
     frame = leaderboard.combined([versions.read_store(s) for s in stores])
+    labelled, points, unlabelled = label_free.label_free_points(frame, selection)
+    if unlabelled:
+        log(one_line(f"{', '.join(unlabelled)}: without labels: the report shows its label-free scores; the "
+                     "leaderboards and model pages rank by V-measure and leave it out"))
+    if labelled.empty:
+        frame = labelled  # nothing a leaderboard ranks: the report is the label-free table alone
     selection_ = ranking.shared_selection(frame, **(selection or {}))
     # What `tecb-eval export` of these stores draws (one version, like with like): its figures match.
-    exported = figures.results_digest(versions.select(frame, **(selection or {}))[0]) if extra else None
+    exported = (figures.results_digest(versions.select(frame, **(selection or {}))[0])
+                if extra and not frame.empty else None)
     chosen = selection_.rows[[c for c in selection_.rows.columns if c in SHOWN]]
     every = selection_.every[[c for c in selection_.every.columns if c in SHOWN]]
     left_out = selection_.left_out
@@ -196,16 +204,19 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
         log(left_out)
     for line in selection_.notes():
         log(line)
-    synthetic = set(tables.synthetic_datasets(every))
+    synthetic = set(tables.synthetic_datasets(every)) | set(tables.synthetic_datasets(points))
     boards = leaderboard.boards(selection_, synthetic)
     pages = leaderboard.model_pages(every, synthetic, ref)
     context = {
         "synthetic": bool(synthetic), "synthetic_datasets": sorted(synthetic), "SYNTHETIC": leaderboard.SYNTHETIC,
         "demo_note": tables.DEMO_NOTE, "left_out": left_out,
-        "provenance": leaderboard.provenance(every, stores, synthetic),
+        # The provenance names every row shown: the label-free points' datasets and models too.
+        "provenance": leaderboard.provenance(pd.concat([every, points[[c for c in points.columns if c in SHOWN]]]),
+                                             stores, synthetic),
         "models": [{"model": p.model, "slug": p.slug} for p in pages],
         "legend": tables.legend("2", chosen) if not chosen.empty else "",
         "averages": leaderboard.averages(boards),
+        "label_free": label_free.label_free_sections(points),
     }
     env = _environment()
     written = []

@@ -6,10 +6,14 @@ is one point of the curve the table draws down its column; a score that is undef
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 
 from tecb_eval.clustering.cluster_counts import parse_setting
 from tecb_eval.clustering.label_free import CRITERION_NAMES
+from tecb_eval.files import markdown_text
+from tecb_eval.reports.tables import csv_safe
 
 PIPELINE = ["model", "dataset", "reduction", "algorithm", "setting"]
 COLUMNS = ("silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", "size_balance", "n_clusters_found",
@@ -46,12 +50,102 @@ def label_free_table(frame: pd.DataFrame) -> pd.DataFrame:
     return table.rename(columns={**CRITERION_NAMES, "n_clusters_found": "clusters", "noise_fraction": "noise %"})
 
 
-def format_label_free(table: pd.DataFrame) -> str:
-    """The table as plain text, numbers with 3 significant decimals, an undefined mean as '-'."""
+def _shown(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.copy()
     for column in shown.columns:
         shown[column] = [("-" if pd.isna(v) else f"{v:.1f}" if column in ("clusters", "noise %", "Calinski-Harabasz")
                           else f"{v:.3f}") for v in shown[column]]
     shown = shown.reset_index()
     shown["setting"] = [s or "default" for s in shown["setting"]]
-    return shown.to_string(index=False)
+    return shown
+
+
+def format_label_free(table: pd.DataFrame, fmt: str = "text", note: str | None = None) -> str:
+    """The table as plain text, Markdown or CSV.
+
+    Text and Markdown show 3 decimals (one for counts, noise and Calinski-Harabasz) and an undefined
+    mean as '-'; CSV keeps the means as numbers, an undefined one empty, every text cell quoted
+    against spreadsheet formulas.
+
+    Args:
+        table (pandas.DataFrame): A table from :func:`label_free_table`.
+        fmt (str): ``"text"``, ``"md"`` or ``"csv"``.
+        note (str | None): Lines above the table in Markdown (one paragraph each); left out otherwise.
+
+    Returns:
+        str: The table as text.
+
+    Raises:
+        ValueError: An unknown ``fmt`` (a caller's mistake, not a user's).
+    """
+    if fmt == "text":
+        return _shown(table).to_string(index=False)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        csv_safe(table.reset_index()).to_csv(buffer, index=False, float_format="%.6f", lineterminator="\n")
+        return buffer.getvalue()
+    if fmt != "md":
+        raise ValueError(f"label-free table format {fmt!r}: text, md or csv")
+    shown = _shown(table)
+    lines = [part for line in (note or "").splitlines() for part in (markdown_text(line), "")]
+    lines += ["| " + " | ".join(map(markdown_text, shown.columns)) + " |",
+              "|" + "|".join(["---"] * len(PIPELINE) + ["---:"] * (len(shown.columns) - len(PIPELINE))) + "|"]
+    lines += ["| " + " | ".join(map(markdown_text, row)) + " |" for row in shown.values.tolist()]
+    return "\n".join(lines) + "\n"
+
+
+def label_free_points(frame: pd.DataFrame, selection: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Split a results store for the outputs that write files: the rows a V-measure table can hold,
+    the label-free points of one version (rows of corpora without labels and of k ranges, chosen as
+    :func:`tecb_eval.reports.versions.select` with ``points=True`` chooses them), and the names of
+    the datasets without labels, whose V-measure outputs do not apply.
+
+    Args:
+        frame (pandas.DataFrame): Results rows, as :func:`tecb_eval.reports.versions.read_store` reads them.
+        selection (dict | None): Which version to keep (``protocol``, ``profile``, ``seeds``,
+            ``fingerprints``, ``identities``); None: the newest.
+
+    Returns:
+        tuple[pandas.DataFrame, pandas.DataFrame, list[str]]: The labelled rows outside any range, the
+        label-free points of the version chosen, and the sorted MTEB names of the datasets without labels.
+
+    Raises:
+        UserError: A ``selection`` that matches none of the points, where the store holds nothing else.
+    """
+    from tecb_data.errors import UserError
+    from tecb_eval.reports.versions import label_table_rows, range_rows, select, unlabelled_rows
+
+    if frame.empty:
+        return frame, frame, []
+    unlabelled = unlabelled_rows(frame)
+    name = "mteb_name" if "mteb_name" in frame.columns else "dataset"
+    names = sorted(frame.loc[unlabelled, name].unique())
+    labelled, _ = label_table_rows(frame)
+    points = frame[unlabelled | range_rows(frame)]
+    if not points.empty:
+        try:
+            points, _ = select(points, points=True, like_with_like=False, **(selection or {}))
+        except UserError:
+            if labelled.empty:
+                raise
+            points = points.iloc[0:0]  # the version asked for is one of the labelled rows'
+    return labelled, points, names
+
+
+def label_free_sections(points: pd.DataFrame) -> list[dict]:
+    """The label-free table per dataset, as the report's index page shows it.
+
+    Args:
+        points (pandas.DataFrame): The label-free points of one version (:func:`label_free_points`).
+
+    Returns:
+        list[dict]: Per dataset (sorted), ``dataset``, ``columns`` (the header) and ``rows`` (the
+        cells as text: 3 decimals, '-' where a mean is undefined, ``default`` for an algorithm's own
+        setting).
+    """
+    if points.empty:
+        return []
+    shown = _shown(label_free_table(points))
+    return [{"dataset": dataset, "columns": [c for c in shown.columns if c != "dataset"],
+             "rows": rows.drop(columns="dataset").values.tolist()}
+            for dataset, rows in shown.groupby("dataset", sort=True)]
