@@ -161,6 +161,15 @@ def test_the_key_is_in_no_file_and_no_output(served, tmp_path, monkeypatch):
     assert f"Bearer {KEY}" in served["seen"]  # the server did get the key: the search above can find it
 
 
+def test_recommends_snippet_reads_the_key_from_the_variable_the_run_read(served):
+    # The run named its own variable (api_key_env): the snippet must not send OPENAI_API_KEY's key instead.
+    store = served["folder"] / "results.jsonl"
+    assert {json.loads(line)["api_key_env"] for line in store.read_text().splitlines()} == {KEY_VARIABLE}
+    code, output = run(["recommend", str(store), "--resamples", "99"])
+    assert code == 0, output
+    assert f"api_key=os.environ[{KEY_VARIABLE!r}]" in output and "import os" in output
+
+
 def test_credentials_in_the_base_url_are_used_and_never_shown(minilm_encoder, key):
     from tecb_data.errors import UserError
     from tecb_eval.models.encoders import get_encoder

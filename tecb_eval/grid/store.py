@@ -88,7 +88,7 @@ COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "
 AMOUNT_FIELDS = ("api_tokens", "api_cost", "price_per_million_tokens")
 # Text or null where present: what the tables, the MTEB export and the snippets read besides the key.
 OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dtype", "mteb_model",
-                        "algorithm_params", "reduction_params", "dbcv_note", "label_free_note")
+                        "algorithm_params", "reduction_params", "dbcv_note", "label_free_note", "api_key_env")
 FLAG_FIELDS = ("synthetic", "reduce_cached", "labelled")
 # What files are named by (MTEB's results layout, the report's figures): plain names only.
 NAME_FIELDS = ("mteb_name", "dataset")

@@ -56,7 +56,9 @@ class ModelKind:
     # The lines of recommend's BERTopic snippet that build its embeddings (identity, the folder the
     # grid read or None) -> EmbeddingSnippet; a ValueError for an identity it cannot have given.
     # None: none of its own; the snippet loads the model as SentenceTransformer does, by its identity.
-    snippet: Callable[[str, str | None], EmbeddingSnippet] | None = None
+    # A row's ``api_key_env`` (the variable an API model's key was read from) is passed as
+    # ``key_variable`` where the row has one.
+    snippet: Callable[..., EmbeddingSnippet] | None = None
     offline_folder: Callable[[], Path] | None = None  # where a packaged copy of its weights lives
     checkpoint: Callable[[object], tuple[Path, str]] | None = None  # training: its transformers folder and id
 
@@ -141,13 +143,14 @@ def kind_of_identity(identity: str) -> ModelKind | None:
     return next((kind for kind in MODEL_KINDS if str(identity).startswith(kind.identity_prefixes)), None)
 
 
-def embedding_snippet(identity: str, location: str | None) -> EmbeddingSnippet:
+def embedding_snippet(identity: str, location: str | None, key_variable: str | None = None) -> EmbeddingSnippet:
     """The lines of recommend's BERTopic snippet that build a results row's embeddings. A kind with
     none of its own (an MTEB model, an encoder object), and an identity no kind gives, get the
-    sentence-transformers lines that load a model by its identity's name."""
+    sentence-transformers lines that load a model by its identity's name. ``key_variable``: the
+    environment variable an API model's key was read from (the row's ``api_key_env``)."""
     kind = kind_of_identity(identity)
     snippet = kind.snippet if kind is not None and kind.snippet is not None else KINDS["pretrained"].snippet
-    return snippet(identity, location)
+    return snippet(identity, location, **({"key_variable": key_variable} if key_variable else {}))
 
 
 def checkpoint(spec) -> tuple[Path, str]:

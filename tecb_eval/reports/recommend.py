@@ -57,6 +57,7 @@ class Recommendation:
     bertopic: str = ""
     zero: str | None = None  # why the best pipeline's V-measure is 0 (every text noise, one cluster)
     model_location: str | None = None  # a model folder's path, as the grid read it (the store's newest row)
+    api_key_env: str | None = None  # an API model's key variable, as the grid read it (the store's newest row)
     # A corpus without labels: the label-free criterion the pipeline was ranked by, and its mean.
     criterion: str | None = None
     criterion_value: float | None = None
@@ -198,19 +199,22 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         confidence=confidence, runner_up=runner,
         lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out, zero=zero_reason(mine))
     recommendation.model_location = _location(mine, recommendation)
+    recommendation.api_key_env = _location(mine, recommendation, "api_key_env", "API key variable")
     recommendation.bertopic = bertopic_snippet(recommendation)
     return recommendation
 
 
-def _location(rows: pd.DataFrame, r: "Recommendation") -> str | None:
+def _location(rows: pd.DataFrame, r: "Recommendation", field: str = "model_location",
+              what: str = "model location") -> str | None:
     """Where the grid read a model folder (rows of a Hub or built-in model, or of an older tecb, have
-    none): the last row's path, the newest run's."""
-    if "model_location" not in rows.columns:
+    none), or another text field of the rows (an API model's key variable): the last row's, the
+    newest run's."""
+    if field not in rows.columns:
         return None
-    found = [v for v in rows.model_location if not (v is None or (isinstance(v, float) and math.isnan(v)))]
+    found = [v for v in rows[field] if not (v is None or (isinstance(v, float) and math.isnan(v)))]
     for value in found:
         if not isinstance(value, str):
-            raise _bad_value(r, "model location", value)
+            raise _bad_value(r, what, value)
     return found[-1] if found else None
 
 
@@ -268,7 +272,7 @@ def _embedding(r: "Recommendation") -> tuple[list[str], list[str], bool, str]:
     line that sets ``dims``: the embeddings' length, for a reduction that clips to it), as the kind
     of model that gave the row's identity writes them."""
     try:
-        return models_registry.embedding_snippet(r.model_identity, r.model_location)
+        return models_registry.embedding_snippet(r.model_identity, r.model_location, r.api_key_env)
     except ValueError:
         raise _bad_value(r, "model identity", r.model_identity) from None
 

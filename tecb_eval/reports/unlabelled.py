@@ -83,7 +83,8 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
         seeds=int(of_best.seed.nunique()), noise_fraction=float(pd.to_numeric(of_best.noise_fraction).mean()),
         confidence=0.95, runner_up=None, lead=None, lead_sentence="", criterion=chosen,
         criterion_value=float(best.score),
-        model_location=newest.get("model_location") if isinstance(newest.get("model_location"), str) else None)
+        model_location=newest.get("model_location") if isinstance(newest.get("model_location"), str) else None,
+        api_key_env=newest.get("api_key_env") if isinstance(newest.get("api_key_env"), str) else None)
     r.bertopic = bertopic_snippet(r)
     return {"dataset": dataset, "criterion": chosen, "criterion_name": CRITERION_NAMES[chosen],
             "named_by_user": criterion is not None, "calibration": _calibration_of(calibration, chosen),

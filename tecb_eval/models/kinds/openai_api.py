@@ -360,7 +360,8 @@ class OpenAIEncoder:
         for them) and ``api_cost``; the rest is this run's encoding with the model, all datasets
         together (the same on each of its rows: not to be summed over rows)."""
         u = self.usage
-        fields = {"api_tokens": None if tokens is None else float(tokens),
+        # The key's variable (its name, never the key) lets recommend's snippet read the key where the run did.
+        fields = {"api_key_env": self.settings.api_key_env, "api_tokens": None if tokens is None else float(tokens),
                   "api_requests": u.requests, "api_retries": u.retries, "api_waited_s": round(u.waited_s, 3),
                   "api_texts_sent": u.texts_sent, "api_cache_hits": u.cache_hits, "api_truncated": u.truncated}
         cost = self.cost(tokens)
@@ -595,14 +596,21 @@ def display(spec) -> str:
     return PREFIX + rest.split("@")[0].rsplit("/", 1)[-1]
 
 
-def snippet(identity: str, location: str | None) -> EmbeddingSnippet:
-    """BERTopic's own OpenAI backend, its client reading the key from the environment."""
+def snippet(identity: str, location: str | None, key_variable: str | None = None) -> EmbeddingSnippet:
+    """BERTopic's own OpenAI backend, its client reading the key from the environment variable the
+    run read it from (``key_variable``, a results row's ``api_key_env``; None: ``OPENAI_API_KEY``)."""
     head, _, rest = identity[len(PREFIX):].partition("|")
     if "@" not in head:
         raise ValueError(f"{identity!r} is not an identity the openai kind gives")
     model, _, base_url = head.rpartition("@")
     parts = dict(p.split("=", 1) for p in rest.split("|") if "=" in p)
-    lines = [f"client = openai.OpenAI(base_url={base_url!r})  # the key: the environment's {DEFAULT_KEY_VARIABLE}"]
+    variable = key_variable or DEFAULT_KEY_VARIABLE
+    imports = ["import openai", "from bertopic.backend import OpenAIBackend"]
+    if variable == DEFAULT_KEY_VARIABLE:
+        lines = [f"client = openai.OpenAI(base_url={base_url!r})  # the key: the environment's {DEFAULT_KEY_VARIABLE}"]
+    else:
+        imports.insert(0, "import os")
+        lines = [f"client = openai.OpenAI(base_url={base_url!r}, api_key=os.environ[{variable!r}])"]
     extra = {} if parts.get("dimensions", "native") == "native" else {"dimensions": int(parts["dimensions"])}
     if "prompt" in parts:
         lines.append("# the grid prefixed every text with a prompt, which OpenAIBackend does not: the vectors differ")
@@ -610,4 +618,4 @@ def snippet(identity: str, location: str | None) -> EmbeddingSnippet:
                  + (f", generator_kwargs={extra!r})" if extra else ")"))
     dims = f"dims = len(client.embeddings.create(model={model!r}, input=docs[:1]" + \
         "".join(f", {k}={v!r}" for k, v in extra.items()) + ").data[0].embedding)"
-    return EmbeddingSnippet(["import openai", "from bertopic.backend import OpenAIBackend"], lines, False, dims)
+    return EmbeddingSnippet(imports, lines, False, dims)
