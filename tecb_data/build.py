@@ -17,6 +17,7 @@ from tecb_data.progress import LINE_INTERVAL, Progress
 from tecb_data import layout
 from tecb_data.contents import prepare, publish_all
 from tecb_data.demo import is_demo_records
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_output_file
 from tecb_data.seeding import DEFAULT_SEED
@@ -318,8 +319,8 @@ def check_out_beside_inputs(out: Path, names, inputs) -> None:
 def _is_report(path: Path) -> bool:
     """Whether ``path`` is a removed-rows report an earlier build wrote (what --report may replace)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        document = json.loads(inputs.read_text(path, what=f"--report {path}"))
+    except (OSError, UnicodeDecodeError, ValueError, UserError):
         return False
     return isinstance(document, dict) and set(document) == {"report", "examples", "datasets"}
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from tecb_data import inputs
 from tecb_data import labels as spellings
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
@@ -316,7 +317,7 @@ def delimiter_of(fmt: str, source: TableSource) -> str | None:
 
 
 def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Iterator[tuple[str, dict]]]:
-    text = _text_of(path, path.read_bytes(), fmt)
+    text = _text_of(path, inputs.read_bytes(path, what=str(path), limit=None), fmt)
     delimiters = (source.delimiter,) if source.delimiter else (("\t",) if fmt == "tsv" else DELIMITERS)
     quotechars = (source.quotechar,) if source.quotechar else QUOTECHARS
     if delimiter_of(fmt, source) == "\t" and source.quotechar is None:
@@ -381,7 +382,7 @@ def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Ite
 
 
 def _jsonl_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iterator[tuple[str, dict]]]:
-    text = _text_of(path, path.read_bytes(), "jsonl")
+    text = _text_of(path, inputs.read_bytes(path, what=str(path), limit=None), "jsonl")
 
     def values() -> Iterator[tuple[str, dict]]:
         # Lines end at \n (a \r before it is JSON whitespace): str.splitlines would also cut at
@@ -406,7 +407,7 @@ def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[
     import pyarrow
     import pyarrow.parquet as pq
 
-    with open(path, "rb") as fh:
+    with inputs.open_regular(path, what=str(path)) as fh:
         head = fh.read(4)
         fh.seek(0, 2)
         size = fh.tell()
@@ -416,7 +417,8 @@ def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[
         raise UserError(f"{path}: a Parquet file cut short (it starts with the PAR1 marker but does not end with "
                         f"it; {size:,} bytes): it is truncated, copy or download it again")
     if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-        raw = path.read_bytes()[:SNIFF_CHARS]
+        with inputs.open_regular(path, what=str(path)) as fh:
+            raw = fh.read(SNIFF_CHARS)
         looks = "text (a CSV or JSON Lines file?)" if b"\x00" not in raw else _what_it_is(raw)
         raise UserError(f"{path}: not a Parquet file (no PAR1 marker at its {'start' if head != PARQUET_MAGIC else 'end'}); "
                         f"it looks like {looks}")
@@ -746,6 +748,8 @@ def read_table(path: Path, source: TableSource, progress=None) -> tuple[SourceRe
     source.check()
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
+    if not path.is_dir():
+        inputs.check_regular(path, what=str(path))
     records, _, label_counts = _records(path, source, progress)
     _check_label_column(path, source, records)
     removals = _Removals()
@@ -827,12 +831,16 @@ def check_licence(licence: str | None) -> str:
     return licence
 
 
+# A BibTeX entry is a few hundred bytes; a megabyte is a wrong file.
+CITATION_BYTES = 2**20
+
+
 def read_citation(path: str | Path | None) -> str | None:
     if path is None:
         return None
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = inputs.read_text(path, what=f"--citation {path}", limit=CITATION_BYTES).strip()
     except FileNotFoundError:
         raise UserError(f"--citation {path}: no such file; pass a file holding the source's BibTeX entry") from None
     except UnicodeDecodeError as exc:

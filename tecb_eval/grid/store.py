@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
 from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score  # noqa: F401 (re-exported)
@@ -403,7 +404,7 @@ class ResultsStore:
 
     def _read(self) -> None:
         try:
-            data = self.path.read_bytes()
+            data = inputs.read_bytes(self.path, what=str(self.path), limit=None)
         except OSError as exc:
             raise UserError(f"{self.path}: cannot read the results store ({exc.strerror})") from None
         self._size = len(data)
@@ -557,10 +558,17 @@ def rows_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def no_results_file(path: Path) -> UserError:
-    """The one line for a results path that is not a file: a folder is named as one, as `run` does."""
+    """The one line for a results path that is not a file: a folder is named as one, as `run` does;
+    a device, a FIFO or a socket as what it is; a link that cannot be followed by why."""
     if path.is_dir():
         return UserError(f"{path}: is a folder, not a results file; name a .jsonl file (e.g. {path / 'results.jsonl'})")
-    return UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+    except OSError as exc:
+        return UserError(f"{path}: cannot read it ({exc.strerror}); name the results file itself")
+    return UserError(f"{path}: is {inputs.kind(mode)}, not a results file; name a .jsonl file")
 
 
 def read_results(path: Path) -> pd.DataFrame:

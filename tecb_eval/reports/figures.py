@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tecb_data import inputs
+from tecb_data.errors import UserError
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY, table2_rows
 from tecb_eval.files import atomic_save
@@ -120,9 +122,9 @@ def recorded_results(path: Path) -> str | None:
     from PIL import Image
 
     try:
-        with Image.open(path) as image:
+        with inputs.open_regular(path, what=str(path)) as fh, Image.open(fh) as image:
             value = image.text.get(RESULTS_KEY) if hasattr(image, "text") else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, UserError):
         return None
     return str(value) if value is not None else None
 

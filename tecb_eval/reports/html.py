@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.outputs import NAME_BYTES, inside
 from tecb_eval.files import WriteError, file_slug, one_line, write_text
@@ -147,9 +148,12 @@ def _check_extra(extra: list[Path]) -> list[Path]:
         if not Path(folder).is_dir():
             raise UserError(f"--figures {folder}: no such folder; name a folder of PNG figures (an export, a layer "
                             "sweep or a pre-training output)")
-        if not any(Path(folder).rglob("*.png")):
+        pngs = sorted(Path(folder).rglob("*.png"))
+        if not pngs:
             raise UserError(f"--figures {folder}: holds no PNG figures; name an export, layer sweep or pre-training "
                             "output folder")
+        for png in pngs:  # a FIFO would block the copy, a device would never end it
+            inputs.check_regular(png, what=f"--figures {folder}: {png.relative_to(folder)}")
     return [Path(f) for f in extra]
 
 

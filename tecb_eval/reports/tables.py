@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
 from tecb_eval.clustering.registry import table2_rows
@@ -277,10 +278,12 @@ def read_reference(path: Path) -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path}: a folder, not the authors' {REFERENCE_CSV}; pass that file to --reference")
+    inputs.check_regular(path, what=f"--reference {path}")
     if not path.is_file():
         raise UserError(f"{path}: no such reference file (expected the authors' {REFERENCE_CSV})")
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with inputs.open_regular(path, what=f"--reference {path}") as raw, \
+                io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh)
             # The header's cells hold line breaks, so physical line numbers come from the reader.
             records = [(reader.line_num, r) for r in reader if r]
