@@ -143,7 +143,8 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
     main, keep = leaderboard.main_cells(cells)
     left_out = [f"{_name(*key)} (other splits or seeds: {len(cells[key])} cells, the compared pipelines "
                 f"{len(main)})" for key in sorted(set(cells) - set(keep))]
-    compared = rows[[k in set(keep) for k in zip(rows.model, rows.algorithm, rows.reduction)]]
+    kept = set(keep)
+    compared = rows[[k in kept for k in zip(rows.model, rows.algorithm, rows.reduction)]]
     means = tables.split_means(compared)
     order = {c: i for i, c in enumerate(tables.order_configurations(list(zip(means.algorithm, means.reduction))))}
     ranked = sorted(means.itertuples(index=False),
