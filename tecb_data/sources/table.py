@@ -318,6 +318,9 @@ def delimiter_of(fmt: str, source: TableSource) -> str | None:
 
 def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Iterator[tuple[str, dict]]]:
     text = _text_of(path, inputs.read_bytes(path, what=str(path), limit=None), fmt)
+    if "\r" in text and "\n" not in text:
+        # Line ends of a bare CR (old Excel's "CSV (Macintosh)"): the lines a reader would find.
+        text = text.replace("\r", "\n")
     delimiters = (source.delimiter,) if source.delimiter else (("\t",) if fmt == "tsv" else DELIMITERS)
     quotechars = (source.quotechar,) if source.quotechar else QUOTECHARS
     if delimiter_of(fmt, source) == "\t" and source.quotechar is None:
@@ -398,9 +401,33 @@ def _jsonl_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iter
                                 "is this a JSON Lines file (one object per line)?") from None
             if not isinstance(row, dict):
                 raise UserError(f"{path}: {where}: a JSON {type(row).__name__}, not an object with columns")
+            _check_characters(path, where, row)
             yield where, row
 
     return None, values()
+
+
+def _check_characters(path: Path, where: str, row: dict) -> None:
+    """JSON can spell a lone surrogate (``"\\ud800"``), half of a UTF-16 pair and no character:
+    it can be neither written as UTF-8 nor shown, so the row is refused, naming its column."""
+    def bad(value) -> bool:
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+            return False
+        if isinstance(value, list):
+            return any(bad(v) for v in value)
+        if isinstance(value, dict):
+            return any(bad(k) or bad(v) for k, v in value.items())
+        return False
+
+    for column, value in row.items():
+        if bad(column) or bad(value):
+            raise UserError(f"{path}: {where}: column {column.encode('utf-8', 'backslashreplace').decode()!r} holds "
+                            "a lone surrogate escape (\\ud800 to \\udfff without its pair), which is no "
+                            "character; correct that escape in the file")
 
 
 def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[tuple[str, dict]]]:
