@@ -1,5 +1,6 @@
 """A store of thousands of models: `table`, `report` and `recommend` do work linear in the models
-(one pass over the rows per step, never one filter of every row per model) and show their
+(one pass over the rows per step, never one filter of every row per model; a report's model page
+does not list every other model once there are many) and show their
 progress over the models past a few seconds. bench/bench_large_store.py times 4,000 models; here
 the work is counted, not timed: the rows that boolean selections scan, for a store and one four
 times its size."""
@@ -54,6 +55,11 @@ def scanned(monkeypatch, argv: list[str]) -> int:
 
 @pytest.mark.parametrize("command", ["table", "report", "recommend"])
 def test_work_grows_linearly_with_the_models(tmp_path, monkeypatch, command):
+    if command == "report":
+        from tecb_eval.reports import html
+
+        # A small report's pages link every model; past this many only the leaderboards page does.
+        monkeypatch.setattr(html, "NAV_MODELS", 8)
     work = {}
     for models in (10, 40):
         path = store(tmp_path / f"{models}.jsonl", models)
@@ -63,6 +69,9 @@ def test_work_grows_linearly_with_the_models(tmp_path, monkeypatch, command):
     # Four times the models: four times the rows and the work (plus what does not grow); a filter of
     # every row per model would make it sixteen times.
     assert work[40] < 6 * work[10], work
+    if command == "report":  # and the pages: every page listing every model would grow them sixteen times
+        size = {n: sum(p.stat().st_size for p in (tmp_path / f"site-{n}").rglob("*.html")) for n in (10, 40)}
+        assert size[40] < 6 * size[10], size
 
 
 def test_a_long_step_over_the_models_shows_its_progress(tmp_path, monkeypatch):

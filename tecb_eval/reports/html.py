@@ -33,9 +33,12 @@ from tecb_data.errors import UserError
 from tecb_data.outputs import NAME_BYTES, inside
 from tecb_eval.files import WriteError, file_slug, one_line, write_text
 from tecb_eval.clustering import registry
-from tecb_eval.reports import figures, leaderboard, ranking, tables, versions
+from tecb_eval.reports import figures, leaderboard, ranking, tables, versions, working
 
 REPORT = "tecb-eval report"  # the marker of a report folder
+# Up to this many models, every page links every model page and names every model's identity; a
+# model page of a larger report names its own model, and the leaderboards link every model.
+NAV_MODELS = 50
 TEMPLATES = Path(__file__).with_name("templates")
 # The row fields a page shows or a table needs; the rest (parameters, timings) only slows every
 # selection of rows down on a large store.
@@ -202,6 +205,7 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
         "demo_note": tables.DEMO_NOTE, "left_out": left_out,
         "provenance": leaderboard.provenance(every, stores, synthetic),
         "models": [{"model": p.model, "slug": p.slug} for p in pages],
+        "models_elsewhere": 0,
         "legend": tables.legend("2", chosen) if not chosen.empty else "",
         "averages": leaderboard.averages(boards),
     }
@@ -217,9 +221,15 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
             stage.check()
             index = env.get_template("index.html.j2").render(**context, boards=boards, figures=shown_figures, root="")
             written.append(write_text(folder / "index.html", index))
-            for page in pages:
+            # Past NAV_MODELS models a page does not list them all (every page listing every model
+            # grows the report with the square of the models): the leaderboards link each.
+            many = len(pages) > NAV_MODELS
+            for page in working.per_model(pages, "writing the model pages"):
+                own = {"models": [], "models_elsewhere": len(pages),
+                       "provenance": {**context["provenance"], "models": [
+                           m for m in context["provenance"]["models"] if m["model"] == page.model]}} if many else {}
                 text = env.get_template("model.html.j2").render(
-                    **context, page=page, root="../",
+                    **{**context, **own}, page=page, root="../",
                     figures=[f for f in shown_figures if f.get("model") == page.model])
                 written.append(write_text(inside(folder / "models", f"{page.slug}.html", what="a model's name"), text))
                 stage.check()
