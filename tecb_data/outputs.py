@@ -254,6 +254,39 @@ def _missing_parents(folder: Path) -> list[Path]:
     return missing
 
 
+def _remove_unused(made: list[Path]) -> None:
+    """Remove the folders ``made`` (deepest first, as :func:`_missing_parents` lists them) and the
+    folders created inside the deepest, as long as they hold no file: one that holds anything now
+    (another run's, or this run's work) stays, and so do the folders above it."""
+    if not made:
+        return
+    for root, folders, files in os.walk(made[0], topdown=False):
+        if not files:
+            with contextlib.suppress(OSError):
+                os.rmdir(root)
+    for path in made:
+        try:
+            path.rmdir()
+        except FileNotFoundError:
+            continue  # removed above
+        except OSError:
+            break
+
+
+@contextlib.contextmanager
+def removed_if_unused(folder: str | Path) -> Iterator[Path]:
+    """Around a command that may create ``folder`` (a cache) as it goes: if the command fails, the
+    folders of ``folder``'s path it created are removed again unless they hold a file, so a run
+    that failed before any work (an unreachable scheduler) leaves no empty folder behind."""
+    folder = Path(folder)
+    made = _missing_parents(folder)
+    try:
+        yield folder
+    except BaseException:
+        _remove_unused(made)
+        raise
+
+
 @contextlib.contextmanager
 def created_folder(folder: str | Path) -> Iterator[Path]:
     """Create ``folder`` (and its parents) for a command's output; if the body fails or is

@@ -231,6 +231,10 @@ def run_grid(
     sources = list(datasets)
     datasets = [load_dataset(item) for item in sources]
     with contextlib.ExitStack() as stack:
+        if cache_dir is not None:
+            from tecb_data.outputs import removed_if_unused
+
+            stack.enter_context(removed_if_unused(cache_dir))  # exits last: after the caches have closed
         samples = stack.enter_context(SampleCache(cache_dir))
         # MTEB's draws that are not stored start now in a child process (tecb_eval.grid.samples),
         # while this process checks the models (the child writes nothing) ...
