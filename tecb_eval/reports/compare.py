@@ -127,9 +127,20 @@ class Comparison:
         if self.holds:
             return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: the ranking holds."
         why = "within split and seed noise"
+        excludes = self.low > 0 or self.high < 0
+        rejects = self.p_value < 1 - self.confidence
         if 2.0 / 2 ** self.splits >= 1 - self.confidence:
             # The exact sign-flip test's smallest p is 2 / 2**splits: too few splits can never reject.
             why = f"too few splits to tell (no sign-flip p can fall below {1 - self.confidence:.2g} with {self.splits})"
+            if excludes:
+                why += ("; the interval excludes 0, but the sign-flip test cannot reject, and a ranking holds only "
+                        "when both agree")
+        elif excludes != rejects:
+            # Two tests of one difference: the bootstrap resamples splits, the sign-flip test flips
+            # each split's sign; with few splits they can disagree, and the verdict needs both.
+            why = (f"the interval {'excludes' if excludes else 'includes'} 0 but the sign-flip test "
+                   f"{'does not reject' if excludes else 'rejects'} (p = {self.p_value:.4f}), and a ranking holds "
+                   "only when both agree")
         return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: {why}, the ranking does not hold."
 
     def _draws_sentence(self, ahead: str, behind: str) -> str:
