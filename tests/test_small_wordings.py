@@ -1,5 +1,6 @@
 """Small wordings that said something odd: a count of one row is "1 row", a one-dataset Figure 1
-legend does not name "texts" as its dataset."""
+legend does not name "texts" as its dataset, and rows of empty text are counted as empty, none as
+an exact duplicate "(one copy kept)" of a copy that was not kept."""
 
 from __future__ import annotations
 
@@ -24,3 +25,14 @@ def test_a_one_dataset_legend_names_no_dataset():
     assert legend_title(["BlurbsClusteringS2S"]) == "label (texts)"
     assert legend_title(["BlurbsClusteringS2S", "BlurbsClusteringP2P"]) == \
         "label (texts: BlurbsClusteringS2S | BlurbsClusteringP2P)"
+
+
+def test_rows_of_empty_text_are_all_counted_as_empty_none_as_a_kept_copy(tmp_path):
+    from tablefiles import table_build, table_rows
+
+    path = tmp_path / "t.tsv"
+    path.write_text("text\tlabel\n" + "".join(f"{t}\t{l}\n" for t, l in table_rows(40)) + "\tSport\n" * 10,
+                    encoding="utf-8")
+    done = table_build(path, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "removed_empty_text 10" in done.stdout and "removed_exact_duplicate 0" in done.stdout, done.stdout

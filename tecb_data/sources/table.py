@@ -701,7 +701,12 @@ def _unique_ids(path: Path, source: TableSource, records: list[_Record], removal
         if first is None:
             by_id[record.id] = record
         elif (first.texts, first.labels) == (record.texts, record.labels):
-            removals.add("exact_duplicate", record, f"same id, text and label as {first.where}")
+            unusable = _unusable(record, source)
+            if unusable is not None:
+                # No copy of it is kept: each is removed for what it is, not as a duplicate of a kept one.
+                removals.add(*unusable)
+            else:
+                removals.add("exact_duplicate", record, f"same id, text and label as {first.where}")
         else:
             raise UserError(f"{path}: {record.where}, column {source.id!r}: id {record.id!r} is also the id of "
                             f"{first.where}, with another text or label; ids must be unique")
@@ -713,15 +718,23 @@ def _duplicate_key(record: _Record) -> tuple:
     return tuple(unicodedata.normalize("NFC", record.texts[view]) for view in sorted(record.texts))
 
 
+def _unusable(record: _Record, source: TableSource) -> tuple | None:
+    """(reason, record[, detail]) for :class:`_Removals` where ``record``'s text cannot be a sample, else None."""
+    if any(not text for text in record.texts.values()):
+        return ("empty_text", record)
+    if any(len(text) < source.min_chars for text in record.texts.values()):
+        return ("too_short", record, f"fewer than {source.min_chars} characters")
+    return None
+
+
 def clean(records: list[_Record], source: TableSource, removals: _Removals, progress=None) -> list[_Record]:
     """Remove what cannot be a clustering sample, counting each record under its reason. ``records``
     are sorted by id and unique by id; the result is too, whatever the input order."""
     kept = []
     for record in records:
-        if any(not text for text in record.texts.values()):
-            removals.add("empty_text", record)
-        elif any(len(text) < source.min_chars for text in record.texts.values()):
-            removals.add("too_short", record, f"fewer than {source.min_chars} characters")
+        unusable = _unusable(record, source)
+        if unusable is not None:
+            removals.add(*unusable)
         else:
             kept.append(record)
     if source.language_filter:
