@@ -15,6 +15,7 @@ import pytest
 
 from conftest import run_cli_here
 from tablefiles import built_texts, table_build, table_rows
+from tecb_data.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,3 +92,14 @@ def test_a_command_whose_standard_output_is_closed_fails_in_one_line(blurbs_fold
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode != 0 and len(lines) == 1 and "standard output is closed" in lines[0], done.stderr
     assert "atexit" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_layer_out_of_range_names_the_whole_range_negative_ones_included(tiny_bert):
+    from tecb_eval.models.kinds.mean_pooling import MeanPoolingEncoder
+
+    last = MeanPoolingEncoder(tiny_bert, "tiny", layer=-1)
+    n = last.n_layers
+    assert last.identity == MeanPoolingEncoder(tiny_bert, "tiny").identity  # -1 is the last layer
+    with pytest.raises(UserError) as error:
+        MeanPoolingEncoder(tiny_bert, "tiny", layer=n + 1)
+    assert f"0..{n}" in str(error.value) and f"-{n + 1}..-1" in str(error.value)
