@@ -36,3 +36,19 @@ def test_rows_of_empty_text_are_all_counted_as_empty_none_as_a_kept_copy(tmp_pat
     done = table_build(path, tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert "removed_empty_text 10" in done.stdout and "removed_exact_duplicate 0" in done.stdout, done.stdout
+
+
+def test_a_cell_twice_with_other_scores_is_noted_with_its_lines(tmp_path, small_store, capsys):
+    import json
+
+    from tecb_eval.grid.store import ResultsStore
+
+    lines = small_store.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    row["v_measure"] = row["v_measure"] / 2
+    joined = tmp_path / "joined.jsonl"
+    joined.write_text("\n".join([*lines, json.dumps(row), lines[1]]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    ResultsStore(joined)
+    err = capsys.readouterr().err
+    assert f"1 cell(s) appear twice with different scores (lines 1 and {len(lines) + 1})" in err, err

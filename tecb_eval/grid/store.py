@@ -367,6 +367,8 @@ class ResultsStore:
         self.path = None if path is None else Path(path)
         self.rows: list[dict] = []
         self.skipped: list[tuple[int, str]] = []  # (line number, what is wrong) of rows read but not kept
+        self.differing: list[tuple[int, int]] = []  # (earlier line, later line) of one cell with other scores
+        self._lines: dict[tuple, int] = {}  # a cell's key -> the line it was last read from
         self._keys: dict[tuple, int] = {}
         self._plain: set[str] = set()  # names checked to be plain (tecb_data.outputs.name_problem)
         self._tail: int | None = None  # where a torn last line starts (cut before the next append)
@@ -433,6 +435,12 @@ class ResultsStore:
                 self._tail = offset
             else:
                 raise self._foreign(len(lines))
+        if self.differing:
+            listed = ", ".join(f"lines {a} and {b}" for a, b in self.differing[:3])
+            more = f" and {len(self.differing) - 3} more" if len(self.differing) > 3 else ""
+            print(f"note: {self.path}: {len(self.differing)} cell(s) appear twice with different scores ({listed}{more}); "
+                  "the later line of each is used (two stores joined into one?): keep one line per cell",
+                  file=sys.stderr)
         if self.skipped:
             listed = "; ".join(f"line {number}: {problem}" for number, problem in self.skipped[:3])
             more = f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
@@ -444,7 +452,12 @@ class ResultsStore:
         if key is None:
             self.skipped.append((number, row_problem(row)))
         else:
-            self._remember(with_defaults(row), key)
+            row = with_defaults(row)
+            earlier = self._lines.get(key)
+            if earlier is not None and self.rows[self._keys[key]].get("v_measure") != row.get("v_measure"):
+                self.differing.append((earlier, number))
+            self._lines[key] = number
+            self._remember(row, key)
 
     def _check_names(self, number: int, row: dict) -> None:
         """A row whose dataset names are no plain names is refused, not skipped: an export names
