@@ -52,3 +52,21 @@ def test_a_cell_twice_with_other_scores_is_noted_with_its_lines(tmp_path, small_
     ResultsStore(joined)
     err = capsys.readouterr().err
     assert f"1 cell(s) appear twice with different scores (lines 1 and {len(lines) + 1})" in err, err
+
+
+def test_two_model_names_that_share_an_mteb_folder_are_named(tmp_path, small_store):
+    import json
+
+    import pytest
+
+    from tecb_data.errors import UserError
+    from tecb_eval.grid.store import ResultsStore
+    from tecb_eval.mteb.results import write_results
+
+    rows = [json.loads(line) for line in small_store.read_text(encoding="utf-8").splitlines()]
+    both = [{**r, "model": "org/m"} for r in rows] + [{**r, "model": "org__m"} for r in rows]
+    store = tmp_path / "both.jsonl"
+    store.write_text("".join(json.dumps(r) + "\n" for r in both), encoding="utf-8")
+    with pytest.raises(UserError, match=r"models 'org/m' and 'org__m': .*folder 'org__m'"):
+        write_results(ResultsStore(store).frame(), tmp_path / "mteb")
+    assert not (tmp_path / "mteb").exists()
