@@ -155,6 +155,7 @@ def build_table(
                           outputs=[Path(out) / f"{name}-{view}" for view in wanted], ours=_is_report)
     with closing(Progress(desc="reading table rows", unit="rows", enabled=progress)) as bar, Heartbeat(bar):
         result, examples = table.read_table(Path(input_path), source, progress=bar)
+    _say_few_texts(result.items, source.min_per_label)
     shared = recipe.make_splits(result.items, seed) if paired else None
     made = {view: shared if paired else recipe.make_splits(result.items, seed, view=view) for view in wanted}
     if not all(made.values()):
@@ -314,6 +315,26 @@ def check_out_beside_inputs(out: Path, names, inputs) -> None:
         if is_dataset_folder(folder):
             raise UserError(f"--out {out}: lies inside the dataset folder {folder}, whose files its manifest lists; "
                             "choose an output folder outside it")
+
+
+# A label with fewer texts than this is kept (unless --min-per-label says otherwise), with a note.
+FEW_TEXTS = 5
+
+
+def _say_few_texts(items, min_per_label: int) -> None:
+    """A note naming the labels kept with fewer than :data:`FEW_TEXTS` texts: a cluster of three
+    texts is a thin target, and whether to keep it is the user's choice (``--min-per-label``)."""
+    from collections import Counter
+
+    if min_per_label >= FEW_TEXTS:
+        return
+    counts = Counter((level, value) for item in items for level, value in item.labels.items() if value)
+    few = sorted(((level, value), n) for (level, value), n in counts.items() if n < FEW_TEXTS)
+    if few:
+        listed = ", ".join(f"{value!r} {n}" for (_, value), n in few[:5])
+        more = f" and {len(few) - 5} more" if len(few) > 5 else ""
+        print(f"note: {len(few)} label(s) kept with fewer than {FEW_TEXTS} texts ({listed}{more}); "
+              f"pass --min-per-label {FEW_TEXTS} to remove their rows", file=sys.stderr)
 
 
 def _is_report(path: Path) -> bool:

@@ -70,3 +70,16 @@ def test_two_model_names_that_share_an_mteb_folder_are_named(tmp_path, small_sto
     with pytest.raises(UserError, match=r"models 'org/m' and 'org__m': .*folder 'org__m'"):
         write_results(ResultsStore(store).frame(), tmp_path / "mteb")
     assert not (tmp_path / "mteb").exists()
+
+
+def test_labels_kept_with_few_texts_are_named_in_a_note(tmp_path):
+    from tablefiles import table_build, table_rows
+
+    rows = table_rows(40) + [(f"Wahl und Regen Nummer {i}", "Regenwahl") for i in range(3)]
+    path = tmp_path / "t.tsv"
+    path.write_text("text\tlabel\n" + "".join(f"{t}\t{l}\n" for t, l in rows), encoding="utf-8")
+    done = table_build(path, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "note: 1 label(s) kept with fewer than 5 texts ('Regenwahl' 3); pass --min-per-label 5" in done.stderr
+    done = table_build(path, tmp_path / "out2", "--min-per-label", "5")
+    assert done.returncode == 0 and "kept with fewer" not in done.stderr, done.stderr
