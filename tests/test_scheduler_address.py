@@ -133,3 +133,35 @@ def test_a_real_scheduler_still_connects():
             assert client.scheduler_info()["address"] == cluster.scheduler_address
         finally:
             client.close()
+
+
+def _fails(error):
+    raise error
+
+
+def _dies():
+    import os
+
+    os._exit(1)  # as a worker killed for its memory ends
+
+
+def test_a_worker_that_cannot_import_or_keeps_dying_is_one_line(kept_environment):
+    import dask
+    from distributed import Client, LocalCluster
+
+    from tecb_eval.grid.cluster_encode import ClusterEncoder
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        encoder = ClusterEncoder(client, print)
+        with pytest.raises(UserError) as error:
+            encoder._call("checking the models", _fails, ModuleNotFoundError("No module named 'torch'", name="torch"))
+        assert "a Dask worker cannot import torch" in str(error.value) and "\n" not in str(error.value)
+    # Dask's own verdict on a task whose workers died (here after one death): one line, naming memory.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with pytest.raises(UserError) as error:
+            ClusterEncoder(client, lambda message: None)._call("opening minilm-l6", _dies)
+        assert "opening minilm-l6: every Dask worker that tried it died" in str(error.value)
+        assert "memory" in str(error.value) and "\n" not in str(error.value)

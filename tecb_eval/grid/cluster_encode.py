@@ -279,12 +279,25 @@ class ClusterEncoder:
 
     def _call(self, what: str, function, *args, **options):
         """One task's result, a lost worker retried; a cluster that stops answering: one line."""
+        from distributed import KilledWorker
+
         from tecb_eval.grid.dask_executor import worker_lost
 
         for attempt in range(MAX_ATTEMPTS):
             try:
                 return self.client.submit(function, *args, pure=False, resources=self.resources, **options).result()
+            except KilledWorker:
+                # Dask has tried it on several workers already, each of which died running it.
+                raise UserError(f"{what}: every Dask worker that tried it died (Dask gave up after several); "
+                                "most often the model does not fit a worker's memory: give the workers a higher "
+                                "--memory-limit or more memory, or use a smaller model") from None
+            except ImportError as exc:  # raised on the worker: a package it lacks or cannot load
+                raise UserError(f"{what}: a Dask worker cannot import {exc.name or 'a module'} ({exc}); install "
+                                "tecb with the same extras on every worker") from None
             except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
+                if worker_lost(exc) and attempt == MAX_ATTEMPTS - 1:
+                    raise UserError(f"{what}: its Dask worker was lost {MAX_ATTEMPTS} times (out of memory?); give "
+                                    "the workers more memory or use a smaller model") from None
                 if not (worker_lost(exc) or isinstance(exc, OSError)) or attempt == MAX_ATTEMPTS - 1:
                     if isinstance(exc, OSError):
                         raise UserError(f"the Dask cluster stopped answering while {what} "
