@@ -358,6 +358,15 @@ def interrupted_state(since: int = 0) -> str:
     return "no cell had finished, so no results were kept; rerun the same command"
 
 
+def _note_differing(path: Path, differing: list[tuple[int, int]]) -> None:
+    """A note naming the cells a store holds twice with different scores, by their lines."""
+    if differing:
+        listed = ", ".join(f"lines {a} and {b}" for a, b in differing[:3])
+        more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+        print(f"note: {path}: {len(differing)} cell(s) appear twice with different scores ({listed}{more}); the "
+              "later line of each is used (two stores joined into one?): keep one line per cell", file=sys.stderr)
+
+
 class ResultsStore:
     """The rows of a results file (``path=None``: in memory only). ``lock=True``: hold the store
     exclusively (see the module docstring) until :meth:`close`, the end of a ``with`` block, or
@@ -435,12 +444,7 @@ class ResultsStore:
                 self._tail = offset
             else:
                 raise self._foreign(len(lines))
-        if self.differing:
-            listed = ", ".join(f"lines {a} and {b}" for a, b in self.differing[:3])
-            more = f" and {len(self.differing) - 3} more" if len(self.differing) > 3 else ""
-            print(f"note: {self.path}: {len(self.differing)} cell(s) appear twice with different scores ({listed}{more}); "
-                  "the later line of each is used (two stores joined into one?): keep one line per cell",
-                  file=sys.stderr)
+        _note_differing(self.path, self.differing)
         if self.skipped:
             listed = "; ".join(f"line {number}: {problem}" for number, problem in self.skipped[:3])
             more = f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
