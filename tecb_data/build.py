@@ -17,6 +17,7 @@ from tecb_data.progress import LINE_INTERVAL, Progress
 from tecb_data import layout
 from tecb_data.contents import prepare, publish_all
 from tecb_data.demo import is_demo_records
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.outputs import check_output_file
 from tecb_data.seeding import DEFAULT_SEED
@@ -218,14 +219,7 @@ def build_table(
         if settings.sample is not None and settings.sample > kept:
             raise UserError(f"--sample {settings.sample:,}: larger than the {kept:,} texts kept after cleaning; "
                             f"give at most {kept:,}, or leave --sample out for every text")
-    if not source.labelled:
-        kept = result.report["kept"]
-        if kept < 2:
-            raise UserError(f"{input_path}: {kept} text{'s' if kept != 1 else ''} left after cleaning "
-                            f"({result.report['rows_read']:,} rows read); clustering needs two or more")
-        if settings.sample is not None and settings.sample > kept:
-            raise UserError(f"--sample {settings.sample:,}: larger than the {kept:,} texts kept after cleaning; "
-                            f"give at most {kept:,}, or leave --sample out for every text")
+    _say_few_texts(result.items, source.min_per_label)
     shared = recipe.make_splits(result.items, seed) if paired else None
     made = {view: shared if paired else recipe.make_splits(result.items, seed, view=view) for view in wanted}
     if not all(made.values()):
@@ -392,11 +386,31 @@ def check_out_beside_inputs(out: Path, names, inputs) -> None:
                             "choose an output folder outside it")
 
 
+# A label with fewer texts than this is kept (unless --min-per-label says otherwise), with a note.
+FEW_TEXTS = 5
+
+
+def _say_few_texts(items, min_per_label: int) -> None:
+    """A note naming the labels kept with fewer than :data:`FEW_TEXTS` texts: a cluster of three
+    texts is a thin target, and whether to keep it is the user's choice (``--min-per-label``)."""
+    from collections import Counter
+
+    if min_per_label >= FEW_TEXTS:
+        return
+    counts = Counter((level, value) for item in items for level, value in item.labels.items() if value)
+    few = sorted(((level, value), n) for (level, value), n in counts.items() if n < FEW_TEXTS)
+    if few:
+        listed = ", ".join(f"{value!r} {n}" for (_, value), n in few[:5])
+        more = f" and {len(few) - 5} more" if len(few) > 5 else ""
+        print(f"note: {len(few)} label(s) kept with fewer than {FEW_TEXTS} texts ({listed}{more}); "
+              f"pass --min-per-label {FEW_TEXTS} to remove their rows", file=sys.stderr)
+
+
 def _is_report(path: Path) -> bool:
     """Whether ``path`` is a removed-rows report an earlier build wrote (what --report may replace)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        document = json.loads(inputs.read_text(path, what=f"--report {path}"))
+    except (OSError, UnicodeDecodeError, ValueError, UserError):
         return False
     return isinstance(document, dict) and set(document) == {"report", "examples", "datasets"}
 

@@ -71,7 +71,10 @@ def _cmd_build(args) -> int:
     if wrong or (reader.input != "input" and args.input is not None) or (not reader.views and args.view):
         raise UserError(reader.usage)
     input_path = demo_input(args.source) if args.demo else given
-    views = tuple(args.view) if args.view else None
+    views = tuple(dict.fromkeys(args.view)) if args.view else None
+    for view in sorted({v for v in args.view or () if args.view.count(v) > 1}):
+        # As `tecb-eval run --data` does with a dataset given twice: one build of it, said.
+        print(f"note: --view {view} given {args.view.count(view)} times; it is built once", file=sys.stderr)
     options = {keyword: getattr(args, dest) for dest, keyword in reader.options.items() if getattr(args, dest) is not None}
     run: dict = {}
     built = build(args.source, input_path, args.out, seed=args.seed, views=views, paired=args.paired,

@@ -49,6 +49,10 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message: str):
         # argparse names a missing option "the following arguments are required: --out"; one line of
         # that and where the help is, instead of the usage block above it.
+        if message.endswith("expected one argument"):
+            # `--memory-limit -5GB`: argparse takes a value that starts with "-" for another option.
+            option = message.removeprefix("argument ").split(":")[0].split("/")[-1]
+            message += f" (a value that starts with '-' is given as {option}=VALUE)"
         self.exit(2, f"{self.prog}: error: {message}; try `{self.prog} --help`\n")
 
 

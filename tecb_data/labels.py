@@ -1,9 +1,11 @@
 """Label spellings: one label a reader sees is one label in the data.
 
-Every label is normalised (:func:`normalise`: Unicode NFC, format characters dropped, whitespace
-collapsed) and each change is counted. Labels that still differ but fold together (:func:`fold_key`:
-NFKC, casefold, the confusables skeleton of Unicode TS #39) are two spellings of one label as far as
-a reader can tell: the table source stops on them unless told to keep them apart or merge them.
+Every label is normalised (:func:`normalise`: Unicode NFC, format characters and every other
+code point Unicode marks Default_Ignorable dropped, whitespace and blanks collapsed) and each change is
+counted. Labels that still differ but fold together (:func:`fold_key`: NFKC, case, the confusables
+skeleton of Unicode TS #39) are two spellings of one label as far as a reader can tell: the table
+source stops on them unless told to keep them apart or merge them. ``ß`` and ``ss`` are two
+spellings of two German words (``Maße``, ``Masse``), never one label's case.
 """
 
 from __future__ import annotations
@@ -12,19 +14,34 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_SPACES = re.compile(r"\s+")
+# U+2800 BRAILLE PATTERN BLANK renders as an empty cell but is neither whitespace nor ignorable to
+# Unicode; it collapses with the whitespace. (The Hangul fillers, which render as nothing too, are
+# Default_Ignorable and dropped with the rest.)
+_BLANKS = "\u2800"
+_SPACES = re.compile(r"[\s" + _BLANKS + r"]+")
 # The comment column of confusables.txt wraps right-to-left characters in LEFT-TO-RIGHT MARKs for
 # display; confusable-homoglyphs copies them into its entries, they are no part of the character.
 _DISPLAY_MARKS = str.maketrans("", "", "\u200e\u200f")
 
 # What each normalisation step is counted as in the build report.
-CHANGES = ("nfc", "format_characters", "whitespace")
+CHANGES = ("nfc", "format_characters", "invisible_characters", "whitespace")
+
+
+@lru_cache(maxsize=1)
+def _ignorable():
+    """Unicode's Default_Ignorable_Code_Point property (DerivedCoreProperties.txt) as the ``regex``
+    module derives it from the Unicode version it ships: combining grapheme joiner, Hangul fillers,
+    variation selectors (VS16 included), Mongolian free variation selectors, tags, reserved ones."""
+    import regex
+
+    return regex.compile(r"\p{Default_Ignorable_Code_Point}")
 
 
 def normalise(label: str) -> tuple[str, tuple[str, ...]]:
     """``label`` in NFC, without format characters (Unicode category Cf: zero-width space, soft
-    hyphen, BOM, word joiner, ...), runs of whitespace as one space and trimmed; and which of
-    :data:`CHANGES` altered it."""
+    hyphen, BOM, word joiner, ...), without any other code point Unicode marks Default_Ignorable
+    (invisible characters: combining grapheme joiner, Hangul filler, variation selectors, ...),
+    runs of whitespace and blanks as one space and trimmed; and which of :data:`CHANGES` altered it."""
     changes = []
     composed = unicodedata.normalize("NFC", label)
     if composed != label:
@@ -32,8 +49,11 @@ def normalise(label: str) -> tuple[str, tuple[str, ...]]:
     visible = "".join(c for c in composed if unicodedata.category(c) != "Cf")
     if visible != composed:
         changes.append("format_characters")
-    collapsed = _SPACES.sub(" ", visible).strip()
-    if collapsed != visible:
+    shown = _ignorable().sub("", visible)
+    if shown != visible:
+        changes.append("invisible_characters")
+    collapsed = _SPACES.sub(" ", shown).strip()
+    if collapsed != shown:
         changes.append("whitespace")
     return collapsed, tuple(changes)
 
@@ -85,10 +105,16 @@ def skeleton(text: str) -> str:
     return unicodedata.normalize("NFD", "".join(out))
 
 
+def fold_case(text: str) -> str:
+    """``text`` case-folded, except that ``ß`` and capital ``ẞ`` stay ``ß``: full case folding maps
+    them to ``ss``, which joins two German words (``Maße``, ``Masse``) that are no case of each other."""
+    return "".join("ß" if c in "ßẞ" else c.casefold() for c in text)
+
+
 def fold_key(label: str) -> str:
-    """What a reader cannot tell apart: NFKC (ligatures, full-width letters), casefold, then the
-    confusables skeleton (a Cyrillic а, a non-breaking hyphen, a typographic apostrophe)."""
-    return skeleton(unicodedata.normalize("NFKC", label).casefold())
+    """What a reader cannot tell apart: NFKC (ligatures, full-width letters), case (:func:`fold_case`),
+    then the confusables skeleton (a Cyrillic а, a non-breaking hyphen, a typographic apostrophe)."""
+    return skeleton(fold_case(unicodedata.normalize("NFKC", label)))
 
 
 def how_they_fold(a: str, b: str) -> str:
@@ -96,6 +122,6 @@ def how_they_fold(a: str, b: str) -> str:
     nfkc = lambda s: unicodedata.normalize("NFKC", s)
     if nfkc(a) == nfkc(b):
         return "they are one under NFKC (a ligature, a full-width or other compatibility character)"
-    if nfkc(a).casefold() == nfkc(b).casefold():
+    if fold_case(nfkc(a)) == fold_case(nfkc(b)):
         return "they differ in case only"
     return "their characters look alike (Unicode's confusables, TS #39)"

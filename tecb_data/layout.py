@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from tecb_data import publication
+from tecb_data import inputs, publication
 from tecb_data.errors import UserError, VerificationError
 from tecb_data.outputs import created_folder, name_problem, write_failed
 
@@ -253,7 +253,7 @@ def read_manifest(folder: Path) -> dict:
     if not path.is_file():
         raise UserError(f"{folder}: no {MANIFEST}; is this a folder written by `tecb-data build`?")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(inputs.read_text(path, what=str(path)))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise VerificationError(f"{path}: damaged manifest ({exc}); rebuild the dataset") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):

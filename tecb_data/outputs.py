@@ -28,6 +28,7 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from tecb_data import inputs as readers
 from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
 
@@ -101,8 +102,8 @@ def is_dataset_folder(folder: Path) -> bool:
     """Whether ``folder`` is a published dataset: its manifest.json is a tecb manifest (a JSON object
     with the files it lists and their fingerprint), not any file of that name (a web project's)."""
     try:
-        manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        manifest = json.loads(readers.read_text(Path(folder) / "manifest.json", what=str(folder)))
+    except (OSError, UnicodeDecodeError, ValueError, UserError):
         return False
     return isinstance(manifest, dict) and "files" in manifest and "fingerprint" in manifest
 
@@ -173,6 +174,10 @@ def check_output_file(path: str | Path, *, option: str, inputs: Iterable[str | P
                         "choose another file") from None
     if target.is_dir():
         raise UserError(f"{option} {shown}: a folder; name the file to write")
+    if target.exists() and not target.is_file():
+        # A device or a FIFO would take what is written (or block) and be no file afterwards.
+        raise UserError(f"{option} {shown}: is {readers.kind(target.stat().st_mode)}, not a regular file this command "
+                        "may write; name a file")
     for item in inputs:
         if item is None or not _resolvable(item):
             continue
@@ -208,8 +213,8 @@ def check_output_file(path: str | Path, *, option: str, inputs: Iterable[str | P
 def written_by(folder: str | Path) -> str | None:
     """The command named by ``folder``'s marker, or None (no marker, unreadable, not ours)."""
     try:
-        marker = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        marker = json.loads(readers.read_text(Path(folder) / MARKER, what=str(folder)))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UserError):
         return None
     return marker.get("written_by") if isinstance(marker, dict) else None
 
@@ -247,6 +252,39 @@ def _missing_parents(folder: Path) -> list[Path]:
             break
         missing.append(path)
     return missing
+
+
+def _remove_unused(made: list[Path]) -> None:
+    """Remove the folders ``made`` (deepest first, as :func:`_missing_parents` lists them) and the
+    folders created inside the deepest, as long as they hold no file: one that holds anything now
+    (another run's, or this run's work) stays, and so do the folders above it."""
+    if not made:
+        return
+    for root, folders, files in os.walk(made[0], topdown=False):
+        if not files:
+            with contextlib.suppress(OSError):
+                os.rmdir(root)
+    for path in made:
+        try:
+            path.rmdir()
+        except FileNotFoundError:
+            continue  # removed above
+        except OSError:
+            break
+
+
+@contextlib.contextmanager
+def removed_if_unused(folder: str | Path) -> Iterator[Path]:
+    """Around a command that may create ``folder`` (a cache) as it goes: if the command fails, the
+    folders of ``folder``'s path it created are removed again unless they hold a file, so a run
+    that failed before any work (an unreachable scheduler) leaves no empty folder behind."""
+    folder = Path(folder)
+    made = _missing_parents(folder)
+    try:
+        yield folder
+    except BaseException:
+        _remove_unused(made)
+        raise
 
 
 @contextlib.contextmanager
@@ -444,8 +482,8 @@ def _holds_only(folder: Path, kept: set[Path]) -> bool:
 def _listed_files(folder: Path) -> list[str] | None:
     """The files ``folder``'s marker says its command wrote (relative paths), or None if it does not say."""
     try:
-        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        marker = json.loads(readers.read_text(folder / MARKER, what=str(folder)))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UserError):
         return None
     files = marker.get("files") if isinstance(marker, dict) else None
     return files if isinstance(files, list) and all(isinstance(f, str) for f in files) else None
@@ -621,8 +659,8 @@ def _begun_for(work: Path, command: str, key: dict) -> bool:
     if not (work.is_dir() and not work.is_symlink() and written_by(work) == command):
         return False
     try:
-        return json.loads((work / RESUME_KEY).read_text(encoding="utf-8")) == key
-    except (OSError, ValueError):
+        return json.loads(readers.read_text(work / RESUME_KEY, what=str(work))) == key
+    except (OSError, ValueError, UserError):
         return False
 
 

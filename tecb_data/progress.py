@@ -21,6 +21,11 @@ ETA_MIN_ITEMS = 5
 ETA_MIN_SHARE = 0.02
 
 
+def unit_for(unit: str, count: int) -> str:
+    """``unit`` ("rows", "texts", "cells") for ``count`` of them: one is a row, not "1 rows"."""
+    return unit[:-1] if count == 1 and unit.endswith("s") and not unit.endswith("ss") else unit
+
+
 def _clock(seconds: float) -> str:
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
@@ -163,7 +168,7 @@ class Progress:
         count = f"{self.n:,}/{self.total:,}" if self.total else f"{self.n:,}"
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
         tail = "" if final else self._tail()
-        print(f"{self.desc}: {count} {self.unit}{share}" + (f"; {tail}" if tail else "") + ("; done" if final and self.total and self.n >= self.total else ""),
+        print(f"{self.desc}: {count} {self.unit if self.total else unit_for(self.unit, self.n)}{share}" + (f"; {tail}" if tail else "") + ("; done" if final and self.total and self.n >= self.total else ""),
               file=self.stream, flush=True)
 
 

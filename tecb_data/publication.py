@@ -27,6 +27,9 @@ import signal
 import threading
 from pathlib import Path
 
+from tecb_data import inputs
+from tecb_data.errors import UserError
+
 log = logging.getLogger(__name__)
 JOURNAL_PREFIX = ".tecb-publish-"
 _DEFERRED = (signal.SIGINT, signal.SIGTERM)
@@ -196,9 +199,9 @@ def recover(out: Path) -> list[str]:
             path.unlink(missing_ok=True)
             continue
         try:
-            journal = json.loads(path.read_text(encoding="utf-8"))
+            journal = json.loads(inputs.read_text(path, what=str(path)))
             state, entries = journal["state"], journal["entries"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, UserError):
             continue  # not ours to judge; left for a person
         if state == "committed":
             _finish(out, entries)

@@ -69,6 +69,14 @@ def run_command(prog: str, parser, argv, *, interrupted) -> int:
         stop.install()
     code = _RAISED
     try:
+        if sys.stdout is None:
+            # Python starts with no sys.stdout when its descriptor 1 is closed (`>&-`): print() would
+            # drop every line in silence and the command would still say it succeeded.
+            code = 2
+            if sys.stderr is not None:
+                print(f"{prog}: error: standard output is closed, so what this command prints would be lost; "
+                      "send it to a file, a pipe or /dev/null", file=sys.stderr)
+            return code
         code = _run(prog, args, interrupted, stop)
         return code
     finally:
@@ -172,6 +180,8 @@ def _flushed() -> bool:
     """Flush stdout and stderr; False where stdout's reader had gone (`| head`)."""
     reader_there = True
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # its descriptor was closed when Python started
+            continue
         try:
             stream.flush()
         except BrokenPipeError:

@@ -36,8 +36,9 @@ RANKS = {
 # modules of one rank may import each other as long as the graph stays acyclic (checked below).
 DATA_RANKS = {
     # What every command stands on: errors, seeds, progress and its heartbeat, the command-line
-    # habits, network retries, folders published atomically, statistics, label spellings, the version.
-    "errors": 0, "seeding": 0, "progress": 0, "heartbeat": 0, "repeats": 0, "commandline": 0, "runner": 0,
+    # habits, network retries, folders published atomically, statistics, label spellings, the version,
+    # reading a user's file (a regular file, with a bound).
+    "errors": 0, "inputs": 0, "seeding": 0, "progress": 0, "heartbeat": 0, "repeats": 0, "commandline": 0, "runner": 0,
     "network": 0, "publication": 0, "outputs": 0, "stats": 0, "labels": 0, "version": 0,
     # What a dataset is: the declared datasets and their recipes, the card, the published layout and
     # what one folder holds.

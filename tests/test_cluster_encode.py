@@ -81,6 +81,15 @@ def test_cluster_encodes_with_the_in_process_vectors_and_scores(folder, serial, 
     assert _same_scores(reference, frame)
     identity = frame.model_identity.iloc[0]
     assert identity == reference.model_identity.iloc[0]
+    # Where the work ran, in the rows and in the summary: the workers encoded and clustered.
+    address = cluster.scheduler_address
+    assert set(frame.encoded_on) == {f"Dask workers of {address}"} and set(reference.encoded_on) == {"this process"}
+    assert all(where.startswith("Dask worker tcp://127.0.0.1:") for where in frame.clustered_on)
+    assert not any(where.startswith("Dask") for where in reference.clustered_on)
+    assert any(m.startswith(f"minilm-l6: encoded ") and f"on the Dask cluster at {address}: " in m and " shards on "
+               in m for m in messages), messages
+    assert any(m.startswith("reduced and clustered ") and f"on the Dask cluster at {address}, " in m
+               for m in messages), messages
     texts = _texts(folder)
     assert np.array_equal(_vectors(serial_cache, identity, texts), _vectors(tmp_path / "cache", identity, texts))
 

@@ -65,7 +65,10 @@ def published(out: Path) -> tuple[list[dict], dict]:
 NORMALISED = {
     "nfc": ["Künste", "Ku\u0308nste"],
     "format_characters": ["Ratgeber", "Rat\u200bgeber", "Rat\u00adgeber", "\ufeffRatgeber", "Rat\u2060geber"],
-    "whitespace": ["Neue Medien", "Neue\u00a0 Medien "],
+    "whitespace": ["Neue Medien", "Neue\u00a0 Medien ", "Neue\u2800Medien\u2800"],
+    # Default_Ignorable but not format characters (category Cf): invisible all the same.
+    "invisible_characters": ["Sport", "Sp\u034fort", "Sport\u3164", "Sport\U000E0100", "Sport\u180b",
+                             "Sport\ufe0f", "\u115fSport"],
 }
 
 
@@ -168,6 +171,28 @@ def test_different_labels_do_not_fold():
     labels = ["Sport", "Politik", "Kultur", "Wirtschaft", "Inland", "International", "Etat", "Web", "Panorama",
               "Wissenschaft", "Krimi & Thriller", "Romane & Erzählungen", "Kinderbuch & Jugendbuch"]
     assert len({fold_key(label) for label in labels}) == len(labels)
+
+
+def test_every_default_ignorable_code_point_and_blank_is_dropped_from_a_label():
+    import regex
+
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    ignorable = regex.findall(r"\p{Default_Ignorable_Code_Point}", every)
+    assert len(ignorable) > 4000  # the property, not a list: reserved ranges included
+    for c in ignorable + ["\u2800"]:
+        assert normalise(f"Sp{c}ort{c}")[0] in ("Sport", "Sp ort"), hex(ord(c))
+    assert normalise("Liebe \u2764\ufe0f") == ("Liebe \u2764", ("invisible_characters",))
+
+
+def test_sharp_s_against_ss_is_two_words_not_a_case_difference(tmp_path):
+    assert fold_key("Maße") != fold_key("Masse") and fold_key("MASSE") != fold_key("Maße")
+    assert fold_key("MAẞE") == fold_key("Maße")  # capital sharp s is the case of ß
+    rows = [{"text": f"Text {i} über {['Gewichte', 'Physik'][i % 2]}", "label": ["Maße", "Masse"][i % 2]}
+            for i in range(60)]
+    done = build(write(tmp_path, "jsonl", rows), tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    samples, _ = published(tmp_path / "out")
+    assert {row["label"] for row in samples} == {"Maße", "Masse"}
 
 
 def test_the_folds_each_join_their_pair():

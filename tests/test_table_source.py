@@ -180,6 +180,7 @@ def test_cleaning_counts_every_removed_row_by_reason_whatever_the_order(tmp_path
     assert report == {"rows_read": 55, "kept": 47, "removed_empty_text": 1, "removed_too_short": 1,
                       "removed_other_language": 0, "removed_exact_duplicate": 2, "removed_conflicting_duplicate": 2,
                       "removed_rare_label": 2, "labels_respelled_nfc": 0, "labels_respelled_format_characters": 0,
+                      "labels_respelled_invisible_characters": 0,
                       "labels_respelled_whitespace": 0, "labels_merged": 0, "labels_kept_apart": 0}
     assert report["rows_read"] == report["kept"] + sum(v for k, v in report.items() if k.startswith("removed_"))
     card = (a / layout.CARD).read_text(encoding="utf-8")

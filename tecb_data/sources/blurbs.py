@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 from xml.etree import ElementTree
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
 from tecb_data.sources import InputFile, SourceResult
@@ -125,6 +126,7 @@ def _find_inputs(path: Path) -> tuple[list[tuple[str, bytes]], list[InputFile]]:
             raise UserError(f"{path}: no blurbs_*.txt or blurbs_*.txt.gz files in this folder")
         contents = [(p.name, p.read_bytes()) for p in files]
         return contents, [InputFile.of_bytes(name, raw) for name, raw in contents]
+    inputs.check_regular(path, what=str(path))
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             members = sorted(
@@ -138,7 +140,7 @@ def _find_inputs(path: Path) -> tuple[list[tuple[str, bytes]], list[InputFile]]:
             except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
                 raise UserError(f"{path}: damaged zip file ({exc}); download it again") from None
         return contents, [InputFile.of(path)]
-    raw = path.read_bytes()
+    raw = inputs.read_bytes(path, what=str(path), limit=None)
     if raw[:4] in ZIP_MAGIC:
         # is_zipfile looks for the directory at the end of the file: a cut-off download has none
         raise UserError(f"{path}: damaged or truncated zip file (no central directory at its end); download it again")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tecb_data.progress import progress as progress_over
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.sources import reddit_api, reddit_ids
 from tecb_data.sources.reddit_api import RetryPolicy
@@ -45,9 +46,11 @@ def read_subreddits(path: Path) -> list[str]:
     """One subreddit per line (``r/`` prefix optional); blank lines and ``#`` comments are skipped."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = inputs.read_text(path, what=str(path))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file; pass a file with one subreddit name per line") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); expected one subreddit name per line") from None
     names: list[str] = []
@@ -154,9 +157,9 @@ def collect(
 def _is_id_list(path: Path) -> bool:
     """Whether ``path`` starts as the id lists ``collect`` writes start (header ``id,subreddit``)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.readline().strip().lower() == "id,subreddit"
-    except (OSError, UnicodeDecodeError):
+        with inputs.open_regular(path, what=str(path)) as fh:
+            return fh.readline(64).decode("utf-8").strip().lower() == "id,subreddit"
+    except (OSError, UnicodeDecodeError, UserError):
         return False
 
 

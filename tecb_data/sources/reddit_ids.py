@@ -21,7 +21,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tecb_data import layout, network
+from tecb_data import inputs, layout, network
 from tecb_data.errors import UserError
 from tecb_data.sources import InputFile
 
@@ -190,9 +190,9 @@ def read(ids: str | Path) -> IdList:
     path = Path(ids)
     if path.is_dir():
         return _read_folder(path)
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"{path}: no such file or folder; pass an id list, its http(s) URL or a {IDS_DATASET} folder")
-    return _from_bytes(path.read_bytes(), path.name)
+    return _from_bytes(inputs.read_bytes(path, what=str(path), limit=None), path.name)
 
 
 def write(path: Path, rows: list[tuple[str, str]]) -> None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from tecb_data import inputs
 from tecb_data import labels as spellings
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
@@ -328,7 +329,10 @@ def delimiter_of(fmt: str, source: TableSource) -> str | None:
 
 
 def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Iterator[tuple[str, dict]]]:
-    text = _text_of(path, path.read_bytes(), fmt)
+    text = _text_of(path, inputs.read_bytes(path, what=str(path), limit=None), fmt)
+    if "\r" in text and "\n" not in text:
+        # Line ends of a bare CR (old Excel's "CSV (Macintosh)"): the lines a reader would find.
+        text = text.replace("\r", "\n")
     delimiters = (source.delimiter,) if source.delimiter else (("\t",) if fmt == "tsv" else DELIMITERS)
     quotechars = (source.quotechar,) if source.quotechar else QUOTECHARS
     if delimiter_of(fmt, source) == "\t" and source.quotechar is None:
@@ -393,7 +397,7 @@ def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Ite
 
 
 def _jsonl_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iterator[tuple[str, dict]]]:
-    text = _text_of(path, path.read_bytes(), "jsonl")
+    text = _text_of(path, inputs.read_bytes(path, what=str(path), limit=None), "jsonl")
 
     def values() -> Iterator[tuple[str, dict]]:
         # Lines end at \n (a \r before it is JSON whitespace): str.splitlines would also cut at
@@ -409,16 +413,40 @@ def _jsonl_rows(path: Path, source: TableSource) -> tuple[list[str] | None, Iter
                                 "is this a JSON Lines file (one object per line)?") from None
             if not isinstance(row, dict):
                 raise UserError(f"{path}: {where}: a JSON {type(row).__name__}, not an object with columns")
+            _check_characters(path, where, row)
             yield where, row
 
     return None, values()
+
+
+def _check_characters(path: Path, where: str, row: dict) -> None:
+    """JSON can spell a lone surrogate (``"\\ud800"``), half of a UTF-16 pair and no character:
+    it can be neither written as UTF-8 nor shown, so the row is refused, naming its column."""
+    def bad(value) -> bool:
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+            return False
+        if isinstance(value, list):
+            return any(bad(v) for v in value)
+        if isinstance(value, dict):
+            return any(bad(k) or bad(v) for k, v in value.items())
+        return False
+
+    for column, value in row.items():
+        if bad(column) or bad(value):
+            raise UserError(f"{path}: {where}: column {column.encode('utf-8', 'backslashreplace').decode()!r} holds "
+                            "a lone surrogate escape (\\ud800 to \\udfff without its pair), which is no "
+                            "character; correct that escape in the file")
 
 
 def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[tuple[str, dict]]]:
     import pyarrow
     import pyarrow.parquet as pq
 
-    with open(path, "rb") as fh:
+    with inputs.open_regular(path, what=str(path)) as fh:
         head = fh.read(4)
         fh.seek(0, 2)
         size = fh.tell()
@@ -428,7 +456,8 @@ def _parquet_rows(path: Path, source: TableSource) -> tuple[list[str], Iterator[
         raise UserError(f"{path}: a Parquet file cut short (it starts with the PAR1 marker but does not end with "
                         f"it; {size:,} bytes): it is truncated, copy or download it again")
     if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-        raw = path.read_bytes()[:SNIFF_CHARS]
+        with inputs.open_regular(path, what=str(path)) as fh:
+            raw = fh.read(SNIFF_CHARS)
         looks = "text (a CSV or JSON Lines file?)" if b"\x00" not in raw else _what_it_is(raw)
         raise UserError(f"{path}: not a Parquet file (no PAR1 marker at its {'start' if head != PARQUET_MAGIC else 'end'}); "
                         f"it looks like {looks}")
@@ -688,7 +717,12 @@ def _unique_ids(path: Path, source: TableSource, records: list[_Record], removal
         if first is None:
             by_id[record.id] = record
         elif (first.texts, first.labels) == (record.texts, record.labels):
-            removals.add("exact_duplicate", record, f"same id, text and label as {first.where}")
+            unusable = _unusable(record, source)
+            if unusable is not None:
+                # No copy of it is kept: each is removed for what it is, not as a duplicate of a kept one.
+                removals.add(*unusable)
+            else:
+                removals.add("exact_duplicate", record, f"same id, text and label as {first.where}")
         else:
             raise UserError(f"{path}: {record.where}, column {source.id!r}: id {record.id!r} is also the id of "
                             f"{first.where}, with another text or label; ids must be unique")
@@ -700,15 +734,23 @@ def _duplicate_key(record: _Record) -> tuple:
     return tuple(unicodedata.normalize("NFC", record.texts[view]) for view in sorted(record.texts))
 
 
+def _unusable(record: _Record, source: TableSource) -> tuple | None:
+    """(reason, record[, detail]) for :class:`_Removals` where ``record``'s text cannot be a sample, else None."""
+    if any(not text for text in record.texts.values()):
+        return ("empty_text", record)
+    if any(len(text) < source.min_chars for text in record.texts.values()):
+        return ("too_short", record, f"fewer than {source.min_chars} characters")
+    return None
+
+
 def clean(records: list[_Record], source: TableSource, removals: _Removals, progress=None) -> list[_Record]:
     """Remove what cannot be a clustering sample, counting each record under its reason. ``records``
     are sorted by id and unique by id; the result is too, whatever the input order."""
     kept = []
     for record in records:
-        if any(not text for text in record.texts.values()):
-            removals.add("empty_text", record)
-        elif any(len(text) < source.min_chars for text in record.texts.values()):
-            removals.add("too_short", record, f"fewer than {source.min_chars} characters")
+        unusable = _unusable(record, source)
+        if unusable is not None:
+            removals.add(*unusable)
         else:
             kept.append(record)
     if source.language_filter:
@@ -762,6 +804,8 @@ def read_table(path: Path, source: TableSource, progress=None) -> tuple[SourceRe
     source.check()
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
+    if not path.is_dir():
+        inputs.check_regular(path, what=str(path))
     records, _, label_counts = _records(path, source, progress)
     _check_label_column(path, source, records)
     removals = _Removals()
@@ -843,12 +887,16 @@ def check_licence(licence: str | None) -> str:
     return licence
 
 
+# A BibTeX entry is a few hundred bytes; a megabyte is a wrong file.
+CITATION_BYTES = 2**20
+
+
 def read_citation(path: str | Path | None) -> str | None:
     if path is None:
         return None
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = inputs.read_text(path, what=f"--citation {path}", limit=CITATION_BYTES).strip()
     except FileNotFoundError:
         raise UserError(f"--citation {path}: no such file; pass a file holding the source's BibTeX entry") from None
     except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
 from tecb_data.sources import InputFile, SourceResult, collapse_spaces, csv_reader
@@ -125,7 +126,7 @@ def _read_sqlite(path: Path) -> tuple[list[Item], dict]:
 def _read_csv(path: Path) -> tuple[list[Item], dict]:
     """10kGNAD's ``label;'text'`` files: no titles and no article ids, so an article's id is a hash of
     its text (input order must not matter, and removing one article must not renumber the others)."""
-    raw = path.read_bytes()
+    raw = inputs.read_bytes(path, what=str(path), limit=None)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -177,9 +178,9 @@ def read(path: Path, progress=None) -> SourceResult:
         if not found:
             raise UserError(f"{path}: no corpus.sqlite3 or 10kGNAD .csv file in this folder")
         path = found[0]
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"{path}: no such file; pass corpus.sqlite3 of the One Million Posts Corpus or a 10kGNAD csv")
-    with open(path, "rb") as fh:
+    with inputs.open_regular(path, what=str(path)) as fh:
         head = fh.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:
         items, report = _read_sqlite(path)

@@ -11,8 +11,10 @@ from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.cli.options import selection, selection_options
 from tecb_eval.cli.results import NOTHING_YET, READ_ONLY
+from tecb_eval.reports.working import reads_store
 
 
+@reads_store("report")
 def _cmd_report(args) -> int:
     from tecb_data.outputs import published
     from tecb_eval.reports.html import render
@@ -33,6 +35,7 @@ def _cmd_report(args) -> int:
     return 0
 
 
+@reads_store("recommend")
 def _cmd_recommend(args) -> int:
     from tecb_eval.reports import compare, recommend
     from tecb_eval.reports.ranking import shared_selection

@@ -9,6 +9,7 @@ from pathlib import Path
 from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.cli.options import format_option, print_tables, selection, selection_options
+from tecb_eval.reports.working import reads_store
 
 def _print_paper_tables(reference, which: str, fmt: str) -> None:
     from tecb_eval.reports import tables as report
@@ -24,6 +25,7 @@ def _print_paper_tables(reference, which: str, fmt: str) -> None:
 READ_ONLY = "nothing was written (the command only reads the results store)"
 NOTHING_YET = "nothing was written yet"
 
+@reads_store("table")
 def _cmd_table(args) -> int:
     from tecb_eval.reports import tables as report
     from tecb_eval.reports.versions import read_store, select, versions
@@ -107,6 +109,7 @@ def _cmd_table(args) -> int:
     return 0
 
 
+@reads_store("compare")
 def _cmd_compare(args) -> int:
     from tecb_eval.reports import compare, tables as report
     from tecb_eval.reports.versions import read_store, select
@@ -143,6 +146,7 @@ def _cmd_compare(args) -> int:
     return 0
 
 
+@reads_store("export")
 def _cmd_export(args) -> int:
     from tecb_data.outputs import check_output, published
     from tecb_eval.reports.export import EXPORT, export_all, interrupted_state

@@ -32,6 +32,9 @@ def _memory_limit(text: str | None, workers: int) -> dict:
     worker, as a traceback. None and ``auto``: LocalCluster's default, the memory shared by the workers."""
     if text is None or text == "auto":
         return {}
+    if not text.strip():
+        raise UserError(f"--memory-limit {text!r}: empty; give e.g. 4GB, 512MiB, a share of RAM like 0.5, auto or 0 "
+                        "(no limit)")
     import logging
 
     from distributed.worker_memory import parse_memory_limit
@@ -40,7 +43,7 @@ def _memory_limit(text: str | None, workers: int) -> dict:
 
     try:
         limit = parse_memory_limit(text, 1, workers, logger=logging.getLogger("distributed.worker.memory"))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):  # OverflowError: "inf", which no int can hold
         raise UserError(f"--memory-limit {text!r}: not a size Dask reads; give e.g. 4GB, 512MiB, a share of RAM "
                         "like 0.5, auto (this machine's memory shared by the workers) or 0 (no limit)") from None
     if limit is not None and limit < WORKER_BASELINE_BYTES:

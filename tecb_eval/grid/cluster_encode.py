@@ -30,7 +30,7 @@ import dataclasses
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -207,7 +207,9 @@ def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: s
     encoder = copy.copy(encoder)
     encoder.truncated = {"texts": 0, "tokens": 0}
     vectors = np.concatenate([np.asarray(encoder.encode(batch)) for batch in batches])
-    return vectors, encoder.truncated
+    from tecb_eval.grid.work import dask_worker_address
+
+    return vectors, encoder.truncated, dask_worker_address()
 
 
 def warm_up_worker() -> None:
@@ -230,6 +232,7 @@ class RemoteEncoder:
     it. It encodes nothing here; :class:`ClusterEncoder` sends its texts to the cluster."""
 
     persistent = True
+    scheduler = ""  # the address of the cluster whose workers encode its texts
 
     def __init__(self, spec: ModelSpec, seed: int, bound_to: tuple | None, described: dict, truncated: dict):
         self.spec, self.seed, self.bound_to = spec, seed, bound_to
@@ -264,6 +267,8 @@ class ClusterEncoder:
 
     def __init__(self, client, log, resources: dict | None = None):
         self.client, self.log, self.resources = client, log, resources or {}
+        self.shards: dict[str, Counter] = {}  # model name -> {worker address: shards it encoded}
+        self.address = str(getattr(client.scheduler, "address", "") or "")
         self._sent: dict[tuple, ModelSpec] = {}  # a run fingerprints each model folder once
 
     def _for_workers(self, spec: ModelSpec) -> ModelSpec:
@@ -274,12 +279,25 @@ class ClusterEncoder:
 
     def _call(self, what: str, function, *args, **options):
         """One task's result, a lost worker retried; a cluster that stops answering: one line."""
+        from distributed import KilledWorker
+
         from tecb_eval.grid.dask_executor import worker_lost
 
         for attempt in range(MAX_ATTEMPTS):
             try:
                 return self.client.submit(function, *args, pure=False, resources=self.resources, **options).result()
+            except KilledWorker:
+                # Dask has tried it on several workers already, each of which died running it.
+                raise UserError(f"{what}: every Dask worker that tried it died (Dask gave up after several); "
+                                "most often the model does not fit a worker's memory: give the workers a higher "
+                                "--memory-limit or more memory, or use a smaller model") from None
+            except ImportError as exc:  # raised on the worker: a package it lacks or cannot load
+                raise UserError(f"{what}: a Dask worker cannot import {exc.name or 'a module'} ({exc}); install "
+                                "tecb with the same extras on every worker") from None
             except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
+                if worker_lost(exc) and attempt == MAX_ATTEMPTS - 1:
+                    raise UserError(f"{what}: its Dask worker was lost {MAX_ATTEMPTS} times (out of memory?); give "
+                                    "the workers more memory or use a smaller model") from None
                 if not (worker_lost(exc) or isinstance(exc, OSError)) or attempt == MAX_ATTEMPTS - 1:
                     if isinstance(exc, OSError):
                         raise UserError(f"the Dask cluster stopped answering while {what} "
@@ -321,8 +339,10 @@ class ClusterEncoder:
         spec = self._for_workers(spec)
         described = self._call(f"opening {spec.name}", describe_model, spec, seed, bound_to,
                                **self._prefer(spec, seed))
-        return RemoteEncoder(spec, seed, bound_to, described,
-                             truncated if truncated is not None else {"texts": 0, "tokens": 0})
+        encoder = RemoteEncoder(spec, seed, bound_to, described,
+                                truncated if truncated is not None else {"texts": 0, "tokens": 0})
+        encoder.scheduler = self.address
+        return encoder
 
     def bind(self, encoder: RemoteEncoder, bound_to: tuple | None) -> RemoteEncoder:
         """``encoder`` for one dataset's task (its prompt, its identity), as a worker binds it."""
@@ -405,7 +425,7 @@ class ClusterEncoder:
         for future in completed:
             index = started.running.pop(future)
             try:
-                vectors, truncated = future.result()
+                vectors, truncated, worker = future.result()
             except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
                 if not (worker_lost(exc) or isinstance(exc, OSError)):
                     raise
@@ -423,6 +443,7 @@ class ClusterEncoder:
             # One atomic store shard per task: the store's own writer, handed the worker's vectors.
             store.encode_missing(texts, lambda batch: vectors[[rows[text_key(t)] for t in batch]],
                                  chunk=len(texts))
+            self.shards.setdefault(spec.name, Counter())[worker] += 1
             counted = started.encoder.truncated
             counted["texts"] += truncated["texts"]
             counted["tokens"] += truncated["tokens"]

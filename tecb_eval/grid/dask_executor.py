@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures as cf
 import contextlib
 import logging
+import struct
 import time
 from importlib.metadata import version
 
@@ -29,20 +30,78 @@ DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) 
 
 
 def connect(address: str, timeout: float = DASK_CONNECT_TIMEOUT) -> Client:
-    """A ``distributed.Client`` for ``address``, or one line saying why not, within ``timeout``."""
+    """A ``distributed.Client`` for ``address``, or one line saying why not, within ``timeout``: a
+    transport this machine cannot use, a refused connection (at once, not after ``timeout``), a
+    server that does not speak Dask's protocol (a web server, a proxy, anything else)."""
     timeout = check_timeout(timeout)
     failure = (f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({{}}); check the address and "
                "that `dask scheduler` runs there, or raise --scheduler-timeout")
+    foreign = (f"the server at {address} does not speak Dask's protocol ({{}}); point --scheduler at the "
+               "scheduler's own port (8786 unless `dask scheduler --port` chose another), not its dashboard or "
+               "another server")
     try:
+        _check_transport(address)
         asyncio.run(_probe(address, timeout))
         return Client(address, timeout=timeout, set_as_default=False)
+    except ConnectionRefusedError:
+        raise UserError(f"the Dask scheduler at {address} refused the connection: nothing listens on that port; "
+                        "start `dask scheduler` (or `tecb-eval workers`) there, or check the address") from None
     except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
         raise UserError(failure.format(type(exc).__name__)) from None
     except ValueError as exc:
         raise UserError(f"--scheduler {address!r}: {exc}") from None
+    except NotDask as exc:
+        raise UserError(foreign.format(exc)) from None
+    except (MemoryError, struct.error, EOFError, TypeError, KeyError, IndexError) as exc:
+        # Dask reads a frame length from the first bytes it gets: an HTTP answer reads as exabytes
+        # to allocate, a few stray bytes as a frame cut short, a foreign message as no handshake.
+        raise UserError(foreign.format(f"its answer read as {type(exc).__name__}")) from None
+
+
+class NotDask(Exception):
+    """What a server that is no Dask scheduler answered, in words."""
+
+
+def _check_transport(address: str) -> None:
+    """Refuse an address whose transport distributed cannot use here (``ucx://`` without UCX)."""
+    from distributed.comm import registry
+    from distributed.comm.addressing import parse_address
+
+    scheme, _ = parse_address(address)
+    try:
+        registry.get_backend(scheme).get_connector()
+    except (ValueError, TypeError, ImportError) as exc:
+        usable = ", ".join(f"{name}://" for name in ("tcp", "tls", "ws", "wss"))
+        raise UserError(f"--scheduler {address}: distributed cannot use the {scheme}:// transport on this machine "
+                        f"({type(exc).__name__}: {exc}); use one of {usable}") from None
 
 
 async def _probe(address: str, timeout: float) -> None:
+    # A refused connection is said at once: distributed retries it until the timeout.
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme in ("tcp", "tls", "ws", "wss"):
+        host, port = parse_host_port(location)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        try:
+            if scheme == "tcp":
+                # A scheduler speaks first: its handshake, prefixed by the message's length in 8
+                # bytes. A web server or proxy waits for a request; another server sends other bytes.
+                try:
+                    head = await asyncio.wait_for(reader.readexactly(8), timeout)
+                except asyncio.IncompleteReadError as exc:
+                    raise NotDask(f"it closed the connection after {len(exc.partial)} bytes") from None
+                except (TimeoutError, asyncio.TimeoutError):
+                    raise NotDask(f"it accepted the connection but sent no handshake within {timeout:g} s, as a "
+                                  "web server or proxy waiting for a request does; a scheduler too busy to answer "
+                                  "needs a higher --scheduler-timeout") from None
+                if not 0 < int.from_bytes(head, "little") < 2**26:
+                    raise NotDask(f"its first bytes {head!r} are no Dask message")
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
     # distributed's connect() waits for the scheduler's handshake without a time limit, so a server
     # that accepts and never answers would hang the Client forever; the probe bounds the handshake.
     from distributed.comm import connect as comm_connect

@@ -123,7 +123,8 @@ class Encoding:
         started = time.perf_counter()
         counted = getattr(encoder, "truncated", None)
         before = dict(counted) if isinstance(counted, dict) else None
-        with Progress(total=len(todo), desc=f"encoding with {run.spec.name}", unit="texts",
+        where = f" on the Dask workers of {encoder.scheduler}" if getattr(encoder, "scheduler", "") else ""
+        with Progress(total=len(todo), desc=f"encoding with {run.spec.name}{where}", unit="texts",
                       enabled=self.progress) as bar:
             ahead = self._started.pop(encoder.identity, None)
             if ahead is not None:  # its shards ran while the model before clustered

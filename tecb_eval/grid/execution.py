@@ -7,6 +7,7 @@ base set's embeddings, or the cached reduction where there is one.
 from __future__ import annotations
 
 import math
+import os
 import signal
 import threading
 from dataclasses import replace
@@ -22,6 +23,12 @@ from tecb_eval.grid.plan import Pending, Plan, by_base, work_cells
 from tecb_eval.grid.work import UnitResult, WorkUnit
 from tecb_eval.models import encoders
 from tecb_eval.models.spec import ModelRun
+
+
+def encoded_on(encoder) -> str:
+    """Where this run encodes ``encoder``'s texts: the Dask workers of a scheduler, or this process."""
+    scheduler = getattr(encoder, "scheduler", None)
+    return f"Dask workers of {scheduler}" if scheduler else "this process"
 
 
 class Execution:
@@ -70,6 +77,7 @@ class Execution:
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
                                     encoding={**encoders.encoding_fields(item.encoder),
                                               **encoders.usage_fields(item.encoder, vectors.tokens_of(base_texts))},
+                                    encoded_on=encoded_on(item.encoder),
                                     identity=vectors.identity, encode_s=seconds_per_text * len(set(base_texts)))
         if slots > len(tasks):
             # Two pieces per free thread: cells differ in cost, and the last piece should be short.
@@ -80,7 +88,9 @@ class Execution:
         """Store a finished unit's rows; only this process writes the store and the caches."""
         if result.reduced is not None:
             self.reductions.put(ctx["fingerprint"], unit.reduction, unit.seed, result.reduced)
-        self.ledger.add_worker(result.pid, result.max_rss, result.cpu_s)
+        self.ledger.add_worker(result.pid, result.max_rss, result.cpu_s, result.worker)
+        clustered_on = (f"Dask worker {result.worker}" if result.worker else
+                        "this process" if result.pid == os.getpid() else "a local worker process")
         bench = ctx["bench"]
         reduction_params = algo.params_json(algo.make_reduction(unit.reduction, unit.seed))
         reduce_cached = ctx["cached"]
@@ -92,6 +102,10 @@ class Execution:
                 "model": ctx["run"].spec.name,
                 "model_identity": ctx["identity"],
                 **ctx["encoding"],  # the prompt, backend and dtype it was encoded with; an endpoint's usage
+                # Where this run encodes the model's texts (those in the embedding cache were
+                # encoded earlier) and where this cell was reduced and clustered.
+                "encoded_on": ctx["encoded_on"],
+                "clustered_on": clustered_on,
                 "dataset": bench.name,
                 "mteb_name": bench.mteb_name,
                 "language": bench.manifest.get("language", "de"),

@@ -15,6 +15,9 @@ class Ledger:
         self.wall_seconds: dict[str, float] = {}  # phase -> wall-clock seconds of this run
         self.worker_rss: dict[int, int] = {}  # worker pid -> its peak RSS in bytes
         self.worker_cpu: dict[int, float] = {}  # worker pid -> CPU seconds its units took
+        self.units_on: dict[str, int] = {}  # where units ran (a Dask worker's address, a process) -> units
+        self.shards_on: dict[str, dict[str, int]] = {}  # model -> {Dask worker address: shards it encoded}
+        self.scheduler = ""  # the Dask scheduler's address, on a cluster
         self.spent: dict[str, dict] = {}  # dataset -> what this run spent and found done there
 
     def of(self, dataset: str) -> dict:
@@ -28,17 +31,41 @@ class Ledger:
         self.encode_seconds[model] = self.encode_seconds.get(model, 0.0) + seconds
         self.encoded_texts[model] = self.encoded_texts.get(model, 0) + texts
 
+    def _encoded_where(self, model: str) -> str:
+        shards = self.shards_on.get(model)
+        if not shards:
+            return " in this process"
+        return (f" on the Dask cluster at {self.scheduler}: {sum(shards.values())} shards on {len(shards)} "
+                f"worker{'s' if len(shards) != 1 else ''} ({', '.join(f'{w} {n}' for w, n in sorted(shards.items()))})")
+
+    def _clustered_where(self) -> str:
+        units = sum(self.units_on.values())
+        workers = [w for w in self.units_on if "://" in w]
+        if workers:
+            return (f"reduced and clustered {units} units on the Dask cluster at {self.scheduler or 'the scheduler'}, "
+                    f"{len(workers)} worker{'s' if len(workers) != 1 else ''}: "
+                    + ", ".join(f"{w} {self.units_on[w]}" for w in sorted(workers)))
+        if list(self.units_on) == ["this process"]:
+            return f"reduced and clustered {units} units in this process"
+        return f"reduced and clustered {units} units in {len(self.units_on)} local worker processes"
+
     def seconds_per_text(self, model: str) -> float:
         return self.encode_seconds.get(model, 0.0) / self.encoded_texts[model] if self.encoded_texts.get(model) else 0.0
 
-    def add_worker(self, pid: int, max_rss: int, cpu_s: float) -> None:
+    def add_worker(self, pid: int, max_rss: int, cpu_s: float, worker: str = "") -> None:
+        import os
+
+        where = worker or ("this process" if pid == os.getpid() else f"local worker process {pid}")
+        self.units_on[where] = self.units_on.get(where, 0) + 1
         self.worker_rss[pid] = max(self.worker_rss.get(pid, 0), max_rss)
         self.worker_cpu[pid] = self.worker_cpu.get(pid, 0.0) + cpu_s
 
     def summary(self) -> list[str]:
         """Where this run's time went, per dataset (encoding, reductions, clustering), and its wall clock."""
         lines = [f"{name}: encoded {self.encoded_texts[name]:,} new unique texts in {seconds:.1f} s"
-                 for name, seconds in self.encode_seconds.items()]
+                 + self._encoded_where(name) for name, seconds in self.encode_seconds.items()]
+        if self.units_on:
+            lines.append(self._clustered_where())
         if not self.spent:
             return lines
         frame = pd.DataFrame(self.new_rows, columns=["dataset", "reduce_s", "cluster_s", "levels_s", "dbcv_s"])

@@ -107,6 +107,8 @@ class Grid:
                 executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
             if getattr(executor, "client", None) is not None:
                 self.encoding.cluster = ClusterEncoder(executor.client, self.log, self.encode_resources)
+                # The summary says where each model encoded and where the units ran.
+                self.ledger.scheduler, self.ledger.shards_on = self.encoding.cluster.address, self.encoding.cluster.shards
                 on_workers = [spec for spec in self.plan.models if opens_on_a_worker(spec)]
                 if on_workers:
                     self.encoding.cluster.wait_for_resources(executor.timeout, executor.address)
@@ -131,7 +133,7 @@ class Grid:
         ahead = None
         if work:
             # Encoding feeds the cells but finishes none: the bar says so, and keeps it out of its ETA.
-            bar.status(f"encoding with {run.spec.name}", working=False)
+            bar.status(f"encoding with {run.spec.name}{_on_cluster(run.encoder)}", working=False)
             embeddings = self.encoding.encode_pending(run, work)
         if self.encoding.cluster is not None and following is not None:
             # The next model's shards run on the workers this model's units leave free.
@@ -147,7 +149,8 @@ class Grid:
     def _prepare(self, spec: ModelSpec, bar) -> tuple[ModelRun, list]:
         """``spec`` opened (on a cluster: described by a worker) and its pending cells; the cells the
         store holds already are counted and kept."""
-        bar.status(f"loading {spec.name}", working=False)
+        bar.status(f"loading {spec.name}" + (" on a Dask worker" if self.encoding.cluster is not None
+                                             and opens_on_a_worker(spec) else ""), working=False)
         run = self._open_model(spec)
 
         def found(bench, row) -> None:
@@ -158,6 +161,12 @@ class Grid:
         work = self.plan.pending(spec, lambda bench: self.encoding.encoder_for(run, bench), self.store,
                                  self.metrics, found)
         return run, work
+
+
+def _on_cluster(encoder) -> str:
+    """" on the Dask workers of ADDRESS" where a cluster encodes ``encoder``'s texts, else ""."""
+    scheduler = getattr(encoder, "scheduler", "")
+    return f" on the Dask workers of {scheduler}" if scheduler else ""
 
 
 def run_grid(
@@ -290,6 +299,10 @@ def run_grid(
     sources = list(datasets)
     datasets = [load_dataset(item) for item in sources]
     with contextlib.ExitStack() as stack:
+        if cache_dir is not None:
+            from tecb_data.outputs import removed_if_unused
+
+            stack.enter_context(removed_if_unused(cache_dir))  # exits last: after the caches have closed
         samples = stack.enter_context(SampleCache(cache_dir))
         # MTEB's draws that are not stored start now in a child process (tecb_eval.grid.samples),
         # while this process checks the models (the child writes nothing) ...

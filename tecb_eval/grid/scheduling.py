@@ -59,6 +59,8 @@ def parse_memory(value) -> int | None:
     if value is None:
         return None
     text = str(value).strip()
+    if not text:  # dask's parse_bytes reads "" as 1 byte
+        raise UserError(f"memory limit {value!r}: empty; {_ASK}")
     try:
         number = float(text)
     except ValueError:

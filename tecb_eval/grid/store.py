@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
 from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score  # noqa: F401 (re-exported)
@@ -378,6 +379,15 @@ def interrupted_state(since: int = 0) -> str:
     return "no cell had finished, so no results were kept; rerun the same command"
 
 
+def _note_differing(path: Path, differing: list[tuple[int, int]]) -> None:
+    """A note naming the cells a store holds twice with different scores, by their lines."""
+    if differing:
+        listed = ", ".join(f"lines {a} and {b}" for a, b in differing[:3])
+        more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+        print(f"note: {path}: {len(differing)} cell(s) appear twice with different scores ({listed}{more}); the "
+              "later line of each is used (two stores joined into one?): keep one line per cell", file=sys.stderr)
+
+
 class ResultsStore:
     """The rows of a results file (``path=None``: in memory only). ``lock=True``: hold the store
     exclusively (see the module docstring) until :meth:`close`, the end of a ``with`` block, or
@@ -387,6 +397,8 @@ class ResultsStore:
         self.path = None if path is None else Path(path)
         self.rows: list[dict] = []
         self.skipped: list[tuple[int, str]] = []  # (line number, what is wrong) of rows read but not kept
+        self.differing: list[tuple[int, int]] = []  # (earlier line, later line) of one cell with other scores
+        self._lines: dict[tuple, int] = {}  # a cell's key -> the line it was last read from
         self._keys: dict[tuple, int] = {}
         self._plain: set[str] = set()  # names checked to be plain (tecb_data.outputs.name_problem)
         self._tail: int | None = None  # where a torn last line starts (cut before the next append)
@@ -424,7 +436,7 @@ class ResultsStore:
 
     def _read(self) -> None:
         try:
-            data = self.path.read_bytes()
+            data = inputs.read_bytes(self.path, what=str(self.path), limit=None)
         except OSError as exc:
             raise UserError(f"{self.path}: cannot read the results store ({exc.strerror})") from None
         self._size = len(data)
@@ -453,6 +465,7 @@ class ResultsStore:
                 self._tail = offset
             else:
                 raise self._foreign(len(lines))
+        _note_differing(self.path, self.differing)
         if self.skipped:
             listed = "; ".join(f"line {number}: {problem}" for number, problem in self.skipped[:3])
             more = f"; and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
@@ -464,7 +477,12 @@ class ResultsStore:
         if key is None:
             self.skipped.append((number, row_problem(row)))
         else:
-            self._remember(with_defaults(row), key)
+            row = with_defaults(row)
+            earlier = self._lines.get(key)
+            if earlier is not None and self.rows[self._keys[key]].get("v_measure") != row.get("v_measure"):
+                self.differing.append((earlier, number))
+            self._lines[key] = number
+            self._remember(row, key)
 
     def _check_names(self, number: int, row: dict) -> None:
         """A row whose dataset names are no plain names is refused, not skipped: an export names
@@ -578,10 +596,17 @@ def rows_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def no_results_file(path: Path) -> UserError:
-    """The one line for a results path that is not a file: a folder is named as one, as `run` does."""
+    """The one line for a results path that is not a file: a folder is named as one, as `run` does;
+    a device, a FIFO or a socket as what it is; a link that cannot be followed by why."""
     if path.is_dir():
         return UserError(f"{path}: is a folder, not a results file; name a .jsonl file (e.g. {path / 'results.jsonl'})")
-    return UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return UserError(f"{path}: no such results file; run `tecb-eval run ... --results {path}` first")
+    except OSError as exc:
+        return UserError(f"{path}: cannot read it ({exc.strerror}); name the results file itself")
+    return UserError(f"{path}: is {inputs.kind(mode)}, not a results file; name a .jsonl file")
 
 
 def read_results(path: Path) -> pd.DataFrame:

@@ -89,6 +89,21 @@ class UnitResult:
     pid: int
     max_rss: int  # bytes, peak of the process that ran the unit
     cpu_s: float = 0.0  # CPU seconds the unit took in its process (a busy machine inflates them less than wall time)
+    worker: str = ""  # the Dask worker's address that ran it; "" off a cluster (then ``pid`` says where)
+
+
+def dask_worker_address() -> str:
+    """The address of the Dask worker this runs on, or "" (in this process or a local worker process)."""
+    import sys
+
+    if "distributed" not in sys.modules:  # a process that never imported distributed is no Dask worker
+        return ""
+    from distributed import get_worker
+
+    try:
+        return str(get_worker().address)
+    except ValueError:  # not inside a worker's task
+        return ""
 
 
 def _reduced_dim(unit: WorkUnit) -> int:
@@ -294,4 +309,5 @@ def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool, threads: int = 1) 
         pid=os.getpid(),
         max_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         cpu_s=time.process_time() - cpu_began,
+        worker=dask_worker_address(),
     )

@@ -179,6 +179,16 @@ def write_results(frame, out: Path) -> list[Path]:
     written = []
     seen = set()
     prompts: dict[Path, dict] = {}
+    # Two model names MTEB's layout files under one folder ("org/m" and "org__m") would share files.
+    folders: dict[str, set] = {}
+    for name in sorted({str(m) for m in frame.model}) if "model" in frame.columns else ():
+        folders.setdefault(model_folder(name), set()).add(name)
+    for folder_name, names in sorted(folders.items()):
+        if len(names) > 1:
+            shown = " and ".join(repr(n) for n in sorted(names))
+            raise UserError(f"models {shown}: MTEB's results layout files both under the folder {folder_name!r} "
+                            "('/' is written as '__'), so one would overwrite the other; run one of them under "
+                            "another name (--model SPEC,name=NAME)")
     for model, revision, result, extra in task_results(frame):
         # Every part is checked where it is made; the join checks again that no value, however it
         # came into the frame, takes the file out of the layout.

@@ -46,6 +46,7 @@ from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.files import one_line
 from tecb_eval.clustering.registry import TABLE2_CONFIGURATION, table2_rows
+from tecb_eval.reports import working
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 9999
@@ -126,9 +127,20 @@ class Comparison:
         if self.holds:
             return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: the ranking holds."
         why = "within split and seed noise"
+        excludes = self.low > 0 or self.high < 0
+        rejects = self.p_value < 1 - self.confidence
         if 2.0 / 2 ** self.splits >= 1 - self.confidence:
             # The exact sign-flip test's smallest p is 2 / 2**splits: too few splits can never reject.
             why = f"too few splits to tell (no sign-flip p can fall below {1 - self.confidence:.2g} with {self.splits})"
+            if excludes:
+                why += ("; the interval excludes 0, but the sign-flip test cannot reject, and a ranking holds only "
+                        "when both agree")
+        elif excludes != rejects:
+            # Two tests of one difference: the bootstrap resamples splits, the sign-flip test flips
+            # each split's sign; with few splits they can disagree, and the verdict needs both.
+            why = (f"the interval {'excludes' if excludes else 'includes'} 0 but the sign-flip test "
+                   f"{'does not reject' if excludes else 'rejects'} (p = {self.p_value:.4f}), and a ranking holds "
+                   "only when both agree")
         return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: {why}, the ranking does not hold."
 
     def _draws_sentence(self, ahead: str, behind: str) -> str:
@@ -348,6 +360,12 @@ def mean_interval(scores: pd.Series, *, confidence: float = DEFAULT_CONFIDENCE, 
     return float(per_split.mean()), float(interval.low), float(interval.high)
 
 
+def can_reject(splits: int, confidence: float) -> bool:
+    """Whether the exact sign-flip test over ``splits`` splits can give p < 1 - confidence at all:
+    its smallest p (every difference of one sign) is 2 / 2**splits."""
+    return 2.0 ** (1 - splits) < 1 - confidence
+
+
 def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = DEFAULT_SEED) -> dict[tuple[str, str], str]:
     """Table 2's markers: {(model, dataset): "*" for the best model on the dataset, "=" for a model
@@ -371,15 +389,29 @@ def against_best(frame: pd.DataFrame, *, confidence: float = DEFAULT_CONFIDENCE,
         figure = of.groupby(["model", "seed"]).v_measure.mean().groupby(level="model").mean().to_dict()
         best = min(figure, key=lambda m: (-figure[m], m))
         markers[(best, dataset)] = "*"
-        for model in sorted(set(figure) - {best}):
-            a = cell_scores(of, best, dataset, *TABLE2_CONFIGURATION, "v_measure")
-            b = cell_scores(of, model, dataset, *TABLE2_CONFIGURATION, "v_measure")
-            if not a.index.intersection(b.index).size:
+        # Each model's scores cut out in one pass over the rows, not one filter per model.
+        algorithm, reduction = TABLE2_CONFIGURATION
+        config = of[(of.algorithm == algorithm) & (of.reduction == reduction)]
+        scores = {model: rows.set_index(["split", "seed"]).v_measure.sort_index()
+                  for model, rows in config.groupby("model", sort=False)}
+        empty = config.iloc[0:0].set_index(["split", "seed"]).v_measure
+        independent = independent_splits(of)
+        a = scores.get(best, empty)
+        for model in working.per_model(sorted(set(figure) - {best}), f"comparing each model with the best on {dataset}"):
+            b = scores.get(model, empty)
+            shared = a.index.intersection(b.index)
+            if not shared.size:
                 markers[(model, dataset)] = "?"
+                continue
+            if not can_reject(shared.get_level_values("split").nunique(), confidence):
+                # The verdict paired_difference would give, without its resampling: no sign-flip
+                # p-value over so few splits can fall below the level, so the ranking cannot hold.
+                check_settings(confidence, resamples, seed)
+                markers[(model, dataset)] = "="
                 continue
             result = paired_difference(a, b, dataset=dataset, model_a=best, model_b=model,
                                        confidence=confidence, resamples=resamples, seed=seed,
-                                       independent=independent_splits(of))
+                                       independent=independent)
             markers[(model, dataset)] = "" if result.holds else "="
     return markers
 

@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tecb_data import inputs
+from tecb_data.errors import UserError
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY, table2_rows
 from tecb_eval.files import atomic_save
@@ -120,11 +122,17 @@ def recorded_results(path: Path) -> str | None:
     from PIL import Image
 
     try:
-        with Image.open(path) as image:
+        with inputs.open_regular(path, what=str(path)) as fh, Image.open(fh) as image:
             value = image.text.get(RESULTS_KEY) if hasattr(image, "text") else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, UserError):
         return None
     return str(value) if value is not None else None
+
+
+def legend_title(datasets: list[str]) -> str:
+    """Figure 1's legend title: each label's texts per dataset, in the panels' order ("label (texts)"
+    for one dataset, whose counts need no name)."""
+    return f"label (texts: {' | '.join(datasets)})" if len(datasets) > 1 else "label (texts)"
 
 
 def save_figure(fig, path: Path, results: pd.DataFrame | None = None) -> Path:
@@ -476,9 +484,9 @@ def umap_figure(panels: list[tuple[str, np.ndarray, list[str]]], title: str):
         counts = [pd.Series(panels[i][2]).value_counts() for i in group]
         handles, names = axes[0].get_legend_handles_labels()
         shown = [f"{label} ({' | '.join(str(int(c.get(label, 0))) for c in counts)})" for label in names]
-        which = " | ".join(panels[i][0].split(" / ")[0] for i in group) if len(group) > 1 else "texts"
         legend = sub.legend(handles, shown, fontsize=6.5, markerscale=1.4, loc="outside lower center",
-                            ncol=2 if len(names) > 12 else 1, frameon=False, title=f"label (texts: {which})",
+                            ncol=2 if len(names) > 12 else 1, frameon=False,
+                            title=legend_title([panels[i][0].split(" / ")[0] for i in group]),
                             title_fontsize=7)
         for handle in legend.legend_handles:  # the key opaque, though its points are translucent
             handle.set_alpha(1)

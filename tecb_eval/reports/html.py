@@ -29,13 +29,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.outputs import NAME_BYTES, inside
 from tecb_eval.files import WriteError, file_slug, one_line, write_text
 from tecb_eval.clustering import registry
-from tecb_eval.reports import figures, label_free, leaderboard, ranking, tables, versions
+from tecb_eval.reports import figures, label_free, leaderboard, ranking, tables, versions, working
 
 REPORT = "tecb-eval report"  # the marker of a report folder
+# Up to this many models, every page links every model page and names every model's identity; a
+# model page of a larger report names its own model, and the leaderboards link every model.
+NAV_MODELS = 50
 TEMPLATES = Path(__file__).with_name("templates")
 # The row fields a page shows or a table needs; the rest (parameters, timings) only slows every
 # selection of rows down on a large store.
@@ -148,9 +152,12 @@ def _check_extra(extra: list[Path]) -> list[Path]:
         if not Path(folder).is_dir():
             raise UserError(f"--figures {folder}: no such folder; name a folder of PNG figures (an export, a layer "
                             "sweep or a pre-training output)")
-        if not any(Path(folder).rglob("*.png")):
+        pngs = sorted(Path(folder).rglob("*.png"))
+        if not pngs:
             raise UserError(f"--figures {folder}: holds no PNG figures; name an export, layer sweep or pre-training "
                             "output folder")
+        for png in pngs:  # a FIFO would block the copy, a device would never end it
+            inputs.check_regular(png, what=f"--figures {folder}: {png.relative_to(folder)}")
     return [Path(f) for f in extra]
 
 
@@ -214,6 +221,7 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
         "provenance": leaderboard.provenance(pd.concat([every, points[[c for c in points.columns if c in SHOWN]]]),
                                              stores, synthetic),
         "models": [{"model": p.model, "slug": p.slug} for p in pages],
+        "models_elsewhere": 0,
         "legend": tables.legend("2", chosen) if not chosen.empty else "",
         "averages": leaderboard.averages(boards),
         "label_free": label_free.label_free_sections(points),
@@ -230,9 +238,15 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
             stage.check()
             index = env.get_template("index.html.j2").render(**context, boards=boards, figures=shown_figures, root="")
             written.append(write_text(folder / "index.html", index))
-            for page in pages:
+            # Past NAV_MODELS models a page does not list them all (every page listing every model
+            # grows the report with the square of the models): the leaderboards link each.
+            many = len(pages) > NAV_MODELS
+            for page in working.per_model(pages, "writing the model pages"):
+                own = {"models": [], "models_elsewhere": len(pages),
+                       "provenance": {**context["provenance"], "models": [
+                           m for m in context["provenance"]["models"] if m["model"] == page.model]}} if many else {}
                 text = env.get_template("model.html.j2").render(
-                    **context, page=page, root="../",
+                    **{**context, **own}, page=page, root="../",
                     figures=[f for f in shown_figures if f.get("model") == page.model])
                 written.append(write_text(inside(folder / "models", f"{page.slug}.html", what="a model's name"), text))
                 stage.check()

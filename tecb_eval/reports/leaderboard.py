@@ -29,7 +29,7 @@ import pandas as pd
 
 from tecb_eval.clustering.registry import NOISE_ALGORITHMS, TABLE2_CONFIGURATION, table2_rows
 from tecb_eval.files import SLUG_CHARS, file_slug, short_hash
-from tecb_eval.reports import compare, ranking, tables, versions
+from tecb_eval.reports import compare, ranking, tables, versions, working
 from tecb_eval.reports import scores as scores_module
 
 SYNTHETIC = "synthetic, not comparable"
@@ -203,24 +203,32 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
     the means come from, for the note on a 0."""
     t2 = tables.table2(kmeans, stats=True, markers=markers)
     out = []
-    for model in t2.index:
+    # Each model's rows cut out in one pass, not one filter per model: a store of thousands of models.
+    algorithm, reduction = TABLE2_CONFIGURATION
+    of_dataset = kmeans[kmeans.mteb_name == dataset]
+    table2_of = dict(tuple(of_dataset.groupby("model", sort=False)))
+    config_of = dict(tuple(of_dataset[(of_dataset.algorithm == algorithm) & (of_dataset.reduction == reduction)]
+                           .groupby("model", sort=False)))
+    means_of = dict(tuple(means.groupby("model", sort=False)))
+    every_of = dict(tuple(every.groupby(["model", "algorithm", "reduction"], sort=False))) if every is not None else {}
+    none = kmeans.iloc[0:0]
+    for model in working.per_model(list(t2.index), f"intervals per model on {dataset}"):
         cell = t2.loc[model, dataset]
-        scores = compare.cell_scores(kmeans, model, dataset, *TABLE2_CONFIGURATION, "v_measure")
+        scores = config_of.get(model, none).set_index(["split", "seed"])["v_measure"].sort_index()
         low = high = math.nan
         if independent and scores.index.get_level_values("split").nunique() > 1:
             # Named as the Table 2 figure names it: the same generator, so the same interval.
             _, low, high = compare.mean_interval(scores, name=f"{dataset}\x1f{model}")
-        covered, total = _coverage(kmeans[kmeans.model == model], dataset)
-        mine = means[means.model == model]
+        covered, total = _coverage(table2_of.get(model, none), dataset)
+        mine = means_of.get(model, means.iloc[0:0])
         config, best = best_config(dict(zip(zip(mine.algorithm, mine.reduction), mine["mean"])))
         entry = Entry(model=model, mean=float(cell["mean"]), sd_splits=float(cell["sd_splits"]),
                       sd_seeds=float(cell["sd_seeds"]), low=low, high=high, covered=covered, total=total,
                       marker=str(cell.get("marker", "") or "") if markers else "",
                       best_config=config, best_mean=best,
-                      zero=scores_module.zero_reason(kmeans[kmeans.model == model]))
+                      zero=scores_module.zero_reason(table2_of.get(model, none)))
         if config is not None and every is not None:
-            entry.best_zero = scores_module.zero_reason(
-                every[(every.model == model) & (every.algorithm == config[0]) & (every.reduction == config[1])])
+            entry.best_zero = scores_module.zero_reason(every_of.get((model, *config), every.iloc[0:0]))
         out.append(entry)
     out = sorted(out, key=lambda e: (-e.mean, e.model))
     for ahead, behind in zip(out, out[1:]):
@@ -303,8 +311,11 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
             means = tables.split_means(frame, metric)
             every[metric] = {tuple(key): (mean, sd, splits) for *key, mean, sd, splits
                              in means[[*keys, "mean", "sd", "splits"]].itertuples(index=False, name=None)}
-    for model in sorted(frame.model.unique()):
-        mine = frame[frame.model == model]
+    ran_by: dict[tuple, set] = {}
+    for m, d, a, r in every.get("v_measure", {}):
+        ran_by.setdefault((m, d), set()).add((a, r))
+    grouped = frame.groupby("model", sort=True)
+    for model, mine in working.per_model(grouped, "model pages"):
         name = slug(model)
         # Two names that slug alike still get a page each, its name as bounded as the slug's.
         count = 1
@@ -319,7 +330,7 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
             theirs = reference[reference.model == paper_name] if paper_name else None
         for dataset in tables.dataset_columns(mine.mteb_name.unique()):
             rows = mine[mine.mteb_name == dataset]
-            ran = sorted({(a, r) for m, d, a, r in every["v_measure"] if (m, d) == (model, dataset)})
+            ran = sorted(ran_by.get((model, dataset), ()))
             configs = []
             for algorithm, reduction in tables.order_configurations(ran):
                 key = (model, dataset, algorithm, reduction)

@@ -166,9 +166,9 @@ def shared_selection(frame: pd.DataFrame, *, protocol: str | None = None, profil
                  for m, g in table2.groupby("model", sort=True)}
         info = Shared(dataset=dataset, protocol=str(wanted_protocol), profile=str(wanted_profile),
                       fingerprint=str(builds.get(dataset, "")), splits=[], seeds=[], ranked=[])
+        configurations_of = {m: set(zip(g.algorithm, g.reduction)) for m, g in rows.groupby("model", sort=False)}
         for model in sorted(set(rows.model) - set(cells)):
-            ran = ", ".join(f"{a}:{r}" for a, r in sorted(set(zip(rows[rows.model == model].algorithm,
-                                                                    rows[rows.model == model].reduction))))
+            ran = ", ".join(f"{a}:{r}" for a, r in sorted(configurations_of[model]))
             info.apart[model] = (f"no {algorithm}:{reduction} cell, the configuration the ranking uses "
                                  f"(it ran {ran})")
         if cells:

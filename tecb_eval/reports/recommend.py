@@ -61,6 +61,11 @@ class Recommendation:
     # A corpus without labels: the label-free criterion the pipeline was ranked by, and its mean.
     criterion: str | None = None
     criterion_value: float | None = None
+    # The best TOP_PIPELINES pipelines of any model, best first: rank, model, algorithm, reduction,
+    # mean, and tied (True: its difference to the best does not hold; None for the best itself).
+    pipelines: list[dict] = field(default_factory=list)
+    compared_pipelines: int = 0
+    table2_leader: str | None = None  # the model the leaderboard ranks first (Table 2's configuration)
 
     @property
     def pipeline(self) -> str:
@@ -82,6 +87,13 @@ def _jsonable(value):
     if isinstance(value, float) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return value
+
+
+# How many pipelines the ranking shows, each tested against the best.
+TOP_PIPELINES = 5
+MEANING = ("runner-up: the best pipeline of another model; a lead holds when the paired bootstrap interval of the "
+           "difference excludes 0 and the sign-flip test gives p below {alpha:g}; tied: a pipeline whose difference "
+           "to the best does not hold")
 
 
 def _name(model: str, algorithm: str, reduction: str) -> str:
@@ -152,7 +164,8 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
     main, keep = leaderboard.main_cells(cells)
     left_out = [f"{_name(*key)} (other splits or seeds: {len(cells[key])} cells, the compared pipelines "
                 f"{len(main)})" for key in sorted(set(cells) - set(keep))]
-    compared = rows[[k in set(keep) for k in zip(rows.model, rows.algorithm, rows.reduction)]]
+    kept = set(keep)
+    compared = rows[[k in kept for k in zip(rows.model, rows.algorithm, rows.reduction)]]
     means = tables.split_means(compared)
     order = {c: i for i, c in enumerate(tables.order_configurations(list(zip(means.algorithm, means.reduction))))}
     ranked = sorted(means.itertuples(index=False),
@@ -185,6 +198,8 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         lead = _jsonable(result.record())
         sentence = result.sentence()
         holds = result.holds
+    pipelines = _ranked_pipelines(ranked, compared, scores, dataset, confidence, resamples, seed, independent)
+    table2 = [r for r in ranked if (r.algorithm, r.reduction) == registry.TABLE2_CONFIGURATION]
     noise = (float(mine.noise_fraction.mean()) if best.algorithm in registry.NOISE_ALGORITHMS
              and "noise_fraction" in mine.columns else None)
     algorithm_params = leaderboard.params(mine, "algorithm_params")
@@ -197,11 +212,33 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         n_clusters=clusters if "n_clusters" in algorithm_params else [], mean=float(best.mean), low=low, high=high,
         sd=float(best.sd), splits=int(best.splits), seeds=int(best.seeds), noise_fraction=noise,
         confidence=confidence, runner_up=runner,
-        lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out, zero=zero_reason(mine))
+        lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out, zero=zero_reason(mine),
+        pipelines=pipelines, compared_pipelines=len(ranked), table2_leader=table2[0].model if table2 else None)
     recommendation.model_location = _location(mine, recommendation)
     recommendation.api_key_env = _location(mine, recommendation, "api_key_env", "API key variable")
     recommendation.bertopic = bertopic_snippet(recommendation)
     return recommendation
+
+
+def _ranked_pipelines(ranked, compared: pd.DataFrame, best_scores: pd.Series, dataset: str, confidence, resamples,
+                      seed, independent: bool) -> list[dict]:
+    """The first :data:`TOP_PIPELINES` of ``ranked`` (model x reduction x algorithm, best first),
+    each but the best tested against it with the paired test of ``compare``: tied where the
+    difference does not hold (the fast protocol's draws never establish one: every other is tied)."""
+    keys = {(r.model, r.algorithm, r.reduction) for r in ranked[1:TOP_PIPELINES]}
+    rows = {key: g for key, g in compared.groupby(["model", "algorithm", "reduction"], sort=False) if key in keys}
+    out = []
+    for rank, r in enumerate(ranked[:TOP_PIPELINES], 1):
+        tied = None
+        if rank > 1:
+            result = compare.paired_difference(
+                best_scores, _scores(rows[(r.model, r.algorithm, r.reduction)]), dataset=dataset,
+                model_a="best", model_b=_name(r.model, r.algorithm, r.reduction), confidence=confidence,
+                resamples=resamples, seed=seed, independent=independent)
+            tied = not result.holds
+        out.append({"rank": rank, "model": r.model, "algorithm": r.algorithm, "reduction": r.reduction,
+                    "mean": float(r.mean), "tied": tied})
+    return out
 
 
 def _location(rows: pd.DataFrame, r: "Recommendation", field: str = "model_location",
@@ -386,6 +423,19 @@ def text(recommendations: list[Recommendation], left_out: str | None = None) -> 
             out.append(f"  runner-up: {u['model']}, {u['reduction']} reduction, {u['algorithm']} "
                        f"({leaderboard.shown(u['mean'])}" + (f"; 0 because: {u['zero']}" if u.get("zero") else "") + ")")
         out.append(f"  lead: {r.lead_sentence}")
+        if len(r.pipelines) > 1:
+            shown = "; ".join(
+                f"{p['rank']}. {p['model']}, {p['reduction']} reduction, {p['algorithm']} {leaderboard.shown(p['mean'])}"
+                + ("" if p["tied"] is None else " (tied with the best)" if p["tied"] else " (behind the best: holds)")
+                for p in r.pipelines)
+            tied = sum(1 for p in r.pipelines if p["tied"])
+            out.append(f"  pipelines ranked (V-measure x100, the first {len(r.pipelines)} of "
+                       f"{r.compared_pipelines}): {shown}; {tied} of them tied with the best")
+        out.append("  meaning: " + MEANING.format(alpha=round(1 - r.confidence, 6)))
+        if r.table2_leader is not None and r.table2_leader != r.model:
+            out.append(f"  leaderboard: {r.table2_leader} leads the leaderboard, which ranks models on one configuration "
+                       f"(k-means on the embeddings, Table 2); this ranks every pipeline, so the two name different "
+                       "winners")
         if r.noise_fraction is not None:
             out.append(f"  noise fraction: {r.noise_fraction:.2f} of the texts left unassigned by {r.algorithm} "
                        "(scored as one cluster of their own)")

@@ -23,10 +23,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, REFERENCE_REDUCTIONS
 from tecb_eval.clustering.registry import table2_rows
 from tecb_eval.files import csv_cell, markdown_text, one_line, write_text
+from tecb_eval.reports import working
 from tecb_eval.reports.formats import DEFAULT_TABLE_FORMAT, TABLE_FORMATS
 
 REFERENCE_CSV = "tecb-de-full-results.csv"
@@ -199,6 +201,7 @@ def table2(frame: pd.DataFrame, *, stats: bool = False, markers: bool = False) -
     mean over splits, plus the average over datasets. ``stats``: a table with, per cell, the SD
     over seeds and over splits too (columns (dataset, stat)); ``markers``: and the paired
     comparison with the best model per dataset (:func:`tecb_eval.reports.compare.against_best`)."""
+    working.step("Table 2")
     kmeans = table2_rows(frame)
     if kmeans.empty:
         raise UserError("the results hold no minibatch_kmeans:none cells, which Table 2 reports")
@@ -241,6 +244,7 @@ def table3(frame: pd.DataFrame, *, stats: bool = False) -> pd.DataFrame:
     """(algorithm, reduction) x dataset: the models' figures (mean over seeds of the split means)
     averaged over the models that ran every configuration (:func:`table3_models`), plus the average
     over datasets; ``stats`` as in :func:`table2`."""
+    working.step("Table 3")
     frame, _ = table3_models(one_version(frame))
     parts = _aggregate(seed_split_means(frame), ["algorithm", "reduction"])
     parts = {stat: table.loc[order_configurations(table.index)] for stat, table in parts.items()}
@@ -286,10 +290,12 @@ def read_reference(path: Path) -> pd.DataFrame:
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path}: a folder, not the authors' {REFERENCE_CSV}; pass that file to --reference")
+    inputs.check_regular(path, what=f"--reference {path}")
     if not path.is_file():
         raise UserError(f"{path}: no such reference file (expected the authors' {REFERENCE_CSV})")
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with inputs.open_regular(path, what=f"--reference {path}") as raw, \
+                io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh)
             # The header's cells hold line breaks, so physical line numbers come from the reader.
             records = [(reader.line_num, r) for r in reader if r]

@@ -26,6 +26,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_eval.files import one_line
 from tecb_eval.grid.store import ResultsStore, no_results_file, rows_frame, seed_set_name
+from tecb_eval.reports import working
 
 ORDER = "store_order"  # position of a row's cell in the store: later lines are newer
 CHOICES = "--protocol/--profile/--seeds/--fingerprint/--model-identity"
@@ -33,6 +34,7 @@ CHOICES = "--protocol/--profile/--seeds/--fingerprint/--model-identity"
 
 def read_store(path: Path) -> pd.DataFrame:
     """The results store as a frame, each row with its ``store_order`` (0 = written first)."""
+    working.step(f"reading the results store {path}")
     path = Path(path)
     if not path.is_file():
         raise no_results_file(path)
@@ -147,6 +149,7 @@ def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | N
     labels and of k ranges (the label-free readers); else they are left out, said in a line."""
     if frame.empty:
         return frame, None
+    working.step("choosing one version per table")
     said_first = None
     if not points:
         frame, said_first = label_table_rows(frame)
@@ -181,12 +184,15 @@ def select(frame: pd.DataFrame, *, protocol: str | None = None, profile: str | N
         for (fp, ss), dropped in others.groupby(["dataset_fingerprint", "seeds"], sort=True):
             left.append(f"{dataset} build {_short(fp)} seeds {ss} ({len(dropped)} rows; shown: build "
                         f"{_short(fingerprint)} seeds {seed_set})")
-        for model in sorted(kept.model.unique()):
-            mine = kept[kept.model == model]
-            (identity,) = _newest(mine, ["model_identity"])
-            for other, dropped in mine[mine.model_identity != identity].groupby("model_identity", sort=True):
-                left.append(f"{model} on {dataset} as {other} ({len(dropped)} rows)")
-            parts.append(mine[mine.model_identity == identity])
+        # Each model's newest identity (as _newest chooses it: on its newest rows, the largest as
+        # text) for every model at once, not one filter or group per model: thousands of models.
+        newest = kept[kept[ORDER] == kept.groupby("model")[ORDER].transform("max")]
+        identity_of = (newest.assign(_text=newest.model_identity.astype(str)).sort_values(["model", "_text"], kind="stable")
+                       .groupby("model", sort=False).model_identity.last())
+        mine = kept.model_identity == kept.model.map(identity_of)
+        for (model, other), dropped in kept[~mine].groupby(["model", "model_identity"], sort=True):
+            left.append(f"{model} on {dataset} as {other} ({len(dropped)} rows)")
+        parts.append(kept[mine])
     chosen = _sorted(pd.concat(parts)) if parts else rows.iloc[0:0]
     if frame.columns.difference(chosen.columns).empty:
         chosen = chosen[[c for c in frame.columns]]
@@ -214,8 +220,11 @@ def common_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     keep = pd.Series(True, index=frame.index)
     left = []
     for (dataset, algorithm, reduction), group in frame.groupby(["mteb_name", "algorithm", "reduction"], sort=True):
-        cells = {model: set(rows[list(CELL)].itertuples(index=False, name=None))
-                 for model, rows in group.groupby("model", sort=True)}
+        # One pass over the rows (not a group per model): a store of thousands of models.
+        found: dict = {}
+        for model, *cell in group[["model", *CELL]].itertuples(index=False, name=None):
+            found.setdefault(model, set()).add(tuple(cell))
+        cells = {model: found[model] for model in sorted(found)}
         if len(cells) < 2:
             continue
         shared = set.intersection(*cells.values())

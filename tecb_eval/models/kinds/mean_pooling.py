@@ -31,7 +31,8 @@ class MeanPoolingEncoder:
         self.model = AutoModel.from_pretrained(str(folder)).to(device).eval()
         n_layers = int(getattr(self.model.config, "num_hidden_layers", 0))
         if layer is not None and not -(n_layers + 1) <= layer <= n_layers:
-            raise UserError(f"{model_id}: layer={layer} out of range; this model has layers 0..{n_layers}")
+            raise UserError(f"{model_id}: layer={layer} out of range; this model has layers 0..{n_layers} "
+                            f"(or -{n_layers + 1}..-1, counted back from the last: -1 is layer {n_layers})")
         self.n_layers = n_layers
         self.model_id = model_id
         self.layer = None if layer is None or layer in (-1, n_layers) else layer % (n_layers + 1)
