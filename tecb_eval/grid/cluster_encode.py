@@ -57,6 +57,12 @@ def opens_on_a_worker(spec: ModelSpec) -> bool:
     return registry.kind_of(spec.spec).opens_on_a_worker(spec.spec, spec.options)
 
 
+def on_cluster(encoder) -> str:
+    """" on the Dask workers of ADDRESS" where a cluster encodes ``encoder``'s texts, else ""."""
+    scheduler = getattr(encoder, "scheduler", "")
+    return f" on the Dask workers of {scheduler}" if scheduler else ""
+
+
 def binding(encoder, bench, protocol: str) -> tuple | None:
     """What a worker needs to bind the model to the dataset's MTEB task (its prompt), as
     :func:`tecb_eval.mteb.encoders.encoder_for_dataset` does here; None for a model without one."""

@@ -23,6 +23,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_data.heartbeat import Heartbeat
+from tecb_data.outputs import removed_if_unused
 from tecb_data.progress import Progress
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
@@ -31,7 +32,7 @@ from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.grid import executors, scheduling, work as work_module
 from tecb_eval.grid.cache import ReductionCache
-from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, opens_on_a_worker
+from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster, opens_on_a_worker
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
@@ -133,7 +134,7 @@ class Grid:
         ahead = None
         if work:
             # Encoding feeds the cells but finishes none: the bar says so, and keeps it out of its ETA.
-            bar.status(f"encoding with {run.spec.name}{_on_cluster(run.encoder)}", working=False)
+            bar.status(f"encoding with {run.spec.name}{on_cluster(run.encoder)}", working=False)
             embeddings = self.encoding.encode_pending(run, work)
         if self.encoding.cluster is not None and following is not None:
             # The next model's shards run on the workers this model's units leave free.
@@ -149,8 +150,8 @@ class Grid:
     def _prepare(self, spec: ModelSpec, bar) -> tuple[ModelRun, list]:
         """``spec`` opened (on a cluster: described by a worker) and its pending cells; the cells the
         store holds already are counted and kept."""
-        bar.status(f"loading {spec.name}" + (" on a Dask worker" if self.encoding.cluster is not None
-                                             and opens_on_a_worker(spec) else ""), working=False)
+        worker = self.encoding.cluster is not None and opens_on_a_worker(spec)
+        bar.status(f"loading {spec.name}" + (" on a Dask worker" if worker else ""), working=False)
         run = self._open_model(spec)
 
         def found(bench, row) -> None:
@@ -161,12 +162,6 @@ class Grid:
         work = self.plan.pending(spec, lambda bench: self.encoding.encoder_for(run, bench), self.store,
                                  self.metrics, found)
         return run, work
-
-
-def _on_cluster(encoder) -> str:
-    """" on the Dask workers of ADDRESS" where a cluster encodes ``encoder``'s texts, else ""."""
-    scheduler = getattr(encoder, "scheduler", "")
-    return f" on the Dask workers of {scheduler}" if scheduler else ""
 
 
 def run_grid(
@@ -226,12 +221,6 @@ def run_grid(
     in shards of its missing texts (:mod:`tecb_eval.grid.cluster_encode`); ``encode_on="gpu"``
     (``--encode-on gpu``) sends those shards only to workers started with ``--resources GPU=1``.
 
-    ``k`` (``--k``) and ``min_cluster_size`` (``--min-cluster-size``): a range of cluster counts,
-    ``"5:60"``, ``"5,10,20"`` or a sequence of ints (:mod:`tecb_eval.clustering.cluster_counts`):
-    the algorithms that take k (HDBSCAN: its min_cluster_size) run once at every point, on the
-    same cached embeddings and reductions, one row per point, its ``setting`` naming it. On a
-    labelled dataset ``k`` replaces the number of labels; a corpus without labels needs it for
-    k-means and agglomerative clustering.
 
     Args:
         datasets (Sequence[str | Path | Benchmark]): Dataset folders, ``repo_id@revision`` strings or
@@ -265,8 +254,10 @@ def run_grid(
         log (Callable[[str], None] | None): Receives each line the run says; None: standard error.
         encode_on (str | None): With ``scheduler``: ``"gpu"`` encodes only on workers started with
             ``--resources GPU=1``; None or ``"any"``: any worker.
-        k (str | Sequence[int] | None): Cluster counts for the algorithms that take k, ``"5:60"``,
-            ``"5,10,20"`` or ints; None: the number of labels.
+        k (str | Sequence[int] | None): Cluster counts (``--k``) for the algorithms that take k,
+            ``"5:60"``, ``"5,10,20"`` or ints (:mod:`tecb_eval.clustering.cluster_counts`): each runs
+            once per point on the same cached embeddings and reductions, one row per point, its
+            ``setting`` naming it; None: the number of labels (a corpus without labels needs it).
         min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
             None: the registry's default.
 
@@ -300,8 +291,6 @@ def run_grid(
     datasets = [load_dataset(item) for item in sources]
     with contextlib.ExitStack() as stack:
         if cache_dir is not None:
-            from tecb_data.outputs import removed_if_unused
-
             stack.enter_context(removed_if_unused(cache_dir))  # exits last: after the caches have closed
         samples = stack.enter_context(SampleCache(cache_dir))
         # MTEB's draws that are not stored start now in a child process (tecb_eval.grid.samples),
