@@ -23,7 +23,7 @@ from tecb_eval.finetuning.objectives import Objective, embed  # noqa: E402
 from tecb_eval.finetuning.settings import settings_for  # noqa: E402
 from tecb_eval.training.model import load_sentence_model as load_model  # noqa: E402
 
-from conftest import eval_error, finetune_args, one_line_error, run_cli  # noqa: E402
+from conftest import eval_error, finetune_args, one_line_error, run_cli_here  # noqa: E402
 from tablefiles import WORDS  # noqa: E402
 
 FAST = dict(max_steps=2, eval_every=1, instance_size=20, triples_per_instance=16, learning_rate=1e-3)
@@ -224,21 +224,30 @@ def test_finetune_writes_scores_summary_figure_and_checkpoints(finished):
     assert len(evaluations) == 1 + 2 * 2 * 3  # methods x folds x (before, step 1, step 2)
 
 
+def _grid_v_measures(model, blurbs_folder, split: str, seeds, prompt: str | None = None) -> dict:
+    """The grid's k-means V-measure of ``model`` on one split of the Blurbs folder, per (split, seed,
+    prompt the grid encoded with): the grid clusters each split on its own, so the one split a fold
+    scores is all it needs to run."""
+    from tecb_eval.grid.run import run_grid
+
+    benchmark = tecb_data.load(blurbs_folder)
+    one = dataclasses.replace(benchmark, splits=tuple(s for s in benchmark.splits if s.name == split))
+    assert len(one.splits) == 1, split
+    spec = str(model) if prompt is None else {"spec": str(model), "prompt": prompt}
+    rows = run_grid([one], [spec], configurations=[("minibatch_kmeans", "none")], seeds=seeds, progress=False,
+                    jobs=1, log=lambda message: None)
+    return {(r.split, r.seed, r.prompt if isinstance(r.prompt, str) else None): r.v_measure for r in rows.itertuples()}
+
+
 @pytest.mark.slow
 def test_a_checkpoint_is_an_ordinary_model_folder_for_the_grid(finished, blurbs_folder, tmp_path):
-    from tecb_eval.cli import main
-
     best = finished.best[("cob", "fold-01", 42)]["path"]
-    store = tmp_path / "results.jsonl"
-    assert main(["run", "--data", str(blurbs_folder), "--model", str(best), "--config", "minibatch_kmeans:none",
-                 "--results", str(store), "--cache-dir", str(tmp_path / "cache"), "--seeds", "42,1", "--quiet"]) == 0
-    rows = [json.loads(line) for line in store.read_text().splitlines()]
-    grid = {(r["split"], r["seed"]): r["metrics"]["v_measure"] if "metrics" in r else r["v_measure"] for r in rows}
     ours = finished.scores
     ours = ours[(ours.model == "cob") & (ours.fold == "fold-01") & (ours.algorithm == "minibatch_kmeans")]
     assert len(ours) == 2
+    grid = _grid_v_measures(best, blurbs_folder, ours.split.iloc[0], (42, 1))
     for row in ours.itertuples():
-        assert grid[(row.split, row.seed)] == pytest.approx(row.v_measure, abs=1e-12)
+        assert grid[(row.split, row.seed, None)] == pytest.approx(row.v_measure, abs=1e-12)
 
 
 @pytest.mark.slow
@@ -250,8 +259,6 @@ def test_a_model_with_prompts_is_scored_with_its_task_s_prompt_as_the_grid_score
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
-    from tecb_eval.cli import main
-
     prompted = tmp_path / "prompted"
     SentenceTransformer(modules=[Transformer(str(tiny_bert), max_seq_length=48), Pooling(32, "mean")], device="cpu",
                         prompts={"Clustering": "Thema: "}).save(str(prompted), create_model_card=False)
@@ -259,17 +266,12 @@ def test_a_model_with_prompts_is_scored_with_its_task_s_prompt_as_the_grid_score
     scores = done.scores[done.scores.algorithm == "minibatch_kmeans"]
     best = done.best[("cob", "fold-01", 42)]["path"]
     for model, folder in [("none", prompted), ("cob", best)]:
-        store = tmp_path / f"{model}.jsonl"
-        for prompt in ([] if model == "cob" else [["--prompt", ""]]) + [[]]:
-            assert main(["run", "--data", str(blurbs_folder), "--model", str(folder), "--config", "minibatch_kmeans:none",
-                         "--results", str(store), "--cache-dir", str(tmp_path / "cache"), "--seeds", "42", "--quiet",
-                         *prompt]) == 0
-        rows = [json.loads(line) for line in store.read_text().splitlines()]
         ours = scores[scores.model == model].iloc[0]
-        grid = {r["prompt"]: r["v_measure"] for r in rows if r["split"] == ours.split}
-        assert grid["Thema: "] == pytest.approx(ours.v_measure, abs=1e-12)
-        if model == "none":
-            assert grid[""] != pytest.approx(ours.v_measure, abs=1e-12)  # without the prompt: another score
+        grid = _grid_v_measures(folder, blurbs_folder, ours.split, (42,))
+        assert grid[(ours.split, 42, "Thema: ")] == pytest.approx(ours.v_measure, abs=1e-12)
+        if model == "none":  # without the prompt: another score
+            unprompted = _grid_v_measures(folder, blurbs_folder, ours.split, (42,), prompt="")
+            assert unprompted[(ours.split, 42, "")] != pytest.approx(ours.v_measure, abs=1e-12)
 
 
 @pytest.mark.slow
@@ -403,7 +405,7 @@ def test_a_genre_whose_name_holds_the_path_separator_is_one_genre(tmp_path):
                              "parent": genre, "label": f"{genre[:4]}-{child}"})
     path = tmp_path / "books.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    done = run_cli("build", "--source", "table", "--input", str(path), "--name", "books", "--text", "text",
+    done = run_cli_here("build", "--source", "table", "--input", str(path), "--name", "books", "--text", "text",
                    "--label", "label", "--label-parent", "parent", "--out", str(tmp_path / "out"), "--quiet")
     assert done.returncode == 0, done.stderr
     folds = protocols.leave_one_genre_out(tecb_data.load(tmp_path / "out" / "books-s2s"))

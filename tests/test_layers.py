@@ -42,8 +42,15 @@ def datasets(demo_datasets):
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory, datasets):
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(unique_texts(datasets)), layers=N_LAYERS)
+def tenkgnad(demo_datasets):
+    """The demo's TenKGnad S2S and P2P folders (10 splits each): what the CLI reads whole."""
+    return [demo_datasets / name for name in ("tenkgnad-clustering-p2p", "tenkgnad-clustering-s2s")]
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory, datasets, tenkgnad):
+    texts = unique_texts(datasets) + unique_texts([tecb_data.load(folder) for folder in tenkgnad])
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), text_vocabulary(texts), layers=N_LAYERS)
 
 
 class ForwardCounter:
@@ -129,6 +136,8 @@ def test_layer_zero_is_the_embedding_layer_and_the_last_is_last_hidden_state(tin
 
 @pytest.mark.slow
 def test_the_sweep_encodes_each_unique_text_once(tiny_bert, datasets, tmp_path):
+    # What is counted is the texts through the model: one dataset (two splits that share texts) shows it.
+    datasets = datasets[1:]
     texts = unique_texts(datasets)
     assert sum(len(s.texts) for b in datasets for s in b.splits) > len(texts)  # splits share texts
     with ForwardCounter() as sweep:
@@ -156,11 +165,11 @@ def test_the_sweep_encodes_each_unique_text_once(tiny_bert, datasets, tmp_path):
 
 
 @pytest.mark.slow
-def test_outputs_and_cli(tiny_bert, datasets, tmp_path, capsys):
+def test_outputs_and_cli(tiny_bert, tenkgnad, tmp_path, capsys):
     from tecb_eval.cli import main
 
     out = tmp_path / "out"
-    code = main(["layers", "--model", str(tiny_bert), "--data", datasets[0].location, "--data", datasets[1].location,
+    code = main(["layers", "--model", str(tiny_bert), "--data", str(tenkgnad[0]), "--data", str(tenkgnad[1]),
                  "--layers", "0,2-4", "--out", str(out), "--cache-dir", str(tmp_path / "cache"),
                  "--results", str(tmp_path / "results.jsonl"), "--quiet"])
     printed = capsys.readouterr().out
@@ -174,12 +183,13 @@ def test_outputs_and_cli(tiny_bert, datasets, tmp_path, capsys):
         best = rows[rows.best]
         assert len(best) == 1 and best.v_measure.iloc[0] == rows.v_measure.max()
         assert f"{dataset}: best layer {int(best.layer.iloc[0])}" in printed
-    # The CLI reads the whole folders (28 splits each, not the fixture's first two); the results store
-    # holds one k-means cell per (dataset, layer, split), as a grid run with layer=k writes it.
+    # The CLI reads the whole folders (10 splits each); the results store holds one k-means cell per
+    # (dataset, layer, split), as a grid run with layer=k writes it.
     from tecb_eval.grid.store import read_results
 
     stored = read_results(tmp_path / "results.jsonl")
-    n_splits = sum(len(tecb_data.load(b.location).splits) for b in datasets)
+    n_splits = sum(len(tecb_data.load(folder).splits) for folder in tenkgnad)
+    assert n_splits == 20
     assert len(stored) == 4 * n_splits
     assert set(stored.model) == {f"{tiny_bert.name}-layer{k}" for k in (0, 2, 3, 4)}
     assert set(zip(stored.algorithm, stored.reduction)) == {("minibatch_kmeans", "none")}

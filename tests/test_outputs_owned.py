@@ -219,9 +219,10 @@ def test_finetune_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_fo
     assert (out / "summary.md").is_file()
 
 
-def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_folder, tmp_path, capsys):
+def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, data, tmp_path, capsys):
+    # The demo TenKGnad S2S (10 splits, not Blurbs' 28): each run evaluates every split twice.
     out = tmp_path / "out"
-    args = ["pretrain", "--model", str(tiny_bert), "--data", str(blurbs_folder), "--method", "tsdae", "--seeds", "7",
+    args = ["pretrain", "--model", str(tiny_bert), "--data", str(data), "--method", "tsdae", "--seeds", "7",
             "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
     assert main(args) == 0
     (out / "notes.txt").write_text("mine\n", encoding="utf-8")
