@@ -124,8 +124,9 @@ class Execution:
                 **({"n_labels": int(cell.k)} if cell.labels is not None else {"labelled": False}),
                 "reduction": unit.reduction,
                 "algorithm": cell.algorithm,
-                # A point of a range of cluster counts; absent at the algorithm's own setting.
-                **({"setting": cell.setting} if cell.setting else {}),
+                # A point of a range of cluster counts ("k=10"); "" at the algorithm's own setting,
+                # which is what a stored row without the field reads as.
+                "setting": cell.setting or "",
                 **{k: scores[k] for k in work_module.METRIC_FIELDS},
                 **{k: scores[k] for k in LABEL_FREE_FIELDS + ("label_free_s",) if k in scores},
                 "algorithm_params": scores["algorithm_params"],
