@@ -328,3 +328,23 @@ def test_the_grid_keeps_its_rooms_small():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.ClassDef):
                 assert node.end_lineno - node.lineno + 1 <= 200, f"{path.name}: class {node.name} is over 200 lines"
+
+
+def _reads_the_package_version(tree: ast.AST) -> list[int]:
+    """Lines that ask importlib.metadata for tecb's version: ``version("tecb")`` under any name."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "tecb" and getattr(node.func, "id", getattr(node.func, "attr", "")) in
+            ("version", "_version", "metadata", "distribution")]
+
+
+def test_the_package_version_is_read_in_one_place():
+    """tecb_data.version reads it and says what a source tree without an install is; a second
+    reader (a Dask version check, a report's provenance) broke a run from such a tree."""
+    found = {}
+    for path in sorted((REPO / "tecb_eval").rglob("*.py")) + sorted((REPO / "tecb_data").rglob("*.py")):
+        lines = _reads_the_package_version(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[str(path.relative_to(REPO))] = lines
+    assert list(found) == ["tecb_data/version.py"], found
+    assert _reads_the_package_version(ast.parse('from importlib.metadata import version\nversion("tecb")\n')) == [2]

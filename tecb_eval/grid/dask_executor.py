@@ -15,12 +15,12 @@ import contextlib
 import logging
 import struct
 import time
-from importlib.metadata import version
 
 from distributed import Client, KilledWorker, WorkerPlugin, as_completed
 from distributed.client import FutureCancelledError
 
 from tecb_data.errors import UserError
+from tecb_data.version import __version__
 from tecb_eval.files import source_digest
 from tecb_eval.grid.scheduling import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task,
                                        check_timeout, fit_or_skip, longest_first, machine_memory)
@@ -112,11 +112,10 @@ async def _probe(address: str, timeout: float) -> None:
 
 def _tecb_on_worker() -> tuple[str, str]:
     # Pickled by reference: a worker without the package cannot even load this function.
-    from importlib.metadata import version
-
+    from tecb_data.version import __version__
     from tecb_eval.files import source_digest
 
-    return version("tecb"), source_digest()
+    return __version__, source_digest()
 
 
 class MemoryBudget(WorkerPlugin):
@@ -152,7 +151,7 @@ class DaskExecutor:
         self._client_log_level = self._client_log.level
         self._client_log.setLevel(logging.CRITICAL)
         try:
-            workers = self._check_workers((version("tecb"), source_digest()))
+            workers = self._check_workers((__version__, source_digest()))
             limits = [int(info.get("memory_limit") or 0) for info in workers.values()]
             # Per worker: --memory-limit, else a safe share of the workers' own limit (or of this machine's RAM).
             self.budget = memory_limit or int(DEFAULT_MEMORY_SHARE * min((v for v in limits if v),

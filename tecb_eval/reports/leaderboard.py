@@ -372,7 +372,7 @@ def provenance(frame: pd.DataFrame, stores: list[Path], synthetic: set[str]) -> 
     identities; the stores with their last-written date (rows carry no date of their own)."""
     import datetime
     import hashlib
-    from importlib.metadata import PackageNotFoundError, version
+    from tecb_data.version import __version__
 
     datasets = []
     for dataset, rows in frame.groupby("mteb_name", sort=True):
@@ -393,10 +393,7 @@ def provenance(frame: pd.DataFrame, stores: list[Path], synthetic: set[str]) -> 
         written = datetime.datetime.fromtimestamp(stat.st_mtime, datetime.timezone.utc)
         store_rows.append({"name": Path(path).name, "sha256": digest[:16],
                            "written": written.strftime("%Y-%m-%d %H:%M UTC")})
-    try:
-        package = version("tecb")
-    except PackageNotFoundError:
-        package = "unknown (not installed)"
+    package = __version__
     return {"datasets": datasets, "models": models, "stores": store_rows, "package": package,
             "libraries": _libraries(frame)}
 
