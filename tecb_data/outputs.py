@@ -575,6 +575,14 @@ def check_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pat
                                                      and (_is_empty_folder(work) or written_by(work) == command)):
         raise UserError(f"{work}: the work folder `{command}` would use is in the way and was not written by it "
                         f"({_whose(work) if work.is_dir() else 'a file'}); move it away or choose another output folder")
+    return check_writable(folder, option=option)
+
+
+def check_writable(folder: str | Path, *, option: str = "--out") -> Path:
+    """Can ``folder`` be made where it is named (its nearest existing parent takes a new file)?
+    Creating nothing; one line if not. Cheap enough to ask before a command imports its libraries.
+    Returns the folder to write."""
+    target = output_target(folder, option=option)
     existing = next(p for p in [target.parent, *target.parent.parents] if p.exists())
     try:
         # Creating a file is the only test that agrees with the file system (ACLs, read-only mounts,

@@ -21,7 +21,7 @@ import pytest
 from sklearn.metrics import adjusted_mutual_info_score, v_measure_score
 
 import tecb_data
-from conftest import shared_file, store_rows, write_store
+from conftest import store_rows, write_store
 from tecb_data import layout, recipes
 from tecb_data.build import build
 from tecb_eval.clustering.algorithms import make_algorithm
@@ -35,11 +35,10 @@ TOLERANCE = 1e-9
 
 
 @pytest.fixture(scope="module")
-def dev(tmp_path_factory):
-    """Blurbs S2S of the real GermEval 2019 dev set (1,849 books; 28 splits)."""
-    out = tmp_path_factory.mktemp("levels")
-    build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out, views=("s2s",))
-    return out / "blurbs-clustering-s2s"
+def dev(germeval_dev_datasets):
+    """Blurbs S2S of the real GermEval 2019 dev set (1,849 books; 28 splits), built once per session
+    (tests/conftest.py). Read-only."""
+    return germeval_dev_datasets["blurbs-clustering-s2s"][0]
 
 
 def _by_level(frame: pd.DataFrame, metric: str) -> dict[int, list[float]]:

@@ -27,13 +27,12 @@ TOLERANCE = 1e-9
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory, demo_datasets):
+def folders(tmp_path_factory, demo_datasets, germeval_dev_datasets):
     out = tmp_path_factory.mktemp("referee")
-    build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out)
     build("tenkgnad", shared_file("10kgnad/test.csv"), out)
     return {
-        "BlurbsClusteringS2S": out / "blurbs-clustering-s2s",
-        "BlurbsClusteringP2P": out / "blurbs-clustering-p2p",
+        "BlurbsClusteringS2S": germeval_dev_datasets["blurbs-clustering-s2s"][0],
+        "BlurbsClusteringP2P": germeval_dev_datasets["blurbs-clustering-p2p"][0],
         "TenKGnadClusteringP2P": out / "tenkgnad-clustering-p2p",
         "TenKGnadClusteringS2S": demo_datasets / "tenkgnad-clustering-s2s",
     }

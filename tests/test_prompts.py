@@ -260,14 +260,44 @@ def tiny_bert_st(tmp_path_factory, demo):
     return root / "st"
 
 
+@pytest.fixture(scope="module")
+def onnx_encoders(tiny_bert_st, tmp_path_factory):
+    """The tiny model on ONNX Runtime, float and int8, each exported once for the module (an export
+    takes tens of seconds): made from an empty working directory, whose contents afterwards are
+    recorded for the test that the export leaves it as it was."""
+    here = tmp_path_factory.mktemp("cwd")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(here)
+        made = {"float": encoders.get_encoder(str(tiny_bert_st), backend="onnx"),
+                "int8": encoders.get_encoder(str(tiny_bert_st), backend="onnx", dtype="int8")}
+        bound = made["int8"].for_task(_metadata("BlurbsClusteringS2S", "v2"))
+        made["encoded"] = bound.encode(["Der kleine Prinz", "Ein Kochbuch"])
+        made["float"].encode(["Der kleine Prinz"])  # exported here too
+        made["left"] = sorted(p.name for p in here.iterdir())
+    return made
+
+
+def _grid_of_spec(model_spec, loaded, folder, cache):
+    """``run_grid`` of the model as a spec, on 2 splits, into ``cache``. The vectors of ``loaded``
+    (the same model and options, exported already) are stored under its identity first, so the
+    spec's run reads them and exports nothing again (tests/test_onnx_backend.py: a grid whose texts
+    are cached loads no model); what the spec itself decides (its name and columns) is its own."""
+    kwargs = dict(configurations=["minibatch_kmeans:none"], cache_dir=cache, progress=False, log=lambda m: None,
+                  limit_splits=2)
+    first = run_grid([folder], [loaded], **kwargs)
+    frame = run_grid([folder], [model_spec], **kwargs)
+    assert set(frame.model_identity) == set(first.model_identity), (frame.model_identity, first.model_identity)
+    return frame
+
+
 @pytest.mark.slow
-def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st, demo, tmp_path):
+def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st, onnx_encoders, demo, tmp_path):
     import onnx
 
     texts = ["Der kleine Prinz", "Ein Kochbuch für Studenten", "Geschichte des Römischen Reiches und mehr"]
     metadata = _metadata("BlurbsClusteringS2S", "v2")
-    float_encoder = encoders.get_encoder(str(tiny_bert_st), backend="onnx").for_task(metadata)
-    int8_encoder = encoders.get_encoder(str(tiny_bert_st), backend="onnx", dtype="int8").for_task(metadata)
+    float_encoder = onnx_encoders["float"].for_task(metadata)
+    int8_encoder = onnx_encoders["int8"].for_task(metadata)
     assert int8_encoder.identity == float_encoder.identity + "|dtype=int8"
     runs = int8_encoder.model[0].model.model_path
     ops = {node.op_type for node in onnx.load(str(runs)).graph.node}
@@ -275,26 +305,24 @@ def test_onnx_int8_runs_the_quantized_export_under_its_own_identity(tiny_bert_st
     a, b = float_encoder.encode(texts), int8_encoder.encode(texts)
     cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     assert not np.array_equal(a, b) and cosine.min() > 0.9  # quantized: near the float vectors, not them
-    frame = run_grid([demo["s2s"]], [{"spec": str(tiny_bert_st), "backend": "onnx", "dtype": "int8"}],
-                     configurations=["minibatch_kmeans:none"], cache_dir=tmp_path, progress=False,
-                     log=lambda m: None, limit_splits=2)
+    frame = _grid_of_spec({"spec": str(tiny_bert_st), "backend": "onnx", "dtype": "int8"}, onnx_encoders["int8"],
+                          demo["s2s"], tmp_path)
     assert set(frame.dtype) == {"int8"} and frame.model.iloc[0].endswith("-onnx-int8")
 
 
 @pytest.mark.slow
-def test_onnx_backend_runs_the_transformer_on_onnx_runtime(tiny_bert_st, demo, tmp_path):
+def test_onnx_backend_runs_the_transformer_on_onnx_runtime(tiny_bert_st, onnx_encoders, demo, tmp_path):
     texts = ["Der kleine Prinz", "Ein Kochbuch für Studenten", "Geschichte des Römischen Reiches und mehr"]
     metadata = _metadata("BlurbsClusteringS2S", "v2")
     torch_encoder = encoders.get_encoder(str(tiny_bert_st)).for_task(metadata)
-    onnx_encoder = encoders.get_encoder(str(tiny_bert_st), backend="onnx").for_task(metadata)
+    onnx_encoder = onnx_encoders["float"].for_task(metadata)
     assert onnx_encoder.prompt == torch_encoder.prompt == "Thema: "  # prompts stay sentence-transformers' own
     assert onnx_encoder.identity.startswith(torch_encoder.identity) and "|backend=onnx" in onnx_encoder.identity
     assert type(onnx_encoder.model[0].model).__name__ == "OrtTransformer"
     a, b = torch_encoder.encode(texts), onnx_encoder.encode(texts)
     assert np.abs(a - b).max() < 1e-4
-    frame = run_grid([demo["s2s"]], [{"spec": str(tiny_bert_st), "backend": "onnx"}],
-                     configurations=["minibatch_kmeans:none"], cache_dir=tmp_path, progress=False,
-                     log=lambda m: None, limit_splits=2)
+    frame = _grid_of_spec({"spec": str(tiny_bert_st), "backend": "onnx"}, onnx_encoders["float"], demo["s2s"],
+                          tmp_path)
     assert set(frame.backend) == {"onnx"} and frame.model.iloc[0].endswith("-onnx")
 
 
@@ -349,14 +377,11 @@ def test_cli_model_options_take_prompts_with_commas_and_defaults_where_taken():
 
 
 @pytest.mark.slow
-def test_an_int8_export_leaves_the_working_directory_as_it_was(tiny_bert_st, tmp_path, monkeypatch):
+def test_an_int8_export_leaves_the_working_directory_as_it_was(onnx_encoders):
     """ONNX Runtime's quantization tooling saves `sym_shape_infer_temp.onnx` and uuid-named `.data`
     files to a relative path (its symbolic shape inference, when incomplete): run from an empty
-    folder, the export and its int8 quantization must leave it empty."""
-    here = tmp_path / "cwd"
-    here.mkdir()
-    monkeypatch.chdir(here)
-    encoder = encoders.get_encoder(str(tiny_bert_st), backend="onnx", dtype="int8").for_task(_metadata("BlurbsClusteringS2S", "v2"))
-    assert encoder.encode(["Der kleine Prinz", "Ein Kochbuch"]).shape[0] == 2
-    assert encoder.model[0].model.model_path.name == "model.int8.onnx"
-    assert sorted(p.name for p in here.iterdir()) == []
+    folder (the module's exports, :func:`onnx_encoders`), the export and its int8 quantization
+    must leave it empty."""
+    assert onnx_encoders["encoded"].shape[0] == 2
+    assert onnx_encoders["int8"].model[0].model.model_path.name == "model.int8.onnx"
+    assert onnx_encoders["left"] == []

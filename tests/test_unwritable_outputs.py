@@ -64,12 +64,45 @@ def world_readable(demo_datasets):
         shutil.rmtree(root)
 
 
-def _as_user_who_cannot_write(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """`tecb-eval ARGS` as a user for whom root's read-only folders are read-only: root itself
-    writes anywhere, so as root it runs as nobody (setpriv); otherwise as this user."""
+# Each command of a list run in one interpreter (`tecb_eval.cli.main`, the libraries quieted as the
+# installed command quiets them), its standard error read from the file descriptor (what a library writes there too),
+# its exit code as the process would return it: one start of Python for the whole list.
+_COMMANDS = """
+import json, os, sys, tempfile
+from tecb_data.commandline import quiet_libraries
+from tecb_eval.cli import main
+done = []
+for args in json.loads(sys.argv[1]):
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as err:
+        os.dup2(err.fileno(), 2)
+        try:
+            quiet_libraries(args)
+            try:
+                code = main(args)
+            except SystemExit as stop:
+                code = stop.code
+        finally:
+            sys.stdout.flush(); sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        done.append({"returncode": code if isinstance(code, int) else (0 if code is None else 1),
+                     "stderr": err.read().decode("utf-8", "replace")})
+print(json.dumps(done))
+"""
+
+
+def _as_user_who_cannot_write(root: Path, *commands: list[str]) -> list[subprocess.CompletedProcess]:
+    """Each of ``commands`` (`tecb-eval ARGS`) as a user for whom root's read-only folders are
+    read-only, in one process: root itself writes anywhere, so as root it runs as nobody
+    (setpriv); otherwise as this user."""
+    import json
+
     home = root / "home"
     home.mkdir(exist_ok=True)
-    command = [sys.executable, "-m", "tecb_eval.cli", *args]
+    command = [sys.executable, "-c", _COMMANDS, json.dumps([list(c) for c in commands])]
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:
             pytest.skip("running as root without setpriv: no user to whom a folder is read-only")
@@ -81,8 +114,11 @@ def _as_user_who_cannot_write(root: Path, *args: str) -> subprocess.CompletedPro
         if probe.returncode != 0:
             pytest.skip(f"nobody cannot import this checkout ({probe.stderr.strip().splitlines()[-1][:120]})")
         command = [*setpriv, *command]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", "MPLCONFIGDIR": str(home)})
+    ran = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", "MPLCONFIGDIR": str(home)})
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return [subprocess.CompletedProcess(c, r["returncode"], "", r["stderr"])
+            for c, r in zip(commands, json.loads(ran.stdout.splitlines()[-1]))]
 
 
 @pytest.mark.slow
@@ -105,12 +141,14 @@ def test_read_only_outputs_are_one_line(world_readable):
          "out"),
         (["pretrain", "--model", "minilm-l6", "--data", data, "--out", str(locked / "pre"), "--quiet"], "pre"),
     ]
-    for args, names in cases:
-        done = _as_user_who_cannot_write(root, *args)
+    # The same run, writable, works; then the export of what it wrote into a read-only folder.
+    *refused, writable, export = _as_user_who_cannot_write(
+        root, *(args for args, _ in cases), [*run, "--results", str(home / "r.jsonl"), "--cache-dir", str(home / "cache")],
+        ["export", str(home / "r.jsonl"), "--out", str(locked / "report")])
+    for done, (_, names) in zip(refused, cases):
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert done.stderr.startswith("tecb-eval: error: ") and str(locked / names) in done.stderr, done.stderr
-    done = _as_user_who_cannot_write(root, *run, "--results", str(home / "r.jsonl"), "--cache-dir", str(home / "cache"))
-    assert done.returncode == 0, done.stderr  # the same run, writable: works
-    done = _as_user_who_cannot_write(root, "export", str(home / "r.jsonl"), "--out", str(locked / "report"))
+    assert writable.returncode == 0, writable.stderr
+    done = export
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and str(locked / "report") in done.stderr, done.stderr
     assert sorted(p.name for p in locked.iterdir()) == ["results.jsonl"] and (locked / "results.jsonl").read_text() == ""

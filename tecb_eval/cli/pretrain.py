@@ -40,6 +40,11 @@ EXAMPLE = """example (a quick look; the paper's schedule is the default):
 
 
 def _cmd_pretrain(args) -> int:
+    from tecb_data.outputs import check_writable
+
+    # Before torch and transformers are imported (seconds): an --out that cannot be written is one
+    # line at once, not after them.
+    check_writable(args.out)
     from tecb_eval.cli.options import dataset_folders
     from tecb_eval.pretraining import pretrain
     from tecb_eval.pretraining.run import DEFAULT_SEEDS
