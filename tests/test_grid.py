@@ -187,6 +187,7 @@ def test_umap_reductions_are_computed_once_and_shared(demo, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("draws_here")  # where the samples are drawn is tests/test_caches.py's subject
 def test_fast_protocol_rows_are_mteb_v2_bootstraps_and_rows_name_their_profile(demo, tmp_path):
     # The scores themselves are refereed by MTEB in test_mteb_referee.py; here: the grid's shape.
     folder = demo / "tenkgnad-clustering-s2s"

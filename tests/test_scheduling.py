@@ -21,6 +21,7 @@ class _NoPool:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("draws_here")  # where the fast protocol's samples are drawn is not this test's subject
 def test_a_grid_of_one_unit_runs_in_this_process(blurbs_folder, tmp_path, monkeypatch):
     monkeypatch.setattr(executors, "LocalExecutor", _NoPool)
     # Fast protocol, one configuration: one unit (the pooled sample), whatever jobs asks for.
