@@ -384,6 +384,7 @@ def _wait_until_no_worker_computes(client, timeout: float = 300) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.usefixtures("draws_here")  # where the samples are drawn is tests/test_caches.py's subject
 def test_a_models_one_unit_is_cut_into_pieces_so_no_worker_waits(folder, cluster, tmp_path):
     """The fast protocol's one unit per model (10 draws) on two single-threaded workers: four pieces
     of whole cells (3, 3, 2 and 2: no worker waits on another's third piece), with the scores of

@@ -32,8 +32,15 @@ def _minilm() -> Path:
 
 def _model(folder: Path, max_length: int) -> Path:
     """A copy of all-MiniLM-L6-v2 that reads at most ``max_length`` tokens: another model (other
-    files, other vectors for the longer texts)."""
-    shutil.copytree(_minilm(), folder, dirs_exist_ok=True)
+    files, other vectors for the longer texts). Its 90 MB of weights are a link to MiniLM's (the
+    folder reads, and hashes, the same through it); the small files are copies."""
+    def link_the_weights(source: str, target: str) -> None:
+        if Path(source).name == "model.safetensors":
+            os.symlink(source, target)
+        else:
+            shutil.copy2(source, target)
+
+    shutil.copytree(_minilm(), folder, dirs_exist_ok=True, copy_function=link_the_weights)
     config = folder / "sentence_bert_config.json"
     settings = json.loads(config.read_text())
     settings["max_seq_length"] = max_length
