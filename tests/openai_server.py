@@ -158,14 +158,15 @@ class EmbeddingServer:
                     return self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
                 answer = {"object": "list", "data": items, "model": request.get("model", server.model),
                           "usage": {"prompt_tokens": used, "total_tokens": used}}
-                self._send(200, json.dumps(answer).encode())
+                # Counted before the answer leaves: a client that has its vectors finds them counted.
                 with server._lock:
                     server.answered += 1
                     server.texts.extend(texts)
                     server.formats.append(fmt)
                     stop = server.stop_after is not None and server.answered >= server.stop_after
-                    server.stopped = server.stopped or stop
+                self._send(200, json.dumps(answer).encode())
                 if stop:
+                    server.stopped = True
                     # Stops listening: what is not yet accepted is refused, as a server that went away.
                     threading.Thread(target=server.stop, daemon=True).start()
 
