@@ -29,6 +29,24 @@ def test_scores_are_scikit_learns_on_the_clustered_points_without_noise():
     assert 0.9 < scores["size_balance"] <= 1.0
 
 
+@pytest.mark.parametrize("points, clusters, dimensions", [(40, 2, 3), (500, 37, 384), (300, 12, 50)])
+def test_davies_bouldin_is_scikit_learns(points, clusters, dimensions):
+    """The referee: scikit-learn's own function, on blobs, random labels (clusters of very unequal
+    sizes, one of a single point) and a clustering with two identical centroids."""
+    from tecb_eval.clustering.label_free import davies_bouldin
+
+    X, y = make_blobs(points, centers=clusters, n_features=dimensions, random_state=clusters)
+    rng = np.random.default_rng(points)
+    random = rng.integers(0, clusters, points)
+    random[0] = clusters  # a cluster of one text
+    same = np.tile(X[:2], (points // 2, 1)), np.tile([0, 1], points // 2)
+    for data, labels in ((X, y), (X.astype(np.float32).astype(np.float64), random), same):
+        # abs: where every cluster is one point repeated, scikit-learn's distances (by the dot
+        # product) leave float noise of 1e-9 around the exact 0.
+        assert davies_bouldin(data, labels) == pytest.approx(metrics.davies_bouldin_score(data, labels),
+                                                             rel=1e-9, abs=1e-7)
+
+
 def test_a_large_clustering_is_sampled_with_a_recorded_seed():
     X, y = make_blobs(SILHOUETTE_MAX_POINTS + 500, centers=3, n_features=4, random_state=1)
     first = label_free_scores(X, y, 42, "all", "minibatch_kmeans", "k=3")

@@ -10,7 +10,9 @@ texts it assigned to a cluster (noise, label -1, belongs to none):
   (``silhouette_points``) and the seed it was drawn with (``silhouette_seed``).
 - ``calinski_harabasz``: between- over within-cluster dispersion (0.., higher is better).
 - ``davies_bouldin``: the mean similarity of each cluster to its most similar one (0.., lower is
-  better).
+  better). scikit-learn's definition, computed in whole-array steps (:func:`davies_bouldin`):
+  scikit-learn's own loops over the clusters, a call with its checks per cluster, which cost a
+  third of a small grid cell's time; the two agree to 1e-9 (tests/test_label_free_scores.py).
 - ``size_balance``: the entropy of the cluster sizes over its maximum, log(clusters) (0..1; 1: all
   clusters the same size). A clustering with one giant cluster scores near 0.
 
@@ -53,6 +55,25 @@ def size_balance(sizes) -> float | None:
     return float(-(p * np.log(p)).sum() / math.log(len(sizes)))
 
 
+def davies_bouldin(X: np.ndarray, y: np.ndarray) -> float:
+    """scikit-learn's ``davies_bouldin_score`` (Davies and Bouldin 1979, Euclidean distances) of
+    labels ``y`` (two or more clusters) on ``X``, in whole-array steps."""
+    _, cluster = np.unique(y, return_inverse=True)
+    k, sizes = int(cluster.max()) + 1, np.bincount(cluster)
+    from scipy import sparse
+
+    # A sparse one-hot matrix (clusters x texts): each cluster's sum without a k x n array.
+    members = sparse.csr_matrix((np.ones(len(cluster)), (cluster, np.arange(len(cluster)))), shape=(k, len(cluster)))
+    centroids = np.asarray(members @ X) / sizes[:, None]
+    # Each cluster's mean distance of its members to its centroid.
+    intra = np.bincount(cluster, weights=np.linalg.norm(X - centroids[cluster], axis=1)) / sizes
+    between = np.sqrt(np.maximum(((centroids[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2), 0.0))
+    if np.allclose(intra, 0) or np.allclose(between, 0):
+        return 0.0
+    between[between == 0] = np.inf
+    return float(np.mean(np.max((intra[:, None] + intra[None, :]) / between, axis=1)))
+
+
 def label_free_scores(data: np.ndarray, predicted: np.ndarray, seed: int, *names: str) -> dict:
     """The label-free scores of ``predicted`` on ``data``; ``seed`` and ``names`` (the split, the
     algorithm, the cluster setting) seed the silhouette's sample, one draw per decision."""
@@ -69,7 +90,7 @@ def label_free_scores(data: np.ndarray, predicted: np.ndarray, seed: int, *names
         return _undefined("as many clusters as texts")
     out = {"size_balance": size_balance(sizes), "label_free_note": None}
     out["calinski_harabasz"] = float(metrics.calinski_harabasz_score(X, y))
-    out["davies_bouldin"] = float(metrics.davies_bouldin_score(X, y))
+    out["davies_bouldin"] = davies_bouldin(X, y)
     points = min(len(y), SILHOUETTE_MAX_POINTS)
     draw = int(seeding.rng(seed, "silhouette", *names).integers(2**31 - 1)) if points < len(y) else None
     norms = np.linalg.norm(X, axis=1)
