@@ -61,13 +61,14 @@ def davies_bouldin(X: np.ndarray, y: np.ndarray) -> float:
     _, cluster = np.unique(y, return_inverse=True)
     k, sizes = int(cluster.max()) + 1, np.bincount(cluster)
     from scipy import sparse
+    from scipy.spatial import distance
 
     # A sparse one-hot matrix (clusters x texts): each cluster's sum without a k x n array.
     members = sparse.csr_matrix((np.ones(len(cluster)), (cluster, np.arange(len(cluster)))), shape=(k, len(cluster)))
     centroids = np.asarray(members @ X) / sizes[:, None]
     # Each cluster's mean distance of its members to its centroid.
     intra = np.bincount(cluster, weights=np.linalg.norm(X - centroids[cluster], axis=1)) / sizes
-    between = np.sqrt(np.maximum(((centroids[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2), 0.0))
+    between = distance.cdist(centroids, centroids)
     if np.allclose(intra, 0) or np.allclose(between, 0):
         return 0.0
     between[between == 0] = np.inf
