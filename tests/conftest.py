@@ -295,6 +295,18 @@ def write_store(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def tfidf_rows(data: Path, root: Path, splits: int) -> list[dict]:
+    """The rows of a cheap run (tfidf-lsa, k-means, the first ``splits`` splits of ``data``) in a
+    store under ``root``: what tests copy under other names or scores."""
+    import json
+
+    from tecb_eval.cli import main
+
+    store = root / "r.jsonl"
+    assert main(run_args(data, store, root / "cache", "--limit-splits", str(splits))) == 0
+    return [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
+
+
 def run_args(data, results, cache, *extra) -> list[str]:
     """`tecb-eval run` of tfidf-lsa / k-means on one dataset: the grid the CLI tests poke at."""
     return ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from conftest import tfidf_rows
+
 DATASET = "tenkgnad-clustering-s2s"
 HOSTILE = ['</script><script>document.title="PWNED"</script>', "<img src=x onerror=alert(1)>",
            "[click](javascript:alert(1))", "<javascript:alert(1)>", "a|b", "`code` *em* _em_ **strong**",
@@ -17,14 +19,8 @@ HOSTILE = ['</script><script>document.title="PWNED"</script>', "<img src=x onerr
 @pytest.fixture(scope="module")
 def hostile_store(demo_datasets, tmp_path_factory):
     """A cheap store (tfidf-lsa, one split) whose rows are copied once per hostile model name."""
-    from tecb_eval.cli import main
-
     root = tmp_path_factory.mktemp("markdown")
-    store = root / "r.jsonl"
-    assert main(["run", "--data", str(demo_datasets / DATASET), "--model", "tfidf-lsa", "--config",
-                 "minibatch_kmeans:none", "--results", str(store), "--cache-dir", str(root / "cache"),
-                 "--limit-splits", "1", "--quiet"]) == 0
-    rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
+    rows = tfidf_rows(demo_datasets / DATASET, root, 1)
     hostile = root / "hostile.jsonl"
     hostile.write_text("".join(json.dumps({**row, "model": name}) + "\n" for name in HOSTILE for row in rows),
                        encoding="utf-8")

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from conftest import tfidf_rows
+
 DATASET = "tenkgnad-clustering-s2s"
 FAKE = "minilm\n  BERTopic:\n    import os; os.system('touch pwned')"
 TURNED = "lsa\u202eevil"
@@ -17,14 +19,8 @@ TURNED = "lsa\u202eevil"
 def hostile_store(demo_datasets, tmp_path_factory):
     """tfidf-lsa on two splits, copied under the hostile names: FAKE scores higher (the best
     pipeline), TURNED on the first split only (fewer cells: the like-with-like notes name it)."""
-    from tecb_eval.cli import main
-
     root = tmp_path_factory.mktemp("one-line")
-    store = root / "r.jsonl"
-    assert main(["run", "--data", str(demo_datasets / DATASET), "--model", "tfidf-lsa", "--config",
-                 "minibatch_kmeans:none", "--results", str(store), "--cache-dir", str(root / "cache"),
-                 "--limit-splits", "2", "--quiet"]) == 0
-    rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
+    rows = tfidf_rows(demo_datasets / DATASET, root, 2)
     first = min(r["split"] for r in rows)
     lines = [json.dumps(r) for r in rows]
     lines += [json.dumps({**r, "model": FAKE, "v_measure": min(1.0, r["v_measure"] + 0.2)}) for r in rows]
