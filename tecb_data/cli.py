@@ -41,7 +41,7 @@ def _print_built(built) -> dict:
         stats = manifest["statistics"]
         texts = "unique ids" if manifest.get("view") == "ids" else "unique texts"
         print(
-            f"{folder}: {stats['splits']} splits, {stats['samples']:,} samples, "
+            f"{folder}: {stats['splits']} split{'' if stats['splits'] == 1 else 's'}, {stats['samples']:,} samples, "
             f"{stats['unique_texts']:,} {texts}, "
             + ("no labels; " if manifest.get("labelled") is False else f"{stats['unique_labels']} labels; ")
             + f"fingerprint {manifest['fingerprint'][:16]}" + ("; synthetic demo data" if manifest.get("synthetic") else "")
