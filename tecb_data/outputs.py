@@ -148,10 +148,7 @@ def refuse_nested(path: str | Path, *, option: str = "--out", command: str | Non
         where = "is" if folder == target else "lies inside"
         raise UserError(f"{option} {path}: {where} {folder}, the output of `{other}`, which replaces that folder "
                         "whole; choose a folder outside it")
-    for item in inputs:
-        if item is None or not _resolvable(item):
-            continue
-        source = Path(item).expanduser().resolve()
+    for item, source in _resolved(inputs):
         if target == source or target.is_relative_to(source):
             where = "is" if target == source else "lies inside"
             raise UserError(f"{option} {path}: {where} the input {item}, which writing there would change; choose "
@@ -178,20 +175,14 @@ def check_output_file(path: str | Path, *, option: str, inputs: Iterable[str | P
         # A device or a FIFO would take what is written (or block) and be no file afterwards.
         raise UserError(f"{option} {shown}: is {readers.kind(target.stat().st_mode)}, not a regular file this command "
                         "may write; name a file")
-    for item in inputs:
-        if item is None or not _resolvable(item):
-            continue
-        source = Path(item).expanduser().resolve()
+    for item, source in _resolved(inputs):
         if target == source:
             raise UserError(f"{option} {shown}: is the input {item}, which writing there would destroy; "
                             "choose another file")
         if target.is_relative_to(source):
             raise UserError(f"{option} {shown}: lies inside the input {item}, which writing there would change; "
                             "choose a file outside the inputs")
-    for item in outputs:
-        if item is None or not _resolvable(item):
-            continue
-        folder = Path(item).expanduser().resolve()
+    for item, folder in _resolved(outputs):
         if target.is_relative_to(folder):
             raise UserError(f"{option} {shown}: lies inside {item}, which this command writes (and replaces whole); "
                             "choose a file outside it")
@@ -536,13 +527,16 @@ def _refuse_unreplaceable(target: Path, command: str, *, shown, option: str) -> 
                     "never replaced: choose a new or empty folder, or move them away yourself")
 
 
-def _resolvable(path: str | Path) -> bool:
-    # An input that cannot be resolved (a link loop) fails where it is read, with its own option named.
-    try:
-        Path(path).expanduser().resolve()
-    except (RuntimeError, OSError):
-        return False
-    return True
+def _resolved(paths: Iterable[str | Path | None]) -> Iterator[tuple[str | Path, Path]]:
+    """Each given path with its resolved form. None is skipped, and so is a path that cannot be
+    resolved (a link loop): it fails where it is read, with its own option named."""
+    for item in paths:
+        if item is None:
+            continue
+        try:
+            yield item, Path(item).expanduser().resolve()
+        except (RuntimeError, OSError):
+            continue
 
 
 def _kept(target: Path, keep: Iterable[str | Path | None]) -> set[Path]:
@@ -566,7 +560,7 @@ def check_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pat
     folders the command reads or keeps elsewhere: the swap would delete them), a work folder
     ``OUT.partial`` that is not ours, a place that cannot be written. Returns the folder to write."""
     target = output_target(folder, option=option)
-    refuse_overlap(folder, [item for item in inputs if item is not None and _resolvable(item)], option=option)
+    refuse_overlap(folder, [item for item, _ in _resolved(inputs)], option=option)
     refuse_nested(folder, option=option, command=command)
     if not _replaceable(target, command, _kept(target, keep)):
         _refuse_unreplaceable(target, command, shown=folder, option=option)
@@ -705,7 +699,7 @@ def staged_output(folder: str | Path, command: str, *, inputs: Iterable[str | Pa
     if overwrite is None:
         target = check_output(folder, command, inputs=inputs, option=option, keep=keep)
     else:
-        refuse_overlap(folder, [item for item in inputs if item is not None and _resolvable(item)], option=option)
+        refuse_overlap(folder, [item for item, _ in _resolved(inputs)], option=option)
         refuse_nested(folder, option=option, command=command)
         target = output_target(folder, option=option)
         check_replaceable(target, command, overwrite=overwrite, option=option, listed=True)
