@@ -255,7 +255,7 @@ class OpenAIEncoder:
                 self.usage.waited_s += waited
             local.waited += waited
             self.log(f"note: {self.name}: batch {local.batch}: {local.why}; retry {retry} of "
-                     f"{self.settings.max_retries} after waiting {waited:.2f} s")
+                     f"{self.settings.max_retries} after waiting {waited:.3f} s")
             if local.waited > self.settings.max_wait:
                 raise _give_up(f"its retries waited {local.waited:.1f} s, past max_wait={self.settings.max_wait:g} s")
         with self.usage.lock:
