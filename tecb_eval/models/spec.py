@@ -66,6 +66,12 @@ def open_model(spec: ModelSpec, seed: int) -> ModelRun:
     return ModelRun(spec, encoders.get_encoder(spec.spec, **{"seed": seed, **spec.options}))
 
 
+def known_identity(spec: ModelSpec) -> str | None:
+    """The identity opening ``spec`` would give, told from its files without loading it (its kind
+    says how); None where only opening it tells."""
+    return registry.kind_of(spec.spec).identity(spec.spec, dict(spec.options))
+
+
 def find_model(spec) -> None:
     """Make sure a model named by text is there to load: the built-in one's package, or the Hub
     model in huggingface_hub's cache (downloaded now if the Hub can be reached). Loading the

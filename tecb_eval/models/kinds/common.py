@@ -102,6 +102,11 @@ def nothing_to_find(spec) -> None:
     """A kind with nothing to download before its turn: it is in a package, or found when opened."""
 
 
+def only_loading_tells(spec, options: dict) -> None:
+    """A kind whose identity is known once it is loaded (or fitted per dataset), not before."""
+    return None
+
+
 def opens_here(spec, options: dict) -> bool:
     """A kind that a Dask worker never opens for the coordinator: it encodes where the grid runs."""
     return False

@@ -46,6 +46,11 @@ def opens_on_a_worker(spec, options: dict) -> bool:
     return "layer" not in options and pretrained.is_sentence_transformers_folder(minilm_folder())
 
 
+def identity(spec, options: dict) -> str | None:
+    """The identity loading it would give, from the package's files alone."""
+    return pretrained.identity_from_files(minilm_folder(), model_id(), options)
+
+
 def checkpoint(spec) -> tuple[Path, str]:
     return minilm_folder(), NAME
 

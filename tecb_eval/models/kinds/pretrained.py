@@ -18,7 +18,7 @@ from tecb_eval.models.kinds.common import (
     DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, EmbeddingSnippet, Load, folder_digest, identity_parts,
 )
 from tecb_eval.models.kinds.mean_pooling import MeanPoolingEncoder
-from tecb_eval.models.kinds.sentence_transformer import SentenceTransformerEncoder, check_backend
+from tecb_eval.models.kinds.sentence_transformer import SentenceTransformerEncoder, check_backend, identity_from_files
 
 # What mean pooling over a layer (torch) cannot take: only a sentence-transformers model runs them.
 SENTENCE_TRANSFORMERS_ONLY = ("prompt", "prompt_name", "backend", "dtype")
@@ -164,6 +164,15 @@ def opens_on_a_worker(spec, options: dict, *, builtins: Sequence[str] = ()) -> b
     if not folder.is_dir():
         folder = resolve_model(text, builtins)[0]  # found (downloaded) already by find_model
     return is_sentence_transformers_folder(folder)
+
+
+def identity(spec, options: dict, *, builtins: Sequence[str] = ()) -> str | None:
+    """The identity a sentence-transformers folder or Hub model would get, from its files (their
+    fingerprint, the Hub snapshot) without loading it; None where only loading tells."""
+    folder, model_id = resolve_model(str(spec), builtins)
+    if not is_sentence_transformers_folder(folder):
+        return None
+    return identity_from_files(folder, model_id, options)
 
 
 def checkpoint(spec, *, builtins: Sequence[str] = ()) -> tuple[Path, str]:

@@ -4,6 +4,7 @@ choose per task, on sentence-transformers' torch, ONNX or OpenVINO backend."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import numpy as np
@@ -183,3 +184,67 @@ class SentenceTransformerEncoder:
             list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False, **options
         )
         return np.asarray(vectors, dtype=np.float32) if getattr(self, "dtype", None) else vectors
+
+
+def identity_from_files(folder: Path, model_id: str, options: dict) -> str | None:
+    """The identity :class:`SentenceTransformerEncoder` gives the model in ``folder`` with ``options``,
+    read from its configuration files alone (no torch, no weights): a rerun whose cells are all
+    stored needs no more. None where only loading tells: a prompt chosen per task, a backend other
+    than torch, a first module that is no Transformer or a max_length its files do not state."""
+    from tecb_eval.models import prompts as prompt_rules
+
+    if options.get("layer") is not None or options.get("backend") not in (None, "torch") \
+            or options.get("dtype") == "int8":
+        return None
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        if not str(modules[0]["type"]).endswith(".Transformer"):
+            return None
+        max_length = options.get("max_length")
+        if max_length is None:
+            max_length = _max_seq_length(folder / modules[0].get("path", ""))
+        pooling = "+".join(str(m["type"]).rsplit(".", 1)[-1] for m in modules[1:]) or "none"
+        config = folder / "config_sentence_transformers.json"
+        settings = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
+        configured = dict(settings.get("prompts") or {})
+        default = settings.get("default_prompt_name")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+    if not isinstance(max_length, int) or isinstance(max_length, bool):
+        return None
+    prompt = options.get("prompt")
+    if options.get("prompt_name") is not None:
+        if options["prompt_name"] not in configured:
+            return None  # loading says which prompts it has
+        prompt = configured[options["prompt_name"]] or ""
+    if prompt is None:
+        if any(configured.values()):
+            return None  # a prompt per task: the identity is the bound one's
+        prompt = (configured.get(default) if default else None) or None
+    dtype = None if options.get("dtype") in (None, "float32") else options["dtype"]
+    return (f"st:{model_id}|pooling={pooling}|layer=last|max_length={max_length}"
+            + prompt_rules.identity_suffix(prompt) + ("" if dtype is None else f"|dtype={dtype}"))
+
+
+def _max_seq_length(first: Path) -> int | None:
+    """The ``max_seq_length`` sentence-transformers gives a Transformer module saved in ``first``:
+    its config's own, else the tokenizer's ``model_max_length`` capped at the checkpoint's
+    ``max_position_embeddings``; None where the files do not say it plainly."""
+    def read(name: str) -> dict:
+        path = first / name
+        settings = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if not isinstance(settings, dict):
+            raise ValueError(f"{path}: not an object")
+        return settings
+
+    module = read("sentence_bert_config.json")
+    if "max_seq_length" in module:
+        return module["max_seq_length"]
+    if module.get("tokenizer_name_or_path") or any(
+            "model_max_length" in (module.get(key) or {}) for key in ("processor_kwargs", "tokenizer_args")):
+        return None
+    tokenizer, checkpoint = read("tokenizer_config.json"), read("config.json")
+    limit, positions = tokenizer.get("model_max_length"), checkpoint.get("max_position_embeddings")
+    if not isinstance(limit, int) or not isinstance(positions, int):
+        return None
+    return limit if positions == -1 else min(limit, positions)
