@@ -52,9 +52,6 @@ class ModelKind:
     find: Callable[[object], None] = common.nothing_to_find
     # (spec, options): whether a Dask worker opens it and the coordinator only describes it.
     opens_on_a_worker: Callable[[object, dict], bool] = common.opens_here
-    # (spec, options): the identity loading would give, told from its files without loading them (a
-    # rerun whose cells are all stored loads nothing); None where only loading tells.
-    identity: Callable[[object, dict], str | None] = common.only_loading_tells
     display: Callable[[object], str] = common.path_or_hub_name  # the name tables and pages show by default
     # The lines of recommend's BERTopic snippet that build its embeddings (identity, the folder the
     # grid read or None) -> EmbeddingSnippet; a ValueError for an identity it cannot have given.
@@ -80,7 +77,7 @@ _BUILT_IN = (
         "minilm-l6", "sentence-transformers' all-MiniLM-L6-v2, from an offline package", example="minilm-l6",
         options=TRANSFORMER_OPTIONS, load=minilm.load, encoder_classes=_TRANSFORMER_CLASSES,
         identity_prefixes=(f"st:{minilm.HUB_ID}#",), spec_name="minilm-l6", check=minilm.check, find=minilm.find,
-        opens_on_a_worker=minilm.opens_on_a_worker, identity=minilm.identity, snippet=minilm.snippet,
+        opens_on_a_worker=minilm.opens_on_a_worker, snippet=minilm.snippet,
         offline_folder=minilm.minilm_folder,
         checkpoint=minilm.checkpoint),
     ModelKind(
@@ -125,8 +122,7 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
         load=partial(pretrained.load, builtins=BUILTIN_NAMES), encoder_classes=_TRANSFORMER_CLASSES,
         identity_prefixes=("st:", "hf:"), accepts=common.is_text, check=pretrained.check,
         find=partial(pretrained.find, builtins=BUILTIN_NAMES),
-        opens_on_a_worker=partial(pretrained.opens_on_a_worker, builtins=BUILTIN_NAMES),
-        identity=partial(pretrained.identity, builtins=BUILTIN_NAMES), snippet=pretrained.snippet,
+        opens_on_a_worker=partial(pretrained.opens_on_a_worker, builtins=BUILTIN_NAMES), snippet=pretrained.snippet,
         checkpoint=partial(pretrained.checkpoint, builtins=BUILTIN_NAMES)),
 )
 KINDS = {kind.name: kind for kind in MODEL_KINDS}
@@ -135,6 +131,21 @@ ENCODER_CLASSES = tuple(dict.fromkeys(cls for kind in MODEL_KINDS for cls in kin
 # Every string that names a kind: its built-in name, its spec prefix, how its identities begin.
 KIND_WORDS = tuple(dict.fromkeys([*BUILTIN_NAMES, *SPEC_PREFIXES,
                                   *(p for kind in MODEL_KINDS for p in kind.identity_prefixes)]))
+
+
+# Per kind name, (spec, options) -> the identity loading would give, told from its files without
+# loading them (a rerun whose cells are all stored loads nothing); a kind not named here, or None
+# from it: only loading tells.
+IDENTITY_FROM_FILES: dict[str, Callable[[object, dict], str | None]] = {
+    "minilm-l6": minilm.identity,
+    "pretrained": partial(pretrained.identity, builtins=BUILTIN_NAMES),
+}
+
+
+def identity_from_files(spec, options: dict) -> str | None:
+    """The identity loading ``spec`` with ``options`` would give, from its files alone; None where
+    only loading tells (its kind, or options whose effect only loading shows)."""
+    return IDENTITY_FROM_FILES.get(kind_of(spec).name, common.only_loading_tells)(spec, options)
 
 
 def kind_of(spec) -> ModelKind:

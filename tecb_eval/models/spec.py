@@ -69,7 +69,7 @@ def open_model(spec: ModelSpec, seed: int) -> ModelRun:
 def known_identity(spec: ModelSpec) -> str | None:
     """The identity opening ``spec`` would give, told from its files without loading it (its kind
     says how); None where only opening it tells."""
-    return registry.kind_of(spec.spec).identity(spec.spec, dict(spec.options))
+    return registry.identity_from_files(spec.spec, dict(spec.options))
 
 
 def find_model(spec) -> None:

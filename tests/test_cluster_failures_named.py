@@ -1,0 +1,69 @@
+"""What goes wrong on a Dask cluster is named in one line: a scheduler that runs other tecb code
+(it unpickles every task a run sends, so it must run the coordinator's code as the workers do).
+
+The cluster runs for real: ``dask scheduler`` in its own process, from a copy of the package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tecb_data.errors import UserError
+from tecb_eval.grid.run import run_grid
+
+distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.usefixtures("kept_environment")
+
+
+def _free_port() -> int:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        return free.getsockname()[1]
+
+
+def _other_checkout(folder: Path) -> Path:
+    """A copy of tecb's packages with one file edited: another checkout of the same version."""
+    import tecb_data
+    import tecb_eval
+
+    for package in (tecb_data, tecb_eval):
+        root = Path(package.__file__).resolve().parent
+        shutil.copytree(root, folder / root.name, ignore=shutil.ignore_patterns("__pycache__"))
+    edited = folder / "tecb_eval" / "grid" / "cluster_encode.py"
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n# another checkout's line\n", encoding="utf-8")
+    return folder
+
+
+def test_a_scheduler_running_other_tecb_code_is_one_line_naming_it(demo_datasets, tmp_path):
+    code = _other_checkout(tmp_path / "checkout")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", address.rsplit(":", 1)[1], "--no-dashboard"], env=env, cwd=tmp_path,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        with pytest.raises(UserError, match=rf"the Dask scheduler at {address} runs other tecb code than this "
+                                            r"process .* it unpickles every task a run sends: start the scheduler "
+                                            r"from the same tecb installation"):
+            run_grid([demo_datasets / "tenkgnad-clustering-s2s"], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"],
+                     limit_splits=1, scheduler=address, scheduler_timeout=30, results=tmp_path / "r.jsonl",
+                     cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+    finally:
+        scheduler.terminate()
+        scheduler.wait(timeout=60)
+    assert not (tmp_path / "r.jsonl").exists() and not (tmp_path / "cache").exists()
