@@ -172,7 +172,7 @@ class DaskExecutor:
         description of each worker. The scheduler too: it unpickles every task a run sends (an
         encode task names tecb's functions and its model spec), so one running other code fails
         them all with Dask's "Error during deserialization of the task graph"."""
-        self._check_scheduler(ours)
+        check_scheduler(self.client, self.address, ours)
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         if not workers:
             raise UserError(f"the Dask scheduler at {self.address} has no workers; start some with "
@@ -192,24 +192,6 @@ class DaskExecutor:
                                 f"both, source {answer[1]} there, {ours[1]} here); install the same code on every "
                                 "worker and restart it (a score must not depend on where its unit ran)")
         return workers
-
-    def _check_scheduler(self, ours: tuple[str, str]) -> None:
-        how = ("start the scheduler from the same tecb installation as this process and the workers "
-               "(`tecb-eval workers` starts both), then rerun")
-        try:
-            answer = self.client.run_on_scheduler(_tecb_on_worker)
-        except OSError:
-            raise  # the scheduler went away: connect's and run's own lines say so
-        except Exception as exc:  # noqa: BLE001 -- raised there: it cannot import our code (or this function)
-            raise UserError(f"the Dask scheduler at {self.address} cannot load tecb's code ({type(exc).__name__}: "
-                            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'}); it unpickles "
-                            f"every task a run sends, so it needs tecb {ours[0]} too: {how}") from None
-        if not isinstance(answer, (tuple, list)) or len(answer) != 2:  # a tecb that answers its version alone
-            answer = (str(answer), "unknown")
-        if tuple(answer) != tuple(ours):
-            raise UserError(f"the Dask scheduler at {self.address} runs other tecb code than this process (version "
-                            f"{answer[0]} there, {ours[0]} here; source {answer[1]} there, {ours[1]} here); it "
-                            f"unpickles every task a run sends: {how}")
 
     def run(self, tasks: list[Task], load_input: LoadInput, on_result: OnResult) -> None:
         pending = longest_first(fit_or_skip(tasks, self.budget, " per worker", self.log))
@@ -340,6 +322,26 @@ class DaskExecutor:
             self.client.close()
         finally:
             self._client_log.setLevel(self._client_log_level)
+
+
+def check_scheduler(client: Client, address: str, ours: tuple[str, str]) -> None:
+    """The scheduler runs our code of tecb too: it unpickles every task a run sends."""
+    how = ("start the scheduler from the same tecb installation as this process and the workers "
+           "(`tecb-eval workers` starts both), then rerun")
+    try:
+        answer = client.run_on_scheduler(_tecb_on_worker)
+    except OSError:
+        raise  # the scheduler went away: connect's and run's own lines say so
+    except Exception as exc:  # noqa: BLE001 -- raised there: it cannot import our code (or this function)
+        raise UserError(f"the Dask scheduler at {address} cannot load tecb's code ({type(exc).__name__}: "
+                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'}); it unpickles "
+                        f"every task a run sends, so it needs tecb {ours[0]} too: {how}") from None
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:  # a tecb that answers its version alone
+        answer = (str(answer), "unknown")
+    if tuple(answer) != tuple(ours):
+        raise UserError(f"the Dask scheduler at {address} runs other tecb code than this process (version "
+                        f"{answer[0]} there, {ours[0]} here; source {answer[1]} there, {ours[1]} here); it "
+                        f"unpickles every task a run sends: {how}")
 
 
 def worker_lost(exc: BaseException) -> bool:

@@ -24,7 +24,7 @@ from tecb_eval.grid.seeds import check_seed, check_seeds
 from tecb_eval.grid.store import cell_key, seed_set_name
 from tecb_eval.grid.work import Cell, WorkUnit
 from tecb_eval.models import encoders
-from tecb_eval.models.spec import ModelSpec, model_spec
+from tecb_eval.models.spec import ModelSpec, known_identity, model_spec
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,25 @@ class Plan:
                 if cells:
                     work.append(Pending(bench, encoder, seed, cells))
         return work
+
+
+def stored_cells(plan: Plan, spec: ModelSpec, store, metrics, found) -> bool:
+    """Whether the store holds every cell of ``spec`` under the identity its files give without
+    loading it (:func:`~tecb_eval.models.spec.known_identity`); if so, ``found(bench, row)`` takes
+    each, and a rerun that computes nothing opens no model. False where a cell is pending or only
+    loading tells the identity (nothing is taken then)."""
+    from types import SimpleNamespace
+
+    identity = known_identity(spec)
+    if identity is None:
+        return False
+    unopened = SimpleNamespace(identity=identity)
+    held: list = []
+    if plan.pending(spec, lambda bench: unopened, store, metrics, lambda bench, row: held.append((bench, row))):
+        return False
+    for bench, row in held:
+        found(bench, row)
+    return True
 
 
 def check_backfill(plan: Plan, store, metrics) -> None:

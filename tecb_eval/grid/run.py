@@ -16,7 +16,6 @@ import contextlib
 import os
 import sys
 import time
-import types
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -37,12 +36,10 @@ from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster,
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
-from tecb_eval.grid.plan import Plan, check_backfill, check_options, preflight
+from tecb_eval.grid.plan import Plan, check_backfill, check_options, preflight, stored_cells
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.store import ResultsStore, check_results, rows_frame
-from tecb_eval.models.spec import (  # noqa: F401 (re-exported)
-    ModelRun, ModelSpec, find_model, known_identity, model_spec, open_model,
-)
+from tecb_eval.models.spec import ModelRun, ModelSpec, find_model, model_spec, open_model  # noqa: F401 (re-exported)
 from tecb_eval.mteb.encoders import encoder_for_dataset  # noqa: F401 (re-exported)
 
 clustering_metrics = work_module.clustering_metrics  # re-exported: tests and benches use it
@@ -158,10 +155,7 @@ class Grid:
             self.rows.append(row)
             bar.update(1, timed=False)  # from the store: no time spent, no ETA from it
 
-        stored = self._stored(spec)
-        if stored is not None:  # every cell is in the store: nothing to encode, nothing to load
-            for bench, row in stored:
-                found(bench, row)
+        if stored_cells(self.plan, spec, self.store, self.metrics, found):  # nothing to encode: nothing to load
             return ModelRun(spec, None), []
         worker = self.encoding.cluster is not None and opens_on_a_worker(spec)
         bar.status(f"loading {spec.name}" + (" on a Dask worker" if worker else ""), working=False)
@@ -169,19 +163,6 @@ class Grid:
         work = self.plan.pending(spec, lambda bench: self.encoding.encoder_for(run, bench), self.store,
                                  self.metrics, found)
         return run, work
-
-    def _stored(self, spec: ModelSpec) -> list | None:
-        """Every cell of ``spec`` as the store holds it, under the identity its files give without
-        loading it (:func:`known_identity`); None where a cell is pending or only loading tells."""
-        identity = known_identity(spec)
-        if identity is None:
-            return None
-        unopened = types.SimpleNamespace(identity=identity)
-        held: list = []
-        if self.plan.pending(spec, lambda bench: unopened, self.store, self.metrics,
-                             lambda bench, row: held.append((bench, row))):
-            return None
-        return held
 
 
 def run_grid(
