@@ -133,6 +133,7 @@ COMPLETE = {
     "snippet": lambda v: v is None or callable(v),
     "offline_folder": lambda v: v is None or callable(v),
     "checkpoint": lambda v: v is None or callable(v),
+    "identity_from_files": callable,
 }
 
 

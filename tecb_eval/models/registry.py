@@ -61,6 +61,9 @@ class ModelKind:
     snippet: Callable[..., EmbeddingSnippet] | None = None
     offline_folder: Callable[[], Path] | None = None  # where a packaged copy of its weights lives
     checkpoint: Callable[[object], tuple[Path, str]] | None = None  # training: its transformers folder and id
+    # (spec, options): the identity loading would give, told from its files without loading them (a
+    # rerun whose cells are all stored loads nothing); None from it: only loading tells.
+    identity_from_files: Callable[[object, dict], str | None] = common.only_loading_tells
 
     def matches(self, spec) -> bool:
         if self.spec_name:
@@ -77,9 +80,8 @@ _BUILT_IN = (
         "minilm-l6", "sentence-transformers' all-MiniLM-L6-v2, from an offline package", example="minilm-l6",
         options=TRANSFORMER_OPTIONS, load=minilm.load, encoder_classes=_TRANSFORMER_CLASSES,
         identity_prefixes=(f"st:{minilm.HUB_ID}#",), spec_name="minilm-l6", check=minilm.check, find=minilm.find,
-        opens_on_a_worker=minilm.opens_on_a_worker, snippet=minilm.snippet,
-        offline_folder=minilm.minilm_folder,
-        checkpoint=minilm.checkpoint),
+        opens_on_a_worker=minilm.opens_on_a_worker, snippet=minilm.snippet, offline_folder=minilm.minilm_folder,
+        checkpoint=minilm.checkpoint, identity_from_files=minilm.identity),
     ModelKind(
         "use-multilingual", "Google's multilingual Universal Sentence Encoder v3 (numpy, offline)",
         example="use-multilingual", options=frozenset({"batch_size", "threads"}), load=use_multilingual.load,
@@ -123,7 +125,8 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
         identity_prefixes=("st:", "hf:"), accepts=common.is_text, check=pretrained.check,
         find=partial(pretrained.find, builtins=BUILTIN_NAMES),
         opens_on_a_worker=partial(pretrained.opens_on_a_worker, builtins=BUILTIN_NAMES), snippet=pretrained.snippet,
-        checkpoint=partial(pretrained.checkpoint, builtins=BUILTIN_NAMES)),
+        checkpoint=partial(pretrained.checkpoint, builtins=BUILTIN_NAMES),
+        identity_from_files=partial(pretrained.identity, builtins=BUILTIN_NAMES)),
 )
 KINDS = {kind.name: kind for kind in MODEL_KINDS}
 SPEC_PREFIXES = tuple(kind.spec_prefix for kind in MODEL_KINDS if kind.spec_prefix)
@@ -133,19 +136,10 @@ KIND_WORDS = tuple(dict.fromkeys([*BUILTIN_NAMES, *SPEC_PREFIXES,
                                   *(p for kind in MODEL_KINDS for p in kind.identity_prefixes)]))
 
 
-# Per kind name, (spec, options) -> the identity loading would give, told from its files without
-# loading them (a rerun whose cells are all stored loads nothing); a kind not named here, or None
-# from it: only loading tells.
-IDENTITY_FROM_FILES: dict[str, Callable[[object, dict], str | None]] = {
-    "minilm-l6": minilm.identity,
-    "pretrained": partial(pretrained.identity, builtins=BUILTIN_NAMES),
-}
-
-
 def identity_from_files(spec, options: dict) -> str | None:
     """The identity loading ``spec`` with ``options`` would give, from its files alone; None where
     only loading tells (its kind, or options whose effect only loading shows)."""
-    return IDENTITY_FROM_FILES.get(kind_of(spec).name, common.only_loading_tells)(spec, options)
+    return kind_of(spec).identity_from_files(spec, options)
 
 
 def kind_of(spec) -> ModelKind:
