@@ -30,6 +30,7 @@ from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
+from tecb_eval.clustering.stability import DEFAULT_FRACTION, check_fraction, check_runs
 from tecb_eval.grid import executors, scheduling, work as work_module
 from tecb_eval.grid.cache import ReductionCache
 from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster, opens_on_a_worker
@@ -58,7 +59,8 @@ class Grid:
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
                  scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
                  samples: SampleCache | None = None, opened: ModelRun | None = None, encode_on: str | None = None,
-                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None):
+                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None,
+                 stability: int | None = None, stability_fraction: float = DEFAULT_FRACTION):
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
@@ -67,7 +69,8 @@ class Grid:
         seeds = seeds or (DEFAULT_SEED if seed is None else int(seed),)
         self.plan = Plan(datasets, models, configurations=configurations, protocol=protocol, seeds=seeds,
                          limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log,
-                         k=k, min_cluster_size=min_cluster_size)
+                         k=k, min_cluster_size=min_cluster_size, stability=stability,
+                         stability_fraction=stability_fraction)
         self.store = store
         self.metrics = tuple(metrics)
         check_backfill(self.plan, store, self.metrics)
@@ -188,6 +191,8 @@ def run_grid(
     encode_on: str | None = None,
     k=None,
     min_cluster_size=None,
+    stability: int | None = None,
+    stability_fraction: float = DEFAULT_FRACTION,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -260,6 +265,13 @@ def run_grid(
             ``setting`` naming it; None: the number of labels (a corpus without labels needs it).
         min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
             None: the registry's default.
+        stability (int | None): Reruns of each cell's clustering for its stability (``--stability``,
+            :mod:`tecb_eval.clustering.stability`): each with its own seed on a subsample of the
+            texts, compared with the cell's labels by ARI and AMI; 0: none; None: 5 on a corpus
+            without labels, none on labelled data. A stored row without the reruns asked for by
+            number is run again from the caches.
+        stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1;
+            default 0.8).
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.
@@ -272,6 +284,8 @@ def run_grid(
     say = log or (lambda message: print(message, file=sys.stderr))
     k = None if k is None else parse_range(k, "--k")
     min_cluster_size = None if min_cluster_size is None else parse_range(min_cluster_size, "--min-cluster-size")
+    stability = None if stability is None else check_runs(stability)
+    stability_fraction = check_fraction(stability_fraction)
     options = check_options(models, protocol=protocol, seed=seed, seeds=seeds, limit_splits=limit_splits,
                             metrics=metrics, algorithms=algorithms, reductions=reductions,
                             configurations=configurations)
@@ -331,7 +345,8 @@ def run_grid(
         grid = Grid(datasets, options.models, configurations=options.configurations, protocol=protocol,
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
-                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size)
+                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size,
+                    stability=stability, stability_fraction=stability_fraction)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs
