@@ -16,8 +16,10 @@ from tecb_eval.files import markdown_text
 from tecb_eval.reports.tables import csv_safe
 
 PIPELINE = ["model", "dataset", "reduction", "algorithm", "setting"]
-COLUMNS = ("silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", "size_balance", "n_clusters_found",
-           "noise_fraction")
+COLUMNS = ("silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", "size_balance", "stability_ari",
+           "stability_ari_low", "stability_ari_high", "stability_ami", "n_clusters_found", "noise_fraction")
+# The ends of stability's interval (tecb_eval.clustering.stability: the reruns' 5th and 95th percentiles).
+INTERVAL_NAMES = {"stability_ari_low": "ARI 5th pct", "stability_ari_high": "ARI 95th pct"}
 
 
 def with_setting(frame: pd.DataFrame) -> pd.DataFrame:
@@ -47,7 +49,8 @@ def label_free_table(frame: pd.DataFrame) -> pd.DataFrame:
     table = table.drop(columns="_order").set_index(PIPELINE)
     if "noise_fraction" in table.columns:
         table["noise_fraction"] = 100 * table["noise_fraction"]
-    return table.rename(columns={**CRITERION_NAMES, "n_clusters_found": "clusters", "noise_fraction": "noise %"})
+    return table.rename(columns={**CRITERION_NAMES, **INTERVAL_NAMES, "n_clusters_found": "clusters",
+                                 "noise_fraction": "noise %"})
 
 
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
