@@ -30,7 +30,7 @@ def _cmd_report(args) -> int:
     args.interrupted = interrupted
     written = render(args.results, args.out, reference=args.reference, selection=selection(args),
                      figure_folders=args.figures or (), draw_figures=not args.no_figures,
-                     log=lambda message: print(message, file=sys.stderr))
+                     log=lambda message: print(message, file=sys.stderr), calibration=args.calibration)
     print(f"wrote {len(written)} pages to {args.out}/ (open {args.out / 'index.html'} in a browser)")
     return 0
 
@@ -159,7 +159,11 @@ def register(commands) -> None:
                         help="embed the PNG figures of this folder too: an export's of the same stores (matched by "
                              "the digest of the results each PNG records; others are left out, and named), a layer "
                              "sweep, pre-training curves; repeatable")
-    report.add_argument("--no-figures", action="store_true", help="leave out the Table 2 / 3 plots (faster)")
+    report.add_argument("--no-figures", action="store_true",
+                        help="leave out the plots: Table 2 / 3, the criteria over k of a corpus without labels (faster)")
+    report.add_argument("--calibration", type=Path, metavar="FILE",
+                        help="the calibration a corpus without labels' page shows: one `tecb-eval calibrate --out` "
+                             "wrote (default: the one shipped, measured on our labelled German data)")
     selection_options(report)
     report.set_defaults(func=_cmd_report, interrupted=NOTHING_YET)
 
