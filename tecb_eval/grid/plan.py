@@ -19,7 +19,8 @@ from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import setting_name
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
-from tecb_eval.clustering.stability import DEFAULT_FRACTION, UNLABELLED_RUNS, subsample_size
+from tecb_eval.clustering.stability import (DEFAULT_FRACTION, UNLABELLED_RUNS, check_fraction, check_runs,
+                                            subsample_size)
 from tecb_eval.grid import extra, protocols
 from tecb_eval.grid.seeds import check_seed, check_seeds
 from tecb_eval.grid.store import cell_key, seed_set_name
@@ -126,8 +127,8 @@ class Plan:
         }
         # Reruns per cell for its stability (tecb_eval.clustering.stability): None is the default,
         # on for a corpus without labels, off for labelled data.
-        self.stability = stability
-        self.stability_fraction = float(stability_fraction)
+        self.stability = None if stability is None else check_runs(stability)
+        self.stability_fraction = check_fraction(stability_fraction)
         self._check_ranges()
         self._check_stability()
 
