@@ -37,6 +37,8 @@ def main() -> int:
     parser.add_argument("--min-cluster-size", default="5,15,40")
     parser.add_argument("--limit-splits", type=int, default=0, help="first N splits of each dataset (0: all)")
     parser.add_argument("--views", default="s2s,p2p")
+    parser.add_argument("--stability", type=int, default=5,
+                        help="reruns per cell for the stability criterion (tecb-eval run --stability; 0: none)")
     parser.add_argument("--write", action="store_true", help="write tecb_eval/data/calibration.json")
     args = parser.parse_args()
 
@@ -53,7 +55,8 @@ def main() -> int:
         built += [f for f, _ in build("tenkgnad", demo_input("tenkgnad"), tmp / "data", views=("p2p",))]
         results = tmp / "results.jsonl"
         argv = ["run", "--results", str(results), "--cache-dir", str(tmp / "cache"), "--quiet",
-                "--k", args.k, "--min-cluster-size", args.min_cluster_size, "--limit-splits", str(args.limit_splits)]
+                "--k", args.k, "--min-cluster-size", args.min_cluster_size, "--limit-splits", str(args.limit_splits),
+                "--stability", str(args.stability)]
         for folder in built:
             argv += ["--data", str(folder)]
         for model in args.models.split(","):
@@ -72,7 +75,7 @@ def main() -> int:
         document = calibration.document(table, frame)
         document["configuration"] = {"models": args.models, "configs": args.configs, "k": args.k,
                                      "min_cluster_size": args.min_cluster_size, "limit_splits": args.limit_splits,
-                                     "views": args.views}
+                                     "views": args.views, "stability": args.stability}
         print(f"best-calibrated criterion: {document['best']}")
         if args.write:
             import json

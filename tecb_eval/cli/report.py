@@ -30,7 +30,7 @@ def _cmd_report(args) -> int:
     args.interrupted = interrupted
     written = render(args.results, args.out, reference=args.reference, selection=selection(args),
                      figure_folders=args.figures or (), draw_figures=not args.no_figures,
-                     log=lambda message: print(message, file=sys.stderr))
+                     log=lambda message: print(message, file=sys.stderr), calibration=args.calibration)
     print(f"wrote {len(written)} pages to {args.out}/ (open {args.out / 'index.html'} in a browser)")
     return 0
 
@@ -138,6 +138,8 @@ def _write_json(path: Path, document: dict) -> None:
 
 
 def register(commands) -> None:
+    from tecb_eval.clustering.label_free import CRITERIA
+
     report = commands.add_parser(
         "report", help="write a static HTML site of results stores (leaderboards, per-model pages)",
         description="Write a static site that works offline from file://: a leaderboard per dataset and view "
@@ -157,7 +159,11 @@ def register(commands) -> None:
                         help="embed the PNG figures of this folder too: an export's of the same stores (matched by "
                              "the digest of the results each PNG records; others are left out, and named), a layer "
                              "sweep, pre-training curves; repeatable")
-    report.add_argument("--no-figures", action="store_true", help="leave out the Table 2 / 3 plots (faster)")
+    report.add_argument("--no-figures", action="store_true",
+                        help="leave out the plots: Table 2 / 3, the criteria over k of a corpus without labels (faster)")
+    report.add_argument("--calibration", type=Path, metavar="FILE",
+                        help="the calibration a corpus without labels' page shows: one `tecb-eval calibrate --out` "
+                             "wrote (default: the one shipped, measured on our labelled German data)")
     selection_options(report)
     report.set_defaults(func=_cmd_report, interrupted=NOTHING_YET)
 
@@ -177,8 +183,7 @@ def register(commands) -> None:
     recommend.add_argument("--seed", type=int, default=DEFAULT_SEED,
                            help="seed of the bootstrap and permutations, a non-negative integer "
                                 f"(default {DEFAULT_SEED})")
-    recommend.add_argument("--criterion", choices=["silhouette", "calinski_harabasz", "davies_bouldin", "dbcv",
-                                                   "size_balance"],
+    recommend.add_argument("--criterion", choices=list(CRITERIA),
                            help="a corpus without labels: rank by this label-free criterion (default: the one the "
                                 "calibration found best)")
     recommend.add_argument("--calibration", type=Path, metavar="FILE",
@@ -191,7 +196,7 @@ def register(commands) -> None:
         "calibrate", help="how far each label-free criterion ranks pipelines as V-measure does, on labelled data",
         description="On a results store of labelled datasets: per dataset and over all, Spearman's rho and Kendall's "
                     "tau of each label-free criterion (silhouette, Calinski-Harabasz, Davies-Bouldin, DBCV, size "
-                    "balance) with V-measure over the pipelines of each split, and the regret of choosing by it, "
+                    "balance, stability where the rows carry it) with V-measure over the pipelines of each split, and the regret of choosing by it, "
                     "with bootstrap intervals over splits.",
         epilog="example:\n  tecb-eval calibrate results.jsonl --out calibration.json")
     calibrate.add_argument("results", type=Path, metavar="STORE", help="results store (JSONL) of labelled datasets")

@@ -17,7 +17,9 @@ texts it assigned to a cluster (noise, label -1, belongs to none):
   clusters the same size). A clustering with one giant cluster scores near 0.
 
 The number of clusters and the noise fraction are in every row already (``n_clusters_found``,
-``noise_fraction``); DBCV, for the density clusterings, in :mod:`tecb_eval.clustering.validity`.
+``noise_fraction``); DBCV, for the density clusterings, in :mod:`tecb_eval.clustering.validity`;
+stability (ARI and AMI between reruns), where the run asked for it, in
+:mod:`tecb_eval.clustering.stability`.
 Where a score is undefined (fewer than two clusters, or as many clusters as texts) it is None,
 with the reason in ``label_free_note``: never 0, which would read as a bad clustering.
 """
@@ -36,9 +38,11 @@ LABEL_FREE_FIELDS = ("silhouette", "silhouette_points", "silhouette_seed", "cali
 # Which way each criterion points: +1 higher is better, -1 lower is better (what the calibration
 # and `recommend` rank by). ``noise_fraction`` less noise is better; ``n_clusters_found`` has no
 # direction and is not a criterion.
-CRITERIA = {"silhouette": 1, "calinski_harabasz": 1, "davies_bouldin": -1, "dbcv": 1, "size_balance": 1}
+CRITERIA = {"silhouette": 1, "calinski_harabasz": 1, "davies_bouldin": -1, "dbcv": 1, "size_balance": 1,
+            "stability_ari": 1, "stability_ami": 1}
 CRITERION_NAMES = {"silhouette": "silhouette (cosine)", "calinski_harabasz": "Calinski-Harabasz",
-                   "davies_bouldin": "Davies-Bouldin", "dbcv": "DBCV", "size_balance": "size balance"}
+                   "davies_bouldin": "Davies-Bouldin", "dbcv": "DBCV", "size_balance": "size balance",
+                   "stability_ari": "stability (ARI)", "stability_ami": "stability (AMI)"}
 
 
 def _undefined(note: str) -> dict:

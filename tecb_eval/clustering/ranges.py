@@ -13,7 +13,10 @@ SCORE_RANGES = {"v_measure": (0.0, 1.0), "homogeneity": (0.0, 1.0), "completenes
                 "ami": (-1.0, 1.0), "ari": (-1.0, 1.0), "noise_fraction": (0.0, 1.0), "dbcv": (-1.0, 1.0),
                 # The label-free criteria (tecb_eval.clustering.label_free).
                 "silhouette": (-1.0, 1.0), "size_balance": (0.0, 1.0), "calinski_harabasz": (0.0, math.inf),
-                "davies_bouldin": (0.0, math.inf)}
+                "davies_bouldin": (0.0, math.inf),
+                # Stability (tecb_eval.clustering.stability): ARI and AMI between reruns, and the
+                # share of the texts each rerun clustered.
+                "stability_ari": (-1.0, 1.0), "stability_ami": (-1.0, 1.0), "stability_fraction": (0.0, 1.0)}
 # Float round-off of the metrics' own arithmetic (1 - H(C|K)/H(C) a hair beyond 0 or 1: a perfect
 # clustering's V-measure can be 1.0000000000000002), not a wrong score.
 ROUND_OFF = 1e-9

@@ -15,6 +15,7 @@ from dataclasses import replace
 from tecb_data.demo import is_demo_manifest
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.label_free import LABEL_FREE_FIELDS
+from tecb_eval.clustering.stability import STABILITY_FIELDS
 from tecb_eval.files import short_hash
 from tecb_eval.grid import scheduling, work as work_module
 from tecb_eval.grid.extra import EXTRA_FIELDS
@@ -71,7 +72,8 @@ class Execution:
                     key=key, label=f"{run.spec.name} / {item.bench.name} / {base_name} / {reduction} / seed {item.seed}",
                     dataset=item.bench.name, reduction=reduction, seed=item.seed, protocol=self.plan.protocol,
                     profile=self.plan.profile.name, n=len(base_texts), dim=int(vectors.matrix.shape[1]),
-                    cells=work_cells(cells),
+                    cells=work_cells(cells), stability=self.plan.stability_runs(item.bench),
+                    stability_fraction=self.plan.stability_fraction,
                 )
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
@@ -129,6 +131,9 @@ class Execution:
                 "setting": cell.setting or "",
                 **{k: scores[k] for k in work_module.METRIC_FIELDS},
                 **{k: scores[k] for k in LABEL_FREE_FIELDS + ("label_free_s",) if k in scores},
+                # Where the run asked for reruns (tecb_eval.clustering.stability); a row without
+                # them reads as "not measured".
+                **{k: scores[k] for k in STABILITY_FIELDS + ("stability_s",) if k in scores},
                 "algorithm_params": scores["algorithm_params"],
                 "reduction_params": reduction_params,
                 # Encoding is shared by every cell of a text; each cell carries its split's share.

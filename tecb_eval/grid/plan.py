@@ -19,6 +19,8 @@ from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import setting_name
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
+from tecb_eval.clustering.stability import (DEFAULT_FRACTION, UNLABELLED_RUNS, check_fraction, check_runs,
+                                            subsample_size)
 from tecb_eval.grid import extra, protocols
 from tecb_eval.grid.seeds import check_seed, check_seeds
 from tecb_eval.grid.store import cell_key, seed_set_name
@@ -95,7 +97,8 @@ class Plan:
 
     def __init__(self, datasets, models, *, configurations, protocol, seeds: Sequence[int], limit_splits=None,
                  profile=DEFAULT_PROFILE, samples=None, log: Callable[[str], None] = print,
-                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None):
+                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None,
+                 stability: int | None = None, stability_fraction: float = DEFAULT_FRACTION):
         self.benchmarks = []
         for bench in map(load_dataset, datasets):
             # The same build given twice (a path and its copy, or twice in the list) is one dataset:
@@ -122,7 +125,51 @@ class Plan:
             (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits, samples=samples)
             for b in self.benchmarks for s in self.seeds
         }
+        # Reruns per cell for its stability (tecb_eval.clustering.stability): None is the default,
+        # on for a corpus without labels, off for labelled data.
+        self.stability = None if stability is None else check_runs(stability)
+        self.stability_fraction = check_fraction(stability_fraction)
         self._check_ranges()
+        self._check_stability()
+
+    def stability_runs(self, bench) -> int:
+        """How many times each cell of ``bench`` reruns its clustering for its stability."""
+        if self.stability is not None:
+            return self.stability
+        return 0 if getattr(bench, "labelled", True) else UNLABELLED_RUNS
+
+    def stability_missing(self, row: dict, bench) -> bool:
+        """Whether a stored row lacks the stability ``--stability N`` asks for (another N or share,
+        or none): its cell is run again from the caches. The default keeps stored rows as they are."""
+        if not self.stability:
+            return False
+        return row.get("stability_runs") != self.stability or row.get("stability_fraction") != self.stability_fraction
+
+    def _check_stability(self) -> None:
+        """Asked for by name, reruns that could not cluster a split's subsample as its cells do
+        (fewer texts than their k) are one line before any work; by default such a cell's row says
+        so in its ``stability_note``."""
+        if not self.stability:
+            return
+        option = f"--stability {self.stability}"
+        for bench in self.benchmarks:
+            for unit in self.units[(bench.fingerprint, self.seed)]:
+                n = len(unit.texts)
+                size = subsample_size(n, self.stability_fraction)
+                needs = [(2, "two texts")]
+                for algorithm, _ in self.configurations:
+                    parameter = algo.algorithm_entry(algorithm).ranged
+                    if parameter == "k":
+                        most = max(self.ranges["k"] or (unit.k or 0,))
+                        needs.append((most, f"k = {most}"))
+                    elif parameter == "min_cluster_size" and self.ranges["min_cluster_size"]:
+                        most = max(self.ranges["min_cluster_size"])
+                        needs.append((most, f"min_cluster_size = {most}"))
+                most, what = max(needs)
+                if size < most:
+                    raise UserError(f"{option}: each rerun clusters {size} of the {n} texts of split {unit.name!r} of "
+                                    f"{bench.name} ({self.stability_fraction:g} of them), fewer than {what} needs; "
+                                    "give a larger --stability-fraction or smaller k, or leave --stability out")
 
     def settings(self, algorithm: str) -> tuple[str, ...]:
         """The cluster settings ``algorithm`` runs at: each point of its range, or ``""``, its own."""
@@ -204,7 +251,8 @@ class Plan:
                         for setting in self.settings(algorithm):
                             row = store.get(self.key(spec.name, encoder.identity, bench, unit, reduction, algorithm,
                                                      seed, setting))
-                            if row is None or (metrics and extra.missing(row, unit, algorithm, metrics)):
+                            if (row is None or (metrics and extra.missing(row, unit, algorithm, metrics))
+                                    or self.stability_missing(row, bench)):
                                 cells.append((unit, reduction, algorithm, setting))
                             else:
                                 found(bench, row)

@@ -50,7 +50,8 @@ class Grid:
 
     ``samples``: a sample cache that may be drawing ahead (else one of ``cache_dir`` is made);
     ``opened``: a model already opened (run_grid's first, loaded while MTEB drew). The options are
-    those :func:`run_grid` checked (:func:`tecb_eval.grid.plan.check_options`)."""
+    those :func:`run_grid` checked (:func:`tecb_eval.grid.plan.check_options`); ``cells``: the k and
+    stability options :class:`~tecb_eval.grid.plan.Plan` takes."""
 
     def __init__(self, datasets, models, *, configurations, protocol, seed: int | None = None,
                  seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None,
@@ -58,7 +59,7 @@ class Grid:
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
                  scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
                  samples: SampleCache | None = None, opened: ModelRun | None = None, encode_on: str | None = None,
-                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None):
+                 **cells):
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
@@ -66,8 +67,7 @@ class Grid:
         self.samples = samples if samples is not None else SampleCache(self.cache_dir)
         seeds = seeds or (DEFAULT_SEED if seed is None else int(seed),)
         self.plan = Plan(datasets, models, configurations=configurations, protocol=protocol, seeds=seeds,
-                         limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log,
-                         k=k, min_cluster_size=min_cluster_size)
+                         limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log, **cells)
         self.store = store
         self.metrics = tuple(metrics)
         check_backfill(self.plan, store, self.metrics)
@@ -189,6 +189,8 @@ def run_grid(
     encode_on: str | None = None,
     k=None,
     min_cluster_size=None,
+    stability: int | None = None,
+    stability_fraction: float = 0.8,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -222,7 +224,6 @@ def run_grid(
     in shards of its missing texts (:mod:`tecb_eval.grid.cluster_encode`); ``encode_on="gpu"``
     (``--encode-on gpu``) sends those shards only to workers started with ``--resources GPU=1``.
 
-
     Args:
         datasets (Sequence[str | Path | Benchmark]): Dataset folders, ``repo_id@revision`` strings or
             loaded benchmarks.
@@ -255,12 +256,13 @@ def run_grid(
         log (Callable[[str], None] | None): Receives each line the run says; None: standard error.
         encode_on (str | None): With ``scheduler``: ``"gpu"`` encodes only on workers started with
             ``--resources GPU=1``; None or ``"any"``: any worker.
-        k (str | Sequence[int] | None): Cluster counts (``--k``) for the algorithms that take k,
-            ``"5:60"``, ``"5,10,20"`` or ints (:mod:`tecb_eval.clustering.cluster_counts`): each runs
-            once per point on the same cached embeddings and reductions, one row per point, its
-            ``setting`` naming it; None: the number of labels (a corpus without labels needs it).
+        k (str | Sequence[int] | None): Cluster counts (``--k``: ``"5:60"``, ``"5,10,20"`` or ints), one
+            row per point on the same cached embeddings and reductions, its ``setting`` naming it;
+            None: the number of labels (a corpus without labels needs it).
         min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
             None: the registry's default.
+        stability (int | None): Reruns per cell (``--stability``); None: 5 without labels, else 0.
+        stability_fraction (float): The share of the texts each rerun clusters (0 to 1, default 0.8).
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.
@@ -332,7 +334,8 @@ def run_grid(
         grid = Grid(datasets, options.models, configurations=options.configurations, protocol=protocol,
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
-                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size)
+                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size,
+                    stability=stability, stability_fraction=stability_fraction)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs

@@ -84,12 +84,13 @@ def _row_key(line: bytes) -> tuple[dict, tuple | None] | None:
 TEXT_FIELDS = ("protocol", "profile", "model", "model_identity", "dataset_fingerprint", "reduction", "algorithm",
                "split", "mteb_name", "setting")
 COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "dbcv_points", "silhouette_points",
-                "api_requests", "api_retries", "api_texts_sent", "api_cache_hits", "api_truncated")
+                "stability_runs", "api_requests", "api_retries", "api_texts_sent", "api_cache_hits", "api_truncated")
 # A non-negative number or null where present: an API model's tokens and their cost.
 AMOUNT_FIELDS = ("api_tokens", "api_cost", "price_per_million_tokens")
 # Text or null where present: what the tables, the MTEB export and the snippets read besides the key.
 OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dtype", "mteb_model",
-                        "algorithm_params", "reduction_params", "dbcv_note", "label_free_note", "api_key_env")
+                        "algorithm_params", "reduction_params", "dbcv_note", "label_free_note", "stability_note",
+                        "api_key_env")
 FLAG_FIELDS = ("synthetic", "reduce_cached", "labelled")
 # What files are named by (MTEB's results layout, the report's figures): plain names only.
 NAME_FIELDS = ("mteb_name", "dataset")
@@ -99,6 +100,11 @@ SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise
 LABEL_SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari")
 # Label-free scores (tecb_eval.clustering.label_free): a number in its range, or None where undefined.
 LABEL_FREE_SCORES = ("silhouette", "calinski_harabasz", "davies_bouldin", "size_balance")
+# Stability (tecb_eval.clustering.stability): each field and the range it lies in.
+STABILITY_SCORES = {"stability_ari": "stability_ari", "stability_ari_low": "stability_ari",
+                    "stability_ari_high": "stability_ari", "stability_ami": "stability_ami",
+                    "stability_ami_low": "stability_ami", "stability_ami_high": "stability_ami",
+                    "stability_fraction": "stability_fraction"}
 def row_problem(row: dict) -> str | None:
     """What makes a results row unlike every row the grid writes, or None: a key or text field that
     is no text, a seed that is no seed, a score that is no finite number, no ``mteb_name`` or
@@ -160,9 +166,9 @@ def row_problem(row: dict) -> str | None:
 def _extra_problem(row: dict, shown, whole) -> str | None:
     """What is wrong with a row's per-level scores or DBCV (tecb_eval.grid.extra), or None. Absent
     is fine (not measured), and so is a null DBCV with its reason."""
-    for name in LABEL_FREE_SCORES:
-        if row.get(name) is not None and not in_range(name, row[name]):
-            low, high = SCORE_RANGES[name]
+    for name, scale in [(n, n) for n in LABEL_FREE_SCORES] + list(STABILITY_SCORES.items()):
+        if row.get(name) is not None and not in_range(scale, row[name]):
+            low, high = SCORE_RANGES[scale]
             return f"{name} {shown(row[name])} is out of range (a {name} lies from {low:g} to {high:g})"
     if row.get("dbcv") is not None and not in_range("dbcv", row["dbcv"]):
         return f"dbcv {shown(row['dbcv'])} is not a number from -1 to 1"

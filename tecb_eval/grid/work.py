@@ -29,6 +29,7 @@ from tecb_eval.clustering.cluster_counts import parse_setting
 from tecb_eval.clustering.label_free import label_free_scores
 from tecb_eval.clustering.numba_cache import keep_compiled_umap
 from tecb_eval.clustering.profiles import get_profile
+from tecb_eval.clustering.stability import stability, subsample_size
 from tecb_eval.clustering.registry import (  # noqa: F401 (the two Ward figures are re-exported)
     algorithm as algorithm_entry, reduction as reduction_entry, ward_matrix_bytes, ward_vector_bytes,
 )
@@ -68,6 +69,10 @@ class WorkUnit:
     # memory budget (scheduling.fit_or_skip). None: no limit, Ward on the matrix wherever the profile
     # and the dimensions call for it (see ward_path).
     ward_budget: int | None = None
+    # Reruns of each cell's clustering for its stability (tecb_eval.clustering.stability; 0: none)
+    # and the share of the texts each clusters.
+    stability: int = 0
+    stability_fraction: float = 0.8
 
     def ward_path(self, m: int) -> str:
         return ward_path(m, _reduced_dim(self), self.profile, self.ward_budget, self.n * self.dim)
@@ -146,6 +151,9 @@ def estimate_cost(unit: WorkUnit) -> float:
     for cell in unit.cells:
         m = n if cell.rows is None else len(cell.rows)
         cost += algorithm_entry(cell.algorithm).cost(m, reduced, cell.k, unit.ward_path(m))
+        if unit.stability:
+            sub = subsample_size(m, unit.stability_fraction)
+            cost += unit.stability * algorithm_entry(cell.algorithm).cost(sub, reduced, cell.k, unit.ward_path(sub))
     return cost
 
 
@@ -248,6 +256,10 @@ def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
     started = time.perf_counter()
     label_free = label_free_scores(data, predicted, unit.seed, cell.split, cell.algorithm, cell.setting)
     label_free["label_free_s"] = time.perf_counter() - started
+    if unit.stability:
+        started = time.perf_counter()
+        label_free.update(_stability(unit, cell, data, predicted, k, point))
+        label_free["stability_s"] = time.perf_counter() - started
     return {
         **clustering_metrics(cell.labels, predicted),
         **label_free,
@@ -256,6 +268,21 @@ def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
         "algorithm_params": algo.params_json(estimator),
         **extra_scores(unit, cell, reduced, data, predicted),
     }
+
+
+def _stability(unit: WorkUnit, cell: Cell, data: np.ndarray, predicted: np.ndarray, k: int, point) -> dict:
+    """The cell's clustering run again ``unit.stability`` times on subsamples of ``data`` (the
+    vectors it clustered), each with its own seed, and its agreement with ``predicted``."""
+    min_cluster_size = point[1] if point and point[0] == "min_cluster_size" else None
+    entry = algorithm_entry(cell.algorithm)
+
+    def fit(rows: np.ndarray, seed: int) -> np.ndarray:
+        estimator = algo.make_algorithm(cell.algorithm, k, seed, unit.protocol, profile=unit.profile,
+                                        ward_path=unit.ward_path(len(rows)), min_cluster_size=min_cluster_size)
+        return algo.cluster(estimator, data[rows])
+
+    return stability(predicted, fit, unit.stability, unit.stability_fraction, unit.seed, cell.split, cell.algorithm,
+                     cell.setting, too_few=k if entry.ranged == "k" else (min_cluster_size or entry.ranged_default or 0))
 
 
 def _run_cell_one_thread(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:

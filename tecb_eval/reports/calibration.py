@@ -126,8 +126,10 @@ def weak(row) -> bool:
     return not (isinstance(low, float) and math.isfinite(low)) or low <= 0 <= high
 
 
-def format_table(table: pd.DataFrame) -> str:
-    shown = pd.DataFrame({
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The calibration table as its readers show it: the criterion's name, each statistic with
+    its interval as text, two decimals."""
+    return pd.DataFrame({
         "data": table.scope, "criterion": [CRITERION_NAMES.get(c, c) for c in table.criterion],
         "Spearman rho [interval]": [f"{r:+.2f} [{lo:+.2f}, {hi:+.2f}]" for r, lo, hi in
                                     zip(table.rho, table.rho_low, table.rho_high)],
@@ -136,6 +138,10 @@ def format_table(table: pd.DataFrame) -> str:
         "regret x100 [interval]": [f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in
                                    zip(table.regret, table.regret_low, table.regret_high)],
         "splits": table.cells, "pipelines": table.pipelines})
+
+
+def format_table(table: pd.DataFrame) -> str:
+    shown = shown_table(table)
     lines = ["| " + " | ".join(shown.columns) + " |", "| " + " | ".join("---" for _ in shown.columns) + " |"]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False, name=None)]
     return "\n".join(lines)

@@ -589,3 +589,80 @@ def plot_table2_dots(frame: pd.DataFrame, path: Path, demo_note: str | None = No
                      confidence: float = 0.95) -> Path:
     """:func:`table2_figure`, saved as a PNG."""
     return save_figure(table2_figure(frame, demo_note, confidence=confidence), path, frame)
+
+
+# The criteria a corpus without labels is drawn by over its cluster settings, in the order of the
+# panels; each with which way is better (tecb_eval.clustering.label_free.CRITERIA) or none (noise).
+CURVE_PANELS = (("silhouette", "silhouette (cosine), higher is better"),
+                ("calinski_harabasz", "Calinski-Harabasz, higher is better"),
+                ("davies_bouldin", "Davies-Bouldin, lower is better"),
+                ("dbcv", "DBCV, higher is better"),
+                ("size_balance", "size balance, higher is better"),
+                ("stability_ari", "stability (ARI between reruns), higher is better"),
+                ("noise_fraction", "noise % (texts in no cluster)"))
+
+
+def label_free_curves(points: pd.DataFrame, parameter: str, title: str):
+    """Each label-free criterion over the values of ``parameter`` (``"k"`` or
+    ``"min_cluster_size"``), one line per pipeline (model / reduction / algorithm) of ``points``
+    (one dataset's rows of a range), the mean over splits and seeds; stability with the mean of its
+    interval's ends as a band. None where no pipeline has two points of that parameter."""
+    from tecb_eval.clustering.cluster_counts import parse_setting
+
+    settings = points["setting"].map(lambda s: parse_setting(s) if isinstance(s, str) else None)
+    mine = points[settings.map(lambda p: p is not None and p[0] == parameter)].copy()
+    if mine.empty:
+        return None
+    mine["x"] = [parse_setting(s)[1] for s in mine["setting"]]
+    columns = [c for c, _ in CURVE_PANELS if c in mine.columns and pd.to_numeric(mine[c], errors="coerce").notna().any()]
+    for band in ("stability_ari_low", "stability_ari_high"):
+        if band in mine.columns:
+            columns.append(band)
+    numeric = mine[["model", "reduction", "algorithm", "x"]].copy()
+    for column in columns:
+        numeric[column] = pd.to_numeric(mine[column], errors="coerce")
+    means = numeric.groupby(["model", "reduction", "algorithm", "x"], sort=True)[columns].mean().reset_index()
+    if means.groupby(["model", "reduction", "algorithm"]).size().max() < 2:
+        return None
+    panels = [(c, words) for c, words in CURVE_PANELS if c in columns]
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = new_figure(nrows, ncols, figsize=(4.2 * ncols + 2.6, 3.0 * nrows + 0.8), squeeze=False)
+    pipelines = list(means.groupby(["model", "reduction", "algorithm"], sort=True))
+    for index, (column, words) in enumerate(panels):
+        ax = axes[index // ncols][index % ncols]
+        for i, ((model, reduction, algorithm), line) in enumerate(pipelines):
+            colour, marker = style(i)
+            y = line[column] * (100 if column == "noise_fraction" else 1)
+            ax.plot(line["x"], y, color=colour, marker=marker, markersize=4, linewidth=1.2,
+                    label=f"{model} / {reduction} / {algorithm}")
+            if column == "stability_ari" and "stability_ari_low" in line.columns:
+                ax.fill_between(line["x"], line["stability_ari_low"], line["stability_ari_high"], color=colour,
+                                alpha=0.15, linewidth=0)
+        ax.set_title(words, fontsize=9)
+        ax.set_xlabel(parameter)
+        values = sorted(means["x"].unique())
+        if len(values) <= 12:
+            ax.set_xticks(values)
+        else:
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(True, linewidth=0.4, color="#dddddd")
+        if column == "noise_fraction":
+            ax.set_ylim(-2, 100)  # a line at 0 (no noise) stays in sight above the axis
+        elif column == "stability_ari":
+            ax.set_ylim(min(0.0, float(means["stability_ari_low"].min()) if "stability_ari_low" in means else 0.0), 1.02)
+    for index in range(len(panels), nrows * ncols):
+        axes[index // ncols][index % ncols].set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=8, title="model / reduction / algorithm",
+               title_fontsize=8)
+    suptitle(fig, title)
+    return fig
+
+
+def plot_label_free_curves(points: pd.DataFrame, parameter: str, path: Path, title: str) -> Path | None:
+    """:func:`label_free_curves`, saved as a PNG; None (nothing written) where it draws nothing."""
+    fig = label_free_curves(points, parameter, title)
+    return None if fig is None else save_figure(fig, path, points)

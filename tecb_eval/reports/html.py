@@ -144,6 +144,35 @@ def _drawn(frame: pd.DataFrame, folder: Path, reference, demo: bool) -> list[dic
     return out
 
 
+def _corpus_figures(corpus: dict, folder: Path, demo: bool) -> list[dict]:
+    """A dataset without labels' criteria over each range it ran (k, min_cluster_size), one PNG each."""
+    out = []
+    for parameter in ("k", "min_cluster_size"):
+        name = f"corpus-{corpus['slug']}-{parameter.replace('_', '-')}.png"
+        title = (f"{corpus['mteb_name']} ({corpus['dataset']}, no labels): label-free criteria over {parameter}, "
+                 "means over splits and seeds" + (f"\n{tables.DEMO_TITLE}" if demo and corpus["synthetic"] else ""))
+        if figures.plot_label_free_curves(corpus["points"], parameter, inside(folder, name, what="a dataset's name"),
+                                          title) is not None:
+            out.append({"file": name, "caption": f"{corpus['dataset']}: each label-free criterion, the stability "
+                        f"(its band: the mean 5th to 95th percentile of the reruns' agreement) and the noise over "
+                        f"{parameter}, one line per model / reduction / algorithm"})
+    return out
+
+
+def _calibration(path: Path | None) -> dict:
+    """The calibration a page of a dataset without labels shows: its table as text and what it says."""
+    from tecb_eval.clustering.label_free import CRITERION_NAMES
+    from tecb_eval.reports import calibration as calib
+
+    found = calib.read_calibration(path)
+    shown = calib.shown_table(pd.DataFrame(found["table"]))
+    return {"columns": list(shown.columns), "rows": shown.values.tolist(), "date": found.get("date"),
+            "on": [d["mteb_name"] for d in found.get("datasets", [])],
+            "best": CRITERION_NAMES.get(found.get("best"), found.get("best")),
+            "source": "shipped with tecb" if path is None else f"from {Path(path).name}", "note": calib.NOTE,
+            "has_stability": any(str(row.get("criterion", "")).startswith("stability") for row in found["table"])}
+
+
 def _check_extra(extra: list[Path]) -> list[Path]:
     for folder in extra:
         if Path(folder).exists() and not Path(folder).is_dir():
@@ -162,7 +191,7 @@ def _check_extra(extra: list[Path]) -> list[Path]:
 
 
 def render(stores: list[Path], out: Path, *, reference: Path | None = None, selection: dict | None = None,
-           figure_folders=(), draw_figures: bool = True, log=print) -> list[Path]:
+           figure_folders=(), draw_figures: bool = True, log=print, calibration: Path | None = None) -> list[Path]:
     """Write the report of the results ``stores`` into ``out``; returns the pages written.
 
     One version per table (:func:`tecb_eval.reports.versions.select` with ``selection``; the newest
@@ -177,8 +206,10 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
             ``fingerprints``, ``identities``); None: the newest.
         figure_folders (Sequence[Path]): Folders of PNGs to embed (an export of the same stores, a
             layer sweep, pre-training curves); a PNG drawn from other results is left out and named.
-        draw_figures (bool): False leaves out the Table 2 / 3 plots (``--no-figures``).
+        draw_figures (bool): False leaves out the plots (``--no-figures``).
         log (Callable[[str], None]): Where the lines saying what was left out go; default ``print``.
+        calibration (Path | None): The calibration a dataset without labels' page shows (one
+            `tecb-eval calibrate --out` wrote); None: the one tecb ships.
 
     Returns:
         list[Path]: The pages written (``index.html`` and one page per model).
@@ -189,7 +220,7 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     from tecb_data.outputs import check_output, staged_output
 
     stores = [Path(s) for s in stores]
-    inputs = [*stores, reference, *figure_folders]
+    inputs = [*stores, reference, calibration, *figure_folders]
     check_output(out, REPORT, inputs=inputs)  # before anything is read
     extra = _check_extra(list(figure_folders))
     ref = tables.read_reference(reference) if reference is not None else None
@@ -198,6 +229,10 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     if unlabelled:
         log(one_line(f"{', '.join(unlabelled)}: without labels: the report shows its label-free scores; the "
                      "leaderboards and model pages rank by V-measure and leave it out"))
+    corpora = label_free.corpus_sections(points)
+    calibrated = _calibration(calibration) if corpora else None
+    for corpus in corpora:
+        corpus["slug"] = leaderboard.slug(corpus["dataset"])
     if labelled.empty:
         frame = labelled  # nothing a leaderboard ranks: the report is the label-free table alone
     selection_ = ranking.shared_selection(frame, **(selection or {}))
@@ -225,6 +260,8 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
         "legend": tables.legend("2", chosen) if not chosen.empty else "",
         "averages": leaderboard.averages(boards),
         "label_free": label_free.label_free_sections(points),
+        # A dataset without labels has a page of its own (corpora/<slug>.html), linked from its section.
+        "corpus_pages": {c["dataset"]: f"corpora/{c['slug']}.html" for c in corpora},
     }
     env = _environment()
     written = []
@@ -233,6 +270,8 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
             folder = stage.work
             (folder / "figures").mkdir()
             (folder / "models").mkdir()
+            if corpora:
+                (folder / "corpora").mkdir()
             shown_figures = _figures(chosen, folder / "figures", ref, bool(synthetic), extra,
                                      draw_figures and not chosen.empty, exported, log)
             stage.check()
@@ -249,6 +288,13 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
                     **{**context, **own}, page=page, root="../",
                     figures=[f for f in shown_figures if f.get("model") == page.model])
                 written.append(write_text(inside(folder / "models", f"{page.slug}.html", what="a model's name"), text))
+                stage.check()
+            for corpus in corpora:
+                drawn = _corpus_figures(corpus, folder / "figures", bool(synthetic)) if draw_figures else []
+                text = env.get_template("corpus.html.j2").render(**context, page=corpus, figures=drawn,
+                                                                 calibration=calibrated, root="../")
+                written.append(write_text(inside(folder / "corpora", f"{corpus['slug']}.html",
+                                                 what="a dataset's name"), text))
                 stage.check()
             written = [out / p.relative_to(folder) for p in written]
     except WriteError as exc:

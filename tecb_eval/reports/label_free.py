@@ -16,8 +16,10 @@ from tecb_eval.files import markdown_text
 from tecb_eval.reports.tables import csv_safe
 
 PIPELINE = ["model", "dataset", "reduction", "algorithm", "setting"]
-COLUMNS = ("silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", "size_balance", "n_clusters_found",
-           "noise_fraction")
+COLUMNS = ("silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", "size_balance", "stability_ari",
+           "stability_ari_low", "stability_ari_high", "stability_ami", "n_clusters_found", "noise_fraction")
+# The ends of stability's interval (tecb_eval.clustering.stability: the reruns' 5th and 95th percentiles).
+INTERVAL_NAMES = {"stability_ari_low": "ARI 5th pct", "stability_ari_high": "ARI 95th pct"}
 
 
 def with_setting(frame: pd.DataFrame) -> pd.DataFrame:
@@ -47,7 +49,8 @@ def label_free_table(frame: pd.DataFrame) -> pd.DataFrame:
     table = table.drop(columns="_order").set_index(PIPELINE)
     if "noise_fraction" in table.columns:
         table["noise_fraction"] = 100 * table["noise_fraction"]
-    return table.rename(columns={**CRITERION_NAMES, "n_clusters_found": "clusters", "noise_fraction": "noise %"})
+    return table.rename(columns={**CRITERION_NAMES, **INTERVAL_NAMES, "n_clusters_found": "clusters",
+                                 "noise_fraction": "noise %"})
 
 
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
@@ -149,3 +152,32 @@ def label_free_sections(points: pd.DataFrame) -> list[dict]:
     return [{"dataset": dataset, "columns": [c for c in shown.columns if c != "dataset"],
              "rows": rows.drop(columns="dataset").values.tolist()}
             for dataset, rows in shown.groupby("dataset", sort=True)]
+
+
+def corpus_sections(points: pd.DataFrame) -> list[dict]:
+    """The datasets without labels among ``points`` (rows with ``labelled`` false), each as its own
+    report page shows it: the label-free table (:func:`label_free_sections`), its rows, and what
+    its stability was measured with.
+
+    Args:
+        points (pandas.DataFrame): The label-free points of one version (:func:`label_free_points`).
+
+    Returns:
+        list[dict]: Per dataset (sorted): ``dataset``, ``mteb_name``, ``columns``, ``rows``,
+        ``points`` (its rows, for the figures), ``stability`` (``{"runs", "fraction"}`` of its
+        newest measured row, or None where no row measured it) and ``synthetic``.
+    """
+    if points.empty or "labelled" not in points.columns:
+        return []
+    unlabelled = points[points["labelled"].map(lambda v: v is False)]
+    sections = {s["dataset"]: s for s in label_free_sections(unlabelled)}
+    out = []
+    for dataset, rows in unlabelled.groupby("dataset", sort=True):
+        measured = rows[pd.to_numeric(rows["stability_ari"], errors="coerce").notna()] if (
+            "stability_ari" in rows.columns) else rows.iloc[0:0]
+        stability = None if measured.empty else {"runs": int(measured["stability_runs"].iloc[-1]),
+                                                 "fraction": float(measured["stability_fraction"].iloc[-1])}
+        name = rows["mteb_name"].iloc[0] if "mteb_name" in rows.columns else dataset
+        out.append({**sections[dataset], "mteb_name": str(name), "points": rows, "stability": stability,
+                    "synthetic": "synthetic" in rows.columns and bool(rows["synthetic"].map(lambda v: v is True).any())})
+    return out

@@ -33,6 +33,9 @@ def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
     pointed so that higher is better); a pipeline where it is undefined everywhere is left out."""
     rows = with_setting(rows)
     if criterion not in rows.columns:
+        if criterion.startswith("stability"):
+            raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores; run "
+                            "the grid again with --stability N (e.g. 5) to measure it")
         raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores "
                         "(rows written before label-free scores, or no density clustering for DBCV); rerun the grid")
     scored = rows.assign(score=pd.to_numeric(rows[criterion], errors="coerce"))
@@ -90,7 +93,25 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
             "named_by_user": criterion is not None, "calibration": _calibration_of(calibration, chosen),
             "calibrated_on": calibration.get("datasets", []), "calibration_date": calibration.get("date"),
             "pipelines": ranked[PIPELINE + ["score", "splits"]].to_dict("records"),
-            "noise_fraction": r.noise_fraction, "bertopic": r.bertopic, "setting": best.setting or "default"}
+            "noise_fraction": r.noise_fraction, "stability": stability_of(of_best), "bertopic": r.bertopic,
+            "setting": best.setting or "default"}
+
+
+def stability_of(rows: pd.DataFrame) -> dict | None:
+    """A pipeline's stability (:mod:`tecb_eval.clustering.stability`): the means over its splits and
+    seeds of the ARI and AMI between reruns and of their interval's ends, with the reruns and the
+    subsample's share; None where no row measured it."""
+    if "stability_ari" not in rows.columns:
+        return None
+    measured = rows[pd.to_numeric(rows["stability_ari"], errors="coerce").notna()]
+    if measured.empty:
+        notes = rows["stability_note"].dropna() if "stability_note" in rows.columns else []
+        return {"note": str(notes.iloc[0])} if len(notes) else None
+    out = {name: float(pd.to_numeric(measured[name]).mean()) for name in
+           ("stability_ari", "stability_ari_low", "stability_ari_high", "stability_ami", "stability_ami_low",
+            "stability_ami_high")}
+    out.update(runs=int(measured["stability_runs"].iloc[-1]), fraction=float(measured["stability_fraction"].iloc[-1]))
+    return out
 
 
 def _setting_words(setting: str) -> str:
@@ -98,6 +119,18 @@ def _setting_words(setting: str) -> str:
     if point is None:
         return "its own setting"
     return f"k = {point[1]}" if point[0] == "k" else f"min_cluster_size = {point[1]}"
+
+
+def stability_words(found: dict | None) -> str:
+    """One line on a pipeline's stability, as :func:`stability_of` found it."""
+    if found is None:
+        return "stability: not measured (run the grid with --stability N to rerun each clustering N times)"
+    if "note" in found:
+        return f"stability: undefined ({found['note']})"
+    return (f"stability: ARI {found['stability_ari']:.2f} [{found['stability_ari_low']:.2f}, "
+            f"{found['stability_ari_high']:.2f}], AMI {found['stability_ami']:.2f} [{found['stability_ami_low']:.2f}, "
+            f"{found['stability_ami_high']:.2f}] with itself over {found['runs']} reruns on "
+            f"{found['fraction']:.0%} subsamples (mean [5th, 95th percentile]; 1: the same clusters every time)")
 
 
 def text(found: dict) -> str:
@@ -110,7 +143,8 @@ def text(found: dict) -> str:
            f"  best pipeline: {best['model']}, {best['reduction']} reduction, {best['algorithm']} with "
            f"{_setting_words(best['setting'])}",
            f"    {found['criterion_name']}: {best['score']:.4f} (mean over {best['splits']} split(s)); noise "
-           f"fraction {found['noise_fraction']:.2f}"]
+           f"fraction {found['noise_fraction']:.2f}",
+           "    " + stability_words(found.get("stability"))]
     if c:
         out.append(f"  calibration ({found['calibration_date']}, on {on}): Spearman rho {c['rho']:+.2f} "
                    f"[{c['rho_low']:+.2f}, {c['rho_high']:+.2f}] with V-measure; regret {c['regret']:.2f} V-measure "
