@@ -6,8 +6,8 @@ needs and the embedding cache lacks, in one pass) and the execution (:mod:`tecb_
 units, one per (dataset, split or sample set, reduction, seed), on an executor; each reduction
 computed once or read from the reduction cache, and every algorithm clusters it). Units run here
 (``jobs=1``), in local worker processes (``jobs=N``) or on a Dask cluster (``scheduler=``), with
-the same scores bit for bit (:mod:`tecb_eval.grid.work`). Only this process writes: every finished
-cell is one fsynced line in the results store; a rerun skips the cells the store already holds.
+the same scores bit for bit (:mod:`tecb_eval.grid.work`). Only this process writes: each finished
+cell is one fsynced line in the results store; a rerun skips the cells it holds.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
+from tecb_eval.clustering.stability import DEFAULT_FRACTION
 from tecb_eval.grid import executors, scheduling, work as work_module
 from tecb_eval.grid.cache import ReductionCache
 from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster, opens_on_a_worker
@@ -148,8 +149,7 @@ class Grid:
         return ahead
 
     def _prepare(self, spec: ModelSpec, bar) -> tuple[ModelRun, list]:
-        """``spec`` opened (on a cluster: described by a worker) and its pending cells; the cells the
-        store holds already are counted and kept."""
+        """``spec`` opened (on a cluster: described by a worker) and its pending cells; stored ones kept."""
         def found(bench, row) -> None:
             self.ledger.of(bench.name)["stored"] += 1
             self.rows.append(row)
@@ -190,7 +190,7 @@ def run_grid(
     k=None,
     min_cluster_size=None,
     stability: int | None = None,
-    stability_fraction: float = 0.8,
+    stability_fraction: float = DEFAULT_FRACTION,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -225,8 +225,7 @@ def run_grid(
     (``--encode-on gpu``) sends those shards only to workers started with ``--resources GPU=1``.
 
     Args:
-        datasets (Sequence[str | Path | Benchmark]): Dataset folders, ``repo_id@revision`` strings or
-            loaded benchmarks.
+        datasets (Sequence[str | Path | Benchmark]): Folders, ``repo_id@revision`` strings, benchmarks.
         models (Sequence): Built-in names, model folders, Hub ids, encoder objects, ``(name, spec)``
             pairs or dicts ``{"spec": ..., "name": ..., "layer": k, "max_length": n}``.
         algorithms (Sequence[str] | None): Names of the clustering registry; None: all four under
@@ -262,7 +261,7 @@ def run_grid(
         min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
             None: the registry's default.
         stability (int | None): Reruns per cell (``--stability``); None: 5 without labels, else 0.
-        stability_fraction (float): The share of the texts each rerun clusters (0 to 1, default 0.8).
+        stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1).
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.

@@ -29,7 +29,7 @@ from tecb_eval.clustering.cluster_counts import parse_setting
 from tecb_eval.clustering.label_free import label_free_scores
 from tecb_eval.clustering.numba_cache import keep_compiled_umap
 from tecb_eval.clustering.profiles import get_profile
-from tecb_eval.clustering.stability import stability, subsample_size
+from tecb_eval.clustering.stability import DEFAULT_FRACTION, stability, subsample_size
 from tecb_eval.clustering.registry import (  # noqa: F401 (the two Ward figures are re-exported)
     algorithm as algorithm_entry, reduction as reduction_entry, ward_matrix_bytes, ward_vector_bytes,
 )
@@ -72,7 +72,7 @@ class WorkUnit:
     # Reruns of each cell's clustering for its stability (tecb_eval.clustering.stability; 0: none)
     # and the share of the texts each clusters.
     stability: int = 0
-    stability_fraction: float = 0.8
+    stability_fraction: float = DEFAULT_FRACTION
 
     def ward_path(self, m: int) -> str:
         return ward_path(m, _reduced_dim(self), self.profile, self.ward_budget, self.n * self.dim)
