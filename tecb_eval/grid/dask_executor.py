@@ -16,6 +16,7 @@ import logging
 import struct
 import time
 
+from dask.utils import format_bytes
 from distributed import Client, KilledWorker, WorkerPlugin, as_completed
 from distributed.client import FutureCancelledError
 
@@ -175,8 +176,8 @@ class DaskExecutor:
         check_scheduler(self.client, self.address, ours)
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         if not workers:
-            raise UserError(f"the Dask scheduler at {self.address} has no workers; start some with "
-                            f"`dask worker {self.address}`")
+            raise UserError(f"the Dask scheduler at {self.address} has no workers; "
+                            + (memory_restarts(self.client) or f"start some with `dask worker {self.address}`"))
         answers = self.client.run(_tecb_on_worker, on_error="return")
         for worker, answer in sorted(answers.items()):
             if isinstance(answer, BaseException):
@@ -342,6 +343,23 @@ def check_scheduler(client: Client, address: str, ours: tuple[str, str]) -> None
         raise UserError(f"the Dask scheduler at {address} runs other tecb code than this process (version "
                         f"{answer[0]} there, {ours[0]} here; source {answer[1]} there, {ours[1]} here); it "
                         f"unpickles every task a run sends: {how}")
+
+
+def memory_restarts(client: Client) -> str:
+    """What the scheduler heard of workers its nannies restarted for going over their memory limit
+    (a worker that preloads a model larger than its limit is restarted in a loop and is never there
+    when asked), as advice; "" where it heard of none."""
+    try:
+        events = client.get_events("worker-restart-memory")
+    except Exception:  # noqa: BLE001 -- advice only: the line without it still says what is wrong
+        return ""
+    sizes = [event.get("rss") for _, event in events if isinstance(event, dict)]
+    sizes = [size for size in sizes if isinstance(size, (int, float))]
+    if not sizes:
+        return ""
+    return (f"their nannies restarted workers {len(sizes)} times for going over their memory limit (the last "
+            f"at {format_bytes(sizes[-1])}): start them with a larger `--memory-limit` than the model needs, "
+            "or fewer workers per machine")
 
 
 def worker_lost(exc: BaseException) -> bool:
