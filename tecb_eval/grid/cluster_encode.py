@@ -146,6 +146,12 @@ def loaded_model(spec: ModelSpec, seed: int):
         return encoder
 
 
+def forget_model(spec: ModelSpec, seed: int) -> None:
+    """This worker drops its copy of ``spec``; the next use loads it from its files again."""
+    with _lock:
+        _loaded.pop(_model_key(spec, seed), None)
+
+
 def _evict() -> None:
     try:
         import psutil
@@ -207,8 +213,13 @@ def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: s
     max_length cut of the shard's texts (``{"texts", "tokens"}``)."""
     encoder = _bound(spec, seed, bound_to)
     if encoder.identity != identity:
-        raise RuntimeError(f"the worker's {spec.name} is {encoder.identity}, the coordinator's {identity}: install "
-                           "the same model files and packages on every worker")
+        # The copy this worker holds may be older than its files (a Hub id whose cached snapshot
+        # moved, a package upgraded under a running worker): they are read again, once.
+        forget_model(spec, seed)
+        encoder = _bound(spec, seed, bound_to)
+    if encoder.identity != identity:
+        raise UserError(f"model {spec.name}: {_where()} loads it from its files as {encoder.identity}, the coordinator "
+                        f"as {identity}; install the same model files and package versions on every worker")
     # This shard's own count: the model's shared one is another task's too on a multi-threaded worker.
     encoder = copy.copy(encoder)
     encoder.truncated = {"texts": 0, "tokens": 0}
