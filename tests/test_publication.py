@@ -296,3 +296,16 @@ def test_datasets_load_dataset_of_a_rebuilt_folder_reads_the_new_build(tmp_path)
         assert list(rows["labels"]) == on_disk, f"seed {seed}: datasets returned another build's rows"
         loaded.setdefault(seed, on_disk)
     assert loaded["1"] != loaded["2"]
+
+
+# --- the rows a build writes are put together from parts encoded once ----------------------------
+
+
+def test_published_rows_are_the_bytes_json_line_writes(demo_datasets):
+    """Each text is JSON-encoded once and its rows are assembled from the parts: every line of the
+    clustering rows and of the sample table is byte for byte what ``layout.json_line`` writes for it
+    (sorted keys, no spaces, UTF-8 as is), in a view with genre paths and one without."""
+    for name in ("blurbs-clustering-p2p", "tenkgnad-clustering-s2s"):
+        for data_file in (layout.DATA_FILE, layout.SAMPLES_FILE):
+            lines = (demo_datasets / name / data_file).read_text(encoding="utf-8").splitlines(keepends=True)
+            assert lines and all(line == layout.json_line(json.loads(line)) for line in lines), (name, data_file)
