@@ -31,25 +31,58 @@ def label_path(item: Item, hierarchy) -> list[str]:
     return path
 
 
-def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str, hierarchy=()):
+class _Encoded:
+    """Each item's id, path and text in ``view``, JSON-encoded once: an item is in many splits, and
+    encoding its text anew for every row was most of the time a build spent writing its files."""
+
+    def __init__(self, items: dict[str, Item], view: str):
+        self.items, self.view = items, view
+        self._parts: dict[str, tuple[str, str, str]] = {}
+        self._values: dict = {}
+
+    def parts(self, item_id: str) -> tuple[str, str, str]:
+        parts = self._parts.get(item_id)
+        if parts is None:
+            item = self.items[item_id]
+            parts = self._parts[item_id] = (layout.json_value(item_id), layout.json_value(list(item.path)),
+                                            layout.json_value(item.views[self.view]))
+        return parts
+
+    def value(self, value) -> str:
+        """A label or split name (few distinct values, many rows)."""
+        encoded = self._values.get(value)
+        if encoded is None:
+            encoded = self._values[value] = layout.json_value(value)
+        return encoded
+
+
+def _json_object_line(fields: dict[str, str]) -> str:
+    """The line :func:`layout.json_line` writes for an object whose values are already encoded: keys
+    sorted, no spaces, the same bytes."""
+    return "{" + ",".join(f"{layout.json_value(key)}:{fields[key]}" for key in sorted(fields)) + "}\n"
+
+
+def _clustering_rows(splits: list[Split], items: dict[str, Item], view: str, hierarchy=(), encoded=None):
+    encoded = encoded or _Encoded(items, view)
     for split in splits:
-        row = {"sentences": split_texts(split, items, view)}
+        row = {"sentences": "[" + ",".join(encoded.parts(i)[2] for i in split.ids) + "]"}
         if split.level != UNLABELLED_LEVEL:
             # A corpus without labels has no "labels" column: an empty or made-up one would be scored.
-            row["labels"] = list(split.labels)
+            row["labels"] = layout.json_value(list(split.labels))
         if hierarchy:
             # Beside "labels", which MTEB reads: its loaders ignore a column they do not name.
-            row["label_paths"] = [label_path(items[i], hierarchy) for i in split.ids]
-        yield layout.json_line(row)
+            row["label_paths"] = layout.json_value([label_path(items[i], hierarchy) for i in split.ids])
+        yield _json_object_line(row)
 
 
-def _sample_rows(splits: list[Split], items: dict[str, Item], view: str):
+def _sample_rows(splits: list[Split], items: dict[str, Item], view: str, encoded=None):
+    encoded = encoded or _Encoded(items, view)
     for split in splits:
+        name = encoded.value(split.name)
         for item_id, label in zip(split.ids, split.labels or [None] * len(split.ids)):
-            item = items[item_id]
-            yield layout.json_line(
-                {"id": item_id, "split": split.name, "text": item.views[view], "label": label, "path": list(item.path)}
-            )
+            item_json, path, text = encoded.parts(item_id)
+            # The keys of layout.json_line's {"id", "split", "text", "label", "path"}, in its sorted order.
+            yield f'{{"id":{item_json},"label":{encoded.value(label)},"path":{path},"split":{name},"text":{text}}}\n'
 
 
 def prepare(
@@ -98,9 +131,10 @@ def prepare(
                             data_digest=layout.fingerprint(data_hashes), extra=card_context, synthetic=synthetic)]
 
     if data_files is None:
+        encoded = _Encoded(items, spec.view)
         data_files = {
-            layout.DATA_FILE: _clustering_rows(splits, items, spec.view, recipe.params.get("hierarchy", ())),
-            layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view),
+            layout.DATA_FILE: _clustering_rows(splits, items, spec.view, recipe.params.get("hierarchy", ()), encoded),
+            layout.SAMPLES_FILE: _sample_rows(splits, items, spec.view, encoded),
         }
     files = {layout.CARD: card, **data_files, **(extra_files or {})}
     manifest = {

@@ -561,3 +561,14 @@ def germeval_dev_datasets(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("germeval-dev")
     return {f.name: (f, m) for f, m in build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out)}
+
+
+# -- shared by tests/test_report.py and tests/test_report_browser.py ------------------------------
+
+@pytest.fixture(scope="session")
+def mixed_seed_results(demo_datasets, tmp_path_factory) -> Path:
+    """``reportstore.mixed_seed_store`` of the demo datasets (two models over seeds 42 and 1, a third
+    later over seed 42), built once per session. Read-only: a test that adds rows copies it."""
+    from reportstore import mixed_seed_store
+
+    return mixed_seed_store(demo_datasets, tmp_path_factory.mktemp("mixed"))

@@ -50,6 +50,14 @@ def mixed_seed_store(demo: Path, folder: Path, late=(MIXED_ONE_SEED,)) -> Path:
     datasets = [demo / d for d in DATASETS]
     run_grid(datasets, MIXED_BOTH_SEEDS, configurations=MIXED_CONFIGURATIONS, results=store, limit_splits=2,
              seeds=[42, 1], progress=False, cache_dir=folder / "cache")
-    run_grid(datasets, list(late), configurations=MIXED_CONFIGURATIONS, results=store, limit_splits=2,
-             seeds=[42], progress=False, cache_dir=folder / "cache")
+    return with_late_models(store, demo, folder, late)
+
+
+def with_late_models(store: Path, demo: Path, folder: Path, late) -> Path:
+    """``late`` models over seed 42 only, written at the end of ``store`` (in place): the newest seed
+    set of a store grown as a user grows it (:func:`mixed_seed_store`)."""
+    from tecb_eval.grid.run import run_grid
+
+    run_grid([demo / d for d in DATASETS], list(late), configurations=MIXED_CONFIGURATIONS, results=store,
+             limit_splits=2, seeds=[42], progress=False, cache_dir=folder / "cache")
     return store

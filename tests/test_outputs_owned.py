@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from conftest import eval_error as _one_line_error
-from conftest import error_line, finetune_args, one_error_line, run_cli
+from conftest import error_line, finetune_args, one_error_line, run_cli, run_cli_here
 from conftest import run_args as _run
 from tablefiles import NAME, table_build, table_rows, write_tsv
 from tecb_data.demo import demo_input
@@ -60,6 +60,20 @@ def stores(data, tmp_path_factory):
     return {"both": both, "seed1": seed1, "cache": cache}
 
 
+@pytest.fixture(scope="module")
+def legacy_export(stores, tmp_path_factory):
+    """`export --protocol legacy` of the store "both", made once: the earlier export that several
+    tests replace or must keep. Its marker lists relative names, so a copy is that export elsewhere."""
+    out = tmp_path_factory.mktemp("owned-legacy-export") / "report"
+    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    return out
+
+
+def _earlier_export(legacy_export: Path, out: Path) -> None:
+    """OUT as `export --protocol legacy` of the store "both" leaves it (a copy of the export made once)."""
+    shutil.copytree(legacy_export, out, symlinks=True)
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -71,9 +85,9 @@ def _mteb_files(out: Path) -> list[str]:
 # -- an export folder holds exactly one export --------------------------------------------------
 
 @pytest.mark.slow
-def test_a_second_export_replaces_the_first_whole(stores, tmp_path, capsys):
+def test_a_second_export_replaces_the_first_whole(stores, legacy_export, tmp_path, capsys):
     out = tmp_path / "report"
-    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    _earlier_export(legacy_export, out)
     (legacy,) = [f for f in _mteb_files(out) if f.endswith("/TenKGnadClusteringS2S.json")]
     # The fast protocol's export: its v2 JSON, and no legacy JSON left from the first export.
     assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "fast"]) == 0
@@ -242,9 +256,9 @@ def _child(script: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_an_export_leaves_the_earlier_one_as_it_was(stores, tmp_path):
+def test_ctrl_c_during_an_export_leaves_the_earlier_one_as_it_was(stores, legacy_export, tmp_path):
     out = tmp_path / "report"
-    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    _earlier_export(legacy_export, out)
     before = _snapshot(out)
     # Once the new tables are written (the plots still to come), Ctrl-C, twice. The export is held at
     # its Table 3 plot until the Ctrl-C comes (an event, not a race with how fast it plots).
@@ -282,9 +296,9 @@ def test_ctrl_c_during_an_export_leaves_the_earlier_one_as_it_was(stores, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_ctrl_c_that_a_library_swallows_still_stops_the_export(stores, tmp_path):
+def test_a_ctrl_c_that_a_library_swallows_still_stops_the_export(stores, legacy_export, tmp_path):
     out = tmp_path / "report"
-    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    _earlier_export(legacy_export, out)
     before = _snapshot(out)
     # A stand-in for a library that catches KeyboardInterrupt (numba did, inside UMAP): the Ctrl-C
     # arrives while it plots and it carries on.
@@ -397,10 +411,10 @@ def test_a_short_write_under_a_file_size_limit_is_cut_back(data, stores, tmp_pat
     assert store.read_bytes() == before
 
 
-def test_an_export_on_a_full_disk_names_out_and_keeps_the_earlier_export(stores, small_fs, capsys):
+def test_an_export_on_a_full_disk_names_out_and_keeps_the_earlier_export(stores, legacy_export, small_fs, capsys):
     fs = small_fs("256k")
     out = fs / "report"
-    assert main(["export", str(stores["both"]), "--out", str(out), "--protocol", "legacy"]) == 0
+    _earlier_export(legacy_export, out)
     before = _snapshot(out)
     _fill(fs, leave=8192)
     error = _one_line_error(capsys, ["export", str(stores["both"]), "--out", str(out), "--protocol", "fast"])
@@ -672,7 +686,7 @@ def test_report_onto_the_input_or_the_new_manifest_is_refused_before_work(tmp_pa
     kept = manifest.read_bytes()
     error = one_error_line(table_build(source, tmp_path / "out", "--seed", "5", "--report", str(manifest)))
     assert "--report" in error and manifest.read_bytes() == kept
-    assert run_cli("verify", str(tmp_path / "out" / f"{NAME}-s2s")).returncode == 0
+    assert run_cli_here("verify", str(tmp_path / "out" / f"{NAME}-s2s")).returncode == 0
     # A file the build did not write is never replaced; its own earlier report is.
     notes = tmp_path / "notes.json"
     notes.write_text('{"mine": 1}\n', encoding="utf-8")
@@ -689,8 +703,8 @@ def test_build_out_holding_its_input_or_inside_a_dataset_is_refused(tmp_path):
     assert table_build(source, tmp_path / "out").returncode == 0
     published = tmp_path / "out" / f"{NAME}-s2s" / "data" / "samples.jsonl"
     kept = published.read_bytes()
-    error = one_error_line(run_cli("build", "--source", "table", "--input", str(published), "--name", NAME,
-                                   "--text", "text", "--label", "label", "--out", str(tmp_path / "out"), "--quiet"))
+    error = one_error_line(run_cli_here("build", "--source", "table", "--input", str(published), "--name", NAME,
+                                        "--text", "text", "--label", "label", "--out", str(tmp_path / "out"), "--quiet"))
     assert "holds the input" in error and published.read_bytes() == kept
     error = one_error_line(table_build(source, tmp_path / "out" / f"{NAME}-s2s"))
     assert "inside the dataset folder" in error
@@ -700,14 +714,14 @@ def test_a_file_or_foreign_folder_at_out_dataset_is_not_replaced(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "tenkgnad-clustering-s2s").write_text("my notes\n")
-    result = run_cli("build", "--source", "tenkgnad", "--demo", "--out", str(out), "--quiet")
+    result = run_cli_here("build", "--source", "tenkgnad", "--demo", "--out", str(out), "--quiet")
     assert result.returncode == 2 and "a file, not a dataset folder, is in the way" in error_line(result.stderr)
     assert (out / "tenkgnad-clustering-s2s").read_text() == "my notes\n"
     assert sorted(p.name for p in out.iterdir()) == ["tenkgnad-clustering-s2s"]  # nothing else published
     (out / "tenkgnad-clustering-s2s").unlink()
     (out / "tenkgnad-clustering-p2p").mkdir()
     (out / "tenkgnad-clustering-p2p" / "thesis.tex").write_text("\\begin{document}")
-    result = run_cli("build", "--source", "tenkgnad", "--demo", "--out", str(out), "--quiet")
+    result = run_cli_here("build", "--source", "tenkgnad", "--demo", "--out", str(out), "--quiet")
     assert result.returncode == 2 and "without manifest.json" in error_line(result.stderr)
     assert sorted(p.name for p in out.rglob("*")) == ["tenkgnad-clustering-p2p", "thesis.tex"]
 

