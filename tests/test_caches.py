@@ -266,3 +266,23 @@ def test_a_sample_copied_over_another_key_is_discarded_and_drawn_again(demo_data
     assert "drawn for key" in capsys.readouterr().err
     assert same_sample(later.get(bench, 42), mteb_draws.sample(bench, 42)) and later.drawn == 1
     assert same_sample(SampleCache(tmp_path).lookup(bench, 7), mteb_draws.sample(bench, 7))  # the original stays
+
+
+def test_mtebs_downsampling_reads_a_label_column_whole_as_the_same_array():
+    """MTEB's stratified downsampling hands numpy a `datasets` column: while MTEB's transform runs in
+    tecb (tecb_eval.mteb.sampling) the column is read in one batch, to the array row-by-row reading gives."""
+    from datasets import ClassLabel, Dataset
+    from datasets import arrow_dataset
+
+    from tecb_eval.mteb.sampling import _columns_read_whole
+
+    names = ["Krimi", "Lyrik", "Sachbuch"]
+    data = Dataset.from_dict({"labels": [names[i % 3] for i in range(50)], "sentences": ["t"] * 50})
+    data = data.cast_column("labels", ClassLabel(names=names))
+    had = hasattr(arrow_dataset.Column, "__array__")
+    by_rows = {(f, c): np.asarray(data.with_format(f)[c]) for f in ("numpy", None) for c in ("labels", "sentences")}
+    with _columns_read_whole():
+        whole = {(f, c): np.asarray(data.with_format(f)[c]) for f in ("numpy", None) for c in ("labels", "sentences")}
+    for key, array in by_rows.items():
+        assert whole[key].dtype == array.dtype and np.array_equal(whole[key], array), key
+    assert hasattr(arrow_dataset.Column, "__array__") == had  # put back as it was
