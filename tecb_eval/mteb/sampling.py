@@ -46,21 +46,31 @@ def _quiet_datasets():
 
 @contextlib.contextmanager
 def _columns_read_whole():
-    """``numpy.asarray`` of a ``datasets`` column reads the column in one batch, not row by row.
+    """A ``datasets`` column read in batches, not row by row, while MTEB's transform runs here.
 
-    MTEB's downsampling (``stratified_subsampling``: datasets' ``train_test_split`` stratified by
-    the label) hands ``np.asarray`` the lazy ``Column`` of a numpy-formatted dataset. That class has
-    no ``__array__``, so numpy reads it as a sequence: one ``Column[i]``, each a row read out of
-    Arrow and formatted on its own, for every text (13.5 s of the GermEval dev set's 24,131 texts
-    on a busy machine, 1.8 s read whole). Read whole, with the dataset's own format, the array is
-    the same, so the draws are. Only while MTEB's transform runs here; where the class has an
-    ``__array__`` of its own, it is left as it is."""
+    MTEB's downsampling (``stratified_subsampling``) lists the label column's names (a set over
+    the column) and hands ``np.asarray`` the lazy ``Column`` of a numpy-formatted dataset
+    (``train_test_split`` stratified by the label). ``Column`` has no ``__array__`` and iterates
+    one row at a time, each read out of Arrow and formatted on its own: 24,131 rows each way for
+    the GermEval dev set (13.5 s of a busy machine; 1.8 s read whole). Read in batches, with the
+    dataset's own format, the values are the same, so the draws are. A column already read
+    otherwise (an ``__array__`` of its own) is left as it is; only unformatted and numpy-formatted
+    datasets take the batches."""
     from datasets import arrow_dataset
 
     column = getattr(arrow_dataset, "Column", None)
-    if column is None or hasattr(column, "__array__"):
+    if column is None or hasattr(column, "__array__") or "__iter__" not in vars(column):
         yield
         return
+    rows = column.__iter__
+
+    def batched(self):
+        source = self.source
+        if not (isinstance(source, arrow_dataset.Dataset) and source._format_type is None):
+            yield from rows(self)
+            return
+        for batch in source._fast_select_column(self.column_name).iter(batch_size=1024):
+            yield from batch[self.column_name]
 
     def whole(self, dtype=None, copy=None):
         values = self.source[:][self.column_name] if isinstance(self.source, arrow_dataset.Dataset) else None
@@ -68,10 +78,11 @@ def _columns_read_whole():
             values = list(self)  # strings, nested rows: as numpy reads the sequence
         return np.asarray(values, dtype=dtype)
 
-    column.__array__ = whole
+    column.__iter__, column.__array__ = batched, whole
     try:
         yield
     finally:
+        column.__iter__ = rows
         del column.__array__
 
 
