@@ -561,3 +561,29 @@ def germeval_dev_datasets(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("germeval-dev")
     return {f.name: (f, m) for f, m in build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out)}
+
+
+# -- values computed once for every pytest-xdist process (tests/test_parallel.py) -------------------
+
+def computed_once(tmp_path_factory, name: str, compute):
+    """``compute()``, once per test session however many pytest-xdist processes ask: the first to ask
+    computes it and pickles it beside the processes' temporary folders, the others wait for that and
+    read it (a module's tests split between two processes would compute its fixtures twice). ``name``
+    names the value within the session; the value must not depend on the asking process, and a
+    path in it must lie under the first process's temporary folder, which lasts the session."""
+    import fcntl
+    import pickle
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return compute()
+    path = tmp_path_factory.getbasetemp().parent / f"computed-once-{name}.pickle"
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        value = compute()
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(value))
+        partial.replace(path)
+        return value
+
