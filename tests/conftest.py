@@ -587,3 +587,41 @@ def computed_once(tmp_path_factory, name: str, compute):
         partial.replace(path)
         return value
 
+
+# -- the MTEB referee's inputs shared by tests/test_mteb_referee.py and tests/test_levels.py ---------
+
+@pytest.fixture(scope="session")
+def mteb_loaded_task():
+    """``mteb_loaded_task(folder, version)``: MTEB's own task for a dataset folder (tecb_eval.mteb.tasks),
+    its data loaded by MTEB itself (``load_data``: its loading, transform and downsampling) once per
+    session and folder, handed out as a fresh copy each time: evaluating draws from the task's
+    ``rng_state``, so every caller starts where a task it loaded itself would. ``mteb.evaluate``
+    takes a loaded task as it is and leaves it loaded."""
+    import copy
+
+    from tecb_eval.mteb import tasks as mteb_bridge
+
+    loaded = {}
+
+    def task(folder, version):
+        key = (str(folder), version)
+        if key not in loaded:
+            (loaded[key],) = mteb_bridge.mteb_tasks([folder], version=version)
+            loaded[key].load_data()
+        return copy.deepcopy(loaded[key])
+
+    return task
+
+
+@pytest.fixture(scope="session")
+def dev_s2s_fast_hashing(germeval_dev_datasets, tmp_path_factory):
+    """Our fast protocol's scores (a frame, read-only) of the hashing encoder with k-means on the
+    GermEval dev set's Blurbs S2S, MTEB's draws made in this process: what the referee
+    (tests/test_mteb_referee.py) and the per-level check (tests/test_levels.py) compare with MTEB."""
+    from tecb_eval.grid.run import run_grid
+    from tecb_eval.mteb.encoders import HashingEncoder
+
+    with draws_in_this_process():
+        return run_grid([germeval_dev_datasets["blurbs-clustering-s2s"][0]], [HashingEncoder()],
+                        configurations=["minibatch_kmeans:none"], protocol="fast",
+                        cache_dir=tmp_path_factory.mktemp("dev-s2s-fast"), progress=False, log=lambda m: None)
