@@ -572,3 +572,67 @@ def mixed_seed_results(demo_datasets, tmp_path_factory) -> Path:
     from reportstore import mixed_seed_store
 
     return mixed_seed_store(demo_datasets, tmp_path_factory.mktemp("mixed"))
+
+
+# -- values computed once for every pytest-xdist process (tests/test_parallel.py) -------------------
+
+def computed_once(tmp_path_factory, name: str, compute):
+    """``compute()``, once per test session however many pytest-xdist processes ask: the first to ask
+    computes it and pickles it beside the processes' temporary folders, the others wait for that and
+    read it (a module's tests split between two processes would compute its fixtures twice). ``name``
+    names the value within the session; the value must not depend on the asking process, and a
+    path in it must lie under the first process's temporary folder, which lasts the session."""
+    import fcntl
+    import pickle
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return compute()
+    path = tmp_path_factory.getbasetemp().parent / f"computed-once-{name}.pickle"
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        value = compute()
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(value))
+        partial.replace(path)
+        return value
+
+
+# -- the MTEB referee's inputs shared by tests/test_mteb_referee.py and tests/test_levels.py ---------
+
+@pytest.fixture(scope="session")
+def mteb_loaded_task():
+    """``mteb_loaded_task(folder, version)``: MTEB's own task for a dataset folder (tecb_eval.mteb.tasks),
+    its data loaded by MTEB itself (``load_data``: its loading, transform and downsampling) once per
+    session and folder, handed out as a fresh copy each time: evaluating draws from the task's
+    ``rng_state``, so every caller starts where a task it loaded itself would. ``mteb.evaluate``
+    takes a loaded task as it is and leaves it loaded."""
+    import copy
+
+    from tecb_eval.mteb import tasks as mteb_bridge
+
+    loaded = {}
+
+    def task(folder, version):
+        key = (str(folder), version)
+        if key not in loaded:
+            (loaded[key],) = mteb_bridge.mteb_tasks([folder], version=version)
+            loaded[key].load_data()
+        return copy.deepcopy(loaded[key])
+
+    return task
+
+
+@pytest.fixture(scope="session")
+def dev_s2s_fast_hashing(germeval_dev_datasets, tmp_path_factory):
+    """Our fast protocol's scores (a frame, read-only) of the hashing encoder with k-means on the
+    GermEval dev set's Blurbs S2S, MTEB's draws made in this process: what the referee
+    (tests/test_mteb_referee.py) and the per-level check (tests/test_levels.py) compare with MTEB."""
+    from tecb_eval.grid.run import run_grid
+    from tecb_eval.mteb.encoders import HashingEncoder
+
+    with draws_in_this_process():
+        return run_grid([germeval_dev_datasets["blurbs-clustering-s2s"][0]], [HashingEncoder()],
+                        configurations=["minibatch_kmeans:none"], protocol="fast",
+                        cache_dir=tmp_path_factory.mktemp("dev-s2s-fast"), progress=False, log=lambda m: None)

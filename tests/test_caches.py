@@ -266,3 +266,30 @@ def test_a_sample_copied_over_another_key_is_discarded_and_drawn_again(demo_data
     assert "drawn for key" in capsys.readouterr().err
     assert same_sample(later.get(bench, 42), mteb_draws.sample(bench, 42)) and later.drawn == 1
     assert same_sample(SampleCache(tmp_path).lookup(bench, 7), mteb_draws.sample(bench, 7))  # the original stays
+
+
+def test_mtebs_downsampling_reads_a_label_column_in_batches_as_the_same_values():
+    """MTEB's stratified downsampling iterates a `datasets` column and hands numpy another: while
+    MTEB's transform runs in tecb (tecb_eval.mteb.sampling) each is read in batches, to the values
+    and arrays that reading row by row gives, and the class is put back as it was after."""
+    from datasets import ClassLabel, Dataset
+    from datasets import arrow_dataset
+
+    from tecb_eval.mteb.sampling import _columns_read_whole
+
+    names = ["Krimi", "Lyrik", "Sachbuch"]
+    data = Dataset.from_dict({"labels": [names[i % 3] for i in range(300)], "sentences": [f"t{i}" for i in range(300)]})
+    data = data.cast_column("labels", ClassLabel(names=names))
+    kept = (arrow_dataset.Column.__iter__, hasattr(arrow_dataset.Column, "__array__"))
+
+    def read():
+        return {(f, c): (np.asarray(data.with_format(f)[c]), list(data.with_format(f)[c]))
+                for f in ("numpy", None) for c in ("labels", "sentences")}
+
+    by_rows = read()
+    with _columns_read_whole():
+        batched = read()
+    for key, (array, values) in by_rows.items():
+        assert batched[key][0].dtype == array.dtype and np.array_equal(batched[key][0], array), key
+        assert batched[key][1] == values and [type(v) for v in batched[key][1]] == [type(v) for v in values], key
+    assert (arrow_dataset.Column.__iter__, hasattr(arrow_dataset.Column, "__array__")) == kept

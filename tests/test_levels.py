@@ -63,15 +63,15 @@ def test_the_dataset_carries_each_texts_genre_path_and_says_so(dev):
 
 
 @pytest.mark.slow
-def test_fast_per_level_scores_equal_mtebs_own_hierarchical_evaluation(dev, tmp_path):
+def test_fast_per_level_scores_equal_mtebs_own_hierarchical_evaluation(dev, dev_s2s_fast_hashing, mteb_loaded_task):
     from mteb.timing import TimingStack
 
-    from tecb_eval.mteb import encoders as mteb_encoders, tasks as mteb_bridge
+    from tecb_eval.mteb import encoders as mteb_encoders
 
-    ours = run_grid([dev], [HashingEncoder()], configurations=["minibatch_kmeans:none"], protocol="fast",
-                    cache_dir=tmp_path, progress=False, log=lambda m: None)
-    (task,) = mteb_bridge.mteb_tasks([dev], version="v2")
-    task.load_data()
+    # Ours: the hashing encoder's k-means on the fast protocol; MTEB's v2 task of the folder, its
+    # data loaded by MTEB (each made once for this test and the referee's, tests/conftest.py).
+    ours = dev_s2s_fast_hashing
+    task = mteb_loaded_task(dev, "v2")
     data = task.dataset["test"]
     # Each pooled text's path at its first occurrence, read from the published file itself.
     first = {}

@@ -27,7 +27,7 @@ import pytest
 
 import tecb_data
 from conftest import CountingEncoder as Counting
-from conftest import unit_holding_plugin, wait_for_claim
+from conftest import computed_once, unit_holding_plugin, wait_for_claim
 from degenerate_inputs import HashingEncoder, replicate_books
 from tecb_data.build import build
 from tecb_data.demo import demo_input
@@ -60,13 +60,18 @@ def demo(demo_datasets):
 @pytest.fixture(scope="module")
 def grid_data(demo, tmp_path_factory):
     """What the serial and parallel grids run on: Blurbs with four copies of every demo book (its
-    second split, 677 texts, is where UMAP's start broke down on hashing vectors) and 10kGNAD."""
-    root = tmp_path_factory.mktemp("blurbs-x4")
-    replica = root / "input"  # beside the output, not holding it: a build refuses to write into its input
-    replica.mkdir()
-    for part in sorted(Path(demo_input("blurbs")).iterdir()):
-        (replica / part.name).write_text(replicate_books(part.read_text(encoding="utf-8"), 4), encoding="utf-8")
-    return [build("blurbs", replica, root / "data", views=("s2s",))[0][0], demo[1]]
+    second split, 677 texts, is where UMAP's start broke down on hashing vectors) and 10kGNAD.
+    Built once for the test processes, as the serial grid that runs on them (:func:`serial`)."""
+
+    def make():
+        root = tmp_path_factory.mktemp("blurbs-x4")
+        replica = root / "input"  # beside the output, not holding it: a build refuses to write into its input
+        replica.mkdir()
+        for part in sorted(Path(demo_input("blurbs")).iterdir()):
+            (replica / part.name).write_text(replicate_books(part.read_text(encoding="utf-8"), 4), encoding="utf-8")
+        return [build("blurbs", replica, root / "data", views=("s2s",))[0][0], demo[1]]
+
+    return computed_once(tmp_path_factory, "parallel-grid-data", make)
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +86,11 @@ pytestmark = pytest.mark.usefixtures("kept_environment", "one_thread")
 
 @pytest.fixture(scope="module")
 def serial(grid_data, tmp_path_factory):
-    """The reference: the same grid in this process, two seeds."""
-    cache = tmp_path_factory.mktemp("serial-cache")
-    return run_grid(grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2, jobs=1,
-                    cache_dir=cache, progress=False)
+    """The reference: the same grid in one test process, two seeds, computed once for the test
+    processes (pytest-xdist can split this module between two; each compares it with grids it runs)."""
+    return computed_once(tmp_path_factory, "parallel-serial", lambda: run_grid(
+        grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2, jobs=1,
+        cache_dir=tmp_path_factory.mktemp("serial-cache"), progress=False))
 
 
 def _same_scores(a, b) -> bool:

@@ -7,12 +7,9 @@ import pytest
 from sklearn.cluster import AgglomerativeClustering
 
 import tecb_data
-from tecb_data.build import build
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.grid import scheduling, work
 from tecb_eval.grid.work import Cell, WorkUnit, run_unit
-
-from conftest import shared_file
 
 
 def matrix_labels(X, k):
@@ -23,20 +20,21 @@ def vector_labels(X, k):
     return algo.WardVectors(n_clusters=k).fit_predict(X)
 
 
-@pytest.fixture(scope="module")
-def dev_build(tmp_path_factory):
-    """The GermEval dev set's Blurbs S2S build."""
-    out = tmp_path_factory.mktemp("ward-dev")
-    return build("blurbs", shared_file("germeval2019/blurbs_dev.txt.gz"), out, views=("s2s",))[0][0]
+# The LSA fits and minilm's encoding at one thread (a second finds no free core under pytest-xdist).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def dev_vectors(dev_build):
-    """minilm-l6 on the largest split of the GermEval dev set's Blurbs S2S build."""
-    from tecb_eval.models.encoders import get_encoder
+def dev_build(germeval_dev_datasets):
+    """The GermEval dev set's Blurbs S2S build (the session's, tests/conftest.py). Read-only."""
+    return germeval_dev_datasets["blurbs-clustering-s2s"][0]
 
+
+@pytest.fixture(scope="module")
+def dev_vectors(dev_build, minilm_encoder):
+    """minilm-l6 (the session's, loaded once) on the largest split of the GermEval dev set's Blurbs S2S build."""
     split = max(tecb_data.load(dev_build).splits, key=lambda s: len(s.texts))
-    return get_encoder("minilm-l6").encode(list(split.texts)), len(set(split.labels))
+    return minilm_encoder.encode(list(split.texts)), len(set(split.labels))
 
 
 @pytest.mark.slow  # real shared data, minilm-l6 and UMAP
