@@ -29,11 +29,11 @@ def _model(source: Path, folder: Path, max_length: int) -> Path:
     holds is the point, not the model) that reads at most ``max_length`` tokens: another model (other
     files, other vectors for the longer texts). Its weights are a link to the source's (the folder
     reads, and hashes, the same through it); the small files are copies."""
-    def link_the_weights(source: str, target: str) -> None:
-        if Path(source).name == "model.safetensors":
-            os.symlink(source, target)
+    def link_the_weights(original: str, target: str) -> None:
+        if Path(original).name == "model.safetensors":
+            os.symlink(original, target)
         else:
-            shutil.copy2(source, target)
+            shutil.copy2(original, target)
 
     shutil.copytree(source, folder, dirs_exist_ok=True, copy_function=link_the_weights)
     config = folder / "sentence_bert_config.json"
