@@ -314,13 +314,13 @@ def test_the_next_models_shards_start_before_this_models_units(folder, tiny_mode
     assert _same_scores(here, frame)
 
 
-def test_shards_prefer_the_workers_that_hold_the_model(folder, cluster, tmp_path):
+def test_shards_prefer_the_workers_that_hold_the_model(folder, tiny_model, cluster, tmp_path):
     from tecb_eval.grid import cluster_encode
     from tecb_eval.models.spec import model_spec
 
-    run_grid([folder], ["minilm-l6"], configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
+    run_grid([folder], [tiny_model], configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
              cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
-    spec = model_spec("minilm-l6")
+    spec = model_spec(tiny_model)
     with distributed.Client(cluster.scheduler_address, timeout=10) as client:
         workers = sorted(client.scheduler_info()["workers"])
         encoder = cluster_encode.ClusterEncoder(client, log=lambda m: None)
