@@ -6,6 +6,7 @@ bit on Dask workers, and shown by `recommend` and the corpus's own report page."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,8 @@ from sklearn.datasets import make_blobs
 
 from conftest import eval_error
 from tablefiles import unlabelled_corpus
+
+import tecb_eval
 from tecb_eval.clustering.stability import draws, stability
 
 FIELDS = ("stability_runs", "stability_fraction", "stability_ari", "stability_ari_low", "stability_ari_high",
@@ -134,7 +137,14 @@ def test_recommend_and_the_corpus_page_show_stability_and_no_v_measure(corpus, t
     assert main(["recommend", str(store), "--criterion", "stability_ari"]) == 0
     said = capsys.readouterr().out
     assert "ranked by stability (ARI), the criterion you named" in said
-    assert "over 5 reruns on 80% subsamples" in said and "calibration: none for stability (ARI)" in said
+    assert "over 5 reruns on 80% subsamples" in said
+    # The shipped calibration measured stability against V-measure: it ranks against it, and says so.
+    shipped = json.loads((Path(tecb_eval.__file__).parent / "data" / "calibration.json").read_text(encoding="utf-8"))
+    row = next(r for r in shipped["table"] if r["criterion"] == "stability_ari" and r["scope"] == "all datasets")
+    assert f"Spearman rho {row['rho']:+.2f} [{row['rho_low']:+.2f}, {row['rho_high']:+.2f}] with V-measure" in said
+    assert row["rho_high"] < 0 and (f"  against: the whole interval of rho lies below 0, so on labelled data this "
+                                    f"criterion ranked pipelines against V-measure") in said
+    assert f"(`--criterion {shipped['best']}`)" in said
     assert main(["report", str(store), "--out", str(tmp_path / "site")]) == 0
     index = (tmp_path / "site" / "index.html").read_text()
     assert 'href="corpora/corpus-s2s.html"' in index

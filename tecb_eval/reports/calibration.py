@@ -126,6 +126,13 @@ def weak(row) -> bool:
     return not (isinstance(low, float) and math.isfinite(low)) or low <= 0 <= high
 
 
+def against(row) -> bool:
+    """Whether the whole interval of rho lies below 0: the criterion ranks pipelines against V-measure
+    on these data, so the pipeline it picks tends to be one of the worse."""
+    high = row["rho_high"]
+    return isinstance(high, float) and math.isfinite(high) and high < 0
+
+
 def shown_table(table: pd.DataFrame) -> pd.DataFrame:
     """The calibration table as its readers show it: the criterion's name, each statistic with
     its interval as text, two decimals."""

@@ -57,6 +57,7 @@ def _calibration_of(found: dict, criterion: str) -> dict:
         return {}
     row = mine.iloc[0].to_dict()
     row["weak"] = calib.weak(row)
+    row["against"] = calib.against(row)
     return row
 
 
@@ -91,6 +92,7 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
     r.bertopic = bertopic_snippet(r)
     return {"dataset": dataset, "criterion": chosen, "criterion_name": CRITERION_NAMES[chosen],
             "named_by_user": criterion is not None, "calibration": _calibration_of(calibration, chosen),
+            "best_criterion": calibration["best"],
             "calibrated_on": calibration.get("datasets", []), "calibration_date": calibration.get("date"),
             "pipelines": ranked[PIPELINE + ["score", "splits"]].to_dict("records"),
             "noise_fraction": r.noise_fraction, "stability": stability_of(of_best), "bertopic": r.bertopic,
@@ -152,9 +154,13 @@ def text(found: dict) -> str:
         if c["weak"]:
             out.append("  weak: the interval of rho holds 0, so on labelled data this criterion's ranking could not "
                        "be told from chance; treat the pick as a guess and try the runner-ups too")
+        elif c["against"]:
+            out.append(f"  against: the whole interval of rho lies below 0, so on labelled data this criterion ranked "
+                       f"pipelines against V-measure and its pick tends to be one of the worse; rank by the "
+                       f"best-calibrated criterion instead (`--criterion {found['best_criterion']}`)")
     else:
         out.append(f"  calibration: none for {found['criterion_name']} on {on}; its ranking is untested")
-    shown = RUNNERS_UP if c and not c.get("weak") else RUNNERS_UP + 2
+    shown = RUNNERS_UP if c and not (c.get("weak") or c.get("against")) else RUNNERS_UP + 2
     for other in found["pipelines"][1:1 + shown]:
         out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
                    f"{_setting_words(other['setting'])} ({other['score']:.4f})")
