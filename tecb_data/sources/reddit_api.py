@@ -112,6 +112,10 @@ def _status_of(exc) -> int | None:
     return getattr(response, "status_code", None)
 
 
+def _tries(n: int) -> str:
+    return "1 try" if n == 1 else f"{n} tries"
+
+
 def with_retries(
     call: Callable[[], T],
     what: str,
@@ -174,14 +178,14 @@ def with_retries(
             name = site_name(site)
             waited = f" of up to {timeout_s:g} s each" if timeout_s else ""
             raise UserError(
-                f"Reddit at {unanswered} did not answer ({reason}) the {what} in {failures} tries{waited}; "
+                f"Reddit at {unanswered} did not answer ({reason}) the {what} in {_tries(failures)}{waited}; "
                 f"praw's `timeout` sets the wait in seconds (`timeout = 60` in the [{name}] section of praw.ini); "
                 "or check oauth_url / the network; everything fetched so far is cached: "
                 "run the same command again to resume"
             )
         if failures >= policy.attempts:
             raise UserError(
-                f"Reddit kept failing ({reason}) for {what} after {failures} tries; everything fetched so far "
+                f"Reddit kept failing ({reason}) for {what} after {_tries(failures)}; everything fetched so far "
                 "is cached: run the same command again later to resume"
             )
         wait = policy.wait(failures, retry_after)
