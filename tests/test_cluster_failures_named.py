@@ -58,6 +58,13 @@ def _scheduler(address: str, env: dict, cwd: Path) -> subprocess.Popen:
     return process
 
 
+def _small_run(demo_datasets: Path, address: str, tmp_path: Path) -> None:
+    """One cheap cell on the cluster at ``address``, its store and cache under ``tmp_path``."""
+    run_grid([demo_datasets / "tenkgnad-clustering-s2s"], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"],
+             limit_splits=1, scheduler=address, scheduler_timeout=30, results=tmp_path / "r.jsonl",
+             cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+
+
 def test_a_scheduler_running_other_tecb_code_is_one_line_naming_it(demo_datasets, tmp_path):
     code = _other_checkout(tmp_path / "checkout")
     address = f"tcp://127.0.0.1:{_free_port()}"
@@ -67,9 +74,7 @@ def test_a_scheduler_running_other_tecb_code_is_one_line_naming_it(demo_datasets
         with pytest.raises(UserError, match=rf"the Dask scheduler at {address} runs other tecb code than this "
                                             r"process .* it unpickles every task a run sends: start the scheduler "
                                             r"from the same tecb installation"):
-            run_grid([demo_datasets / "tenkgnad-clustering-s2s"], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"],
-                     limit_splits=1, scheduler=address, scheduler_timeout=30, results=tmp_path / "r.jsonl",
-                     cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+            _small_run(demo_datasets, address, tmp_path)
     finally:
         scheduler.terminate()
         scheduler.wait(timeout=60)
@@ -98,9 +103,7 @@ def test_workers_restarted_for_their_memory_limit_are_named_instead_of_no_worker
         with pytest.raises(UserError, match=rf"the Dask scheduler at {address} has no workers; their nannies "
                                             r"restarted workers \d+ times for going over their memory limit \(the last "
                                             r"at [\d.]+ [MG]iB\): start them with a larger `--memory-limit`"):
-            run_grid([demo_datasets / "tenkgnad-clustering-s2s"], ["tfidf-lsa"], configurations=["minibatch_kmeans:none"],
-                     limit_splits=1, scheduler=address, scheduler_timeout=30, results=tmp_path / "r.jsonl",
-                     cache_dir=tmp_path / "cache", progress=False, log=lambda m: None)
+            _small_run(demo_datasets, address, tmp_path)
     finally:
         # A SIGTERM can reach the nanny while it starts the next worker, which it then waits on: the
         # group is killed, the nanny and the worker it was starting.
