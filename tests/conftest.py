@@ -79,6 +79,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+    # The modules that hold a slow test run first, the others after, each group in pytest-randomly's
+    # order (a stable sort on its shuffle, as its docs advise, so the seed still replays the run):
+    # the test processes end on short tests instead of one waiting while the other runs a long one.
+    heavy = {item.module.__name__ for item in items
+             if getattr(item, "module", None) is not None and item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: getattr(getattr(item, "module", None), "__name__", None) not in heavy)
 
 
 def shared_file(relative: str) -> Path:
