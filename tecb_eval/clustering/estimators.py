@@ -308,6 +308,8 @@ class Umap(BaseEstimator):
         keep_compiled_umap()  # before UMAP's first call in this process: its code from disk, same bits
         import umap
 
+        from tecb_eval.clustering import umap_neighbours
+
         X = _validate_data(self, X, reset=True, dtype=[np.float64, np.float32])
         n = X.shape[0]
         params = dict(n_components=self.n_components, metric=self.metric, random_state=self.random_state)
@@ -315,10 +317,15 @@ class Umap(BaseEstimator):
             params.update(n_neighbors=max(2, n - 1), init="random")
         else:
             params.update(n_neighbors=self.n_neighbors)
+        if umap_neighbours.takes(X, self.metric):
+            # UMAP's own exact neighbours, found in a compiled loop instead of one Python call per pair.
+            params.update(precomputed_knn=umap_neighbours.exact_neighbours(X, self.metric, params["n_neighbors"]))
         reducer = umap.UMAP if self.random_state is None else _seeded_spectral_umap()
         with warnings.catch_warnings():
             # "n_jobs overridden by random_state": determinism is what we want here.
             warnings.filterwarnings("ignore", message=".*n_jobs.*", category=UserWarning)
+            # Neighbours handed over without a search index: nothing here transforms new rows.
+            warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning)
             self.embedding_ = reducer(**params).fit_transform(X)
         return self
 

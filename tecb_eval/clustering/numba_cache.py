@@ -11,7 +11,8 @@ from pathlib import Path
 
 # UMAP's and pynndescent's numba functions that the grid runs; the modules holding them.
 _NUMBA_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.distances", "umap.spectral",
-                  "pynndescent.pynndescent_", "pynndescent.utils", "pynndescent.distances", "pynndescent.rp_trees")
+                  "pynndescent.pynndescent_", "pynndescent.utils", "pynndescent.distances", "pynndescent.rp_trees",
+                  "tecb_eval.clustering.umap_neighbours")
 
 
 def numba_cache_dir() -> Path:
