@@ -7,6 +7,7 @@ import pytest
 from sklearn.cluster import AgglomerativeClustering
 
 import tecb_data
+from conftest import computed_once
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.grid import scheduling, work
 from tecb_eval.grid.work import Cell, WorkUnit, run_unit
@@ -31,10 +32,14 @@ def dev_build(germeval_dev_datasets):
 
 
 @pytest.fixture(scope="module")
-def dev_vectors(dev_build, minilm_encoder):
-    """minilm-l6 (the session's, loaded once) on the largest split of the GermEval dev set's Blurbs S2S build."""
-    split = max(tecb_data.load(dev_build).splits, key=lambda s: len(s.texts))
-    return minilm_encoder.encode(list(split.texts)), len(set(split.labels))
+def dev_vectors(dev_build, tmp_path_factory, request):
+    """minilm-l6 (the session's) on the largest split of the GermEval dev set's Blurbs S2S build,
+    encoded once for the test processes (read-only)."""
+    def encode():
+        split = max(tecb_data.load(dev_build).splits, key=lambda s: len(s.texts))
+        return request.getfixturevalue("minilm_encoder").encode(list(split.texts)), len(set(split.labels))
+
+    return computed_once(tmp_path_factory, "ward-dev-vectors", encode)
 
 
 @pytest.mark.slow  # real shared data, minilm-l6 and UMAP
