@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 import redditserver as rs
-from conftest import REPO, SHARED_DATA
+from conftest import REPO, SHARED_DATA, run_cli_here
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"
@@ -100,6 +101,28 @@ def run_command(command: str, cwd: Path, env: dict, timeout: float = 1500) -> su
     return result
 
 
+def installed_main(name: str):
+    """The function the installed command ``name`` of this environment runs: its script is in the
+    environment's bin/ (as `source .venv/bin/activate` gives it) and its console entry point names it."""
+    from importlib.metadata import entry_points
+
+    assert os.access(VENV_BIN / name, os.X_OK), f"{VENV_BIN / name}: not installed (pip install -e .)"
+    (entry,) = entry_points(group="console_scripts", name=name)
+    return entry.load()
+
+
+def run_command_here(command: str, cwd: Path, monkeypatch) -> subprocess.CompletedProcess:
+    """``command``, as printed, through the main of its installed command in this process, in ``cwd``:
+    for a command whose subprocess is not what is tested (its output and its files are)."""
+    argv = shlex.split(command)
+    main = installed_main(argv[0])
+    with monkeypatch.context() as here:
+        here.chdir(cwd)
+        result = run_cli_here(*argv[1:], main=main)
+    assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
 def function_source(node_id: str) -> str:
     path, name = node_id.split("::")
     tree = ast.parse((REPO / path).read_text())
@@ -154,12 +177,13 @@ def test_make_demo_runs_only_steps_that_named_tests_run():
 
 
 @pytest.mark.slow
-def test_readme_library_example_runs(tmp_path):
-    """Every Python block of the README, run as printed against the demo Blurbs datasets in out/."""
+def test_readme_library_example_runs(demo_datasets, tmp_path):
+    """Every Python block of the README, run as printed against the demo Blurbs datasets in out/
+    (the session's build of the demo sample, what `tecb-data build --source blurbs --demo` writes)."""
     blocks = fenced_blocks(README.read_text(), ("python",))
     assert blocks
-    build = run_command("tecb-data build --source blurbs --demo --out out --quiet", tmp_path, dict(os.environ))
-    assert build.returncode == 0
+    for name in ("blurbs-clustering-s2s", "blurbs-clustering-p2p"):
+        shutil.copytree(demo_datasets / name, tmp_path / "out" / name)
     for block in blocks:
         result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True,
                                 env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=900)
@@ -168,15 +192,19 @@ def test_readme_library_example_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_readme_tour_runs_as_printed(tmp_path):
-    """The five tour commands, in order, as printed, in a folder with ../shared beside it."""
+def test_readme_tour_runs_as_printed(tmp_path, monkeypatch):
+    """The five tour commands, in order, as printed, in a folder with ../shared beside it. Each runs
+    through the main that its installed command's entry point names, in this process: what is tested
+    is what the tour prints and writes, not a fresh interpreter's start (the README's other tests
+    start `tecb-data` from bin/ as a process)."""
     if not SHARED_DATA.exists():
         pytest.skip(f"{SHARED_DATA} is absent: the tour reads the real GermEval dev set")
     (tmp_path / "shared").symlink_to(SHARED_DATA.parent, target_is_directory=True)
     work = tmp_path / "work"
     work.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    printed = {command: run_command(command, work, env) for command in commands_run_by("test_readme_tour_runs_as_printed")}
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    printed = {command: run_command_here(command, work, monkeypatch)
+               for command in commands_run_by("test_readme_tour_runs_as_printed")}
     assert (work / "out" / "blurbs-clustering-s2s" / "manifest.json").exists()
     # Everything the tour writes is in out/, which .gitignore names: a clone stays clean after it.
     ignored = (REPO / ".gitignore").read_text().split()

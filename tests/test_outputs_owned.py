@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from conftest import eval_error as _one_line_error
-from conftest import error_line, finetune_args, one_error_line, run_cli, run_cli_here
+from conftest import draws_in_this_process, error_line, finetune_args, one_error_line, run_cli, run_cli_here
 from conftest import run_args as _run
 from tablefiles import NAME, table_build, table_rows, write_tsv
 from tecb_data.demo import demo_input
@@ -51,11 +51,14 @@ def data(demo_datasets):
 
 @pytest.fixture(scope="module")
 def stores(data, tmp_path_factory):
-    """Complete stores: legacy and fast protocol (seed 42) in one, legacy with seed 1 in another."""
+    """Complete stores: legacy and fast protocol (seed 42) in one, legacy with seed 1 in another.
+    The fast protocol's samples are drawn in this process (where they are drawn is
+    tests/test_caches.py's subject; the exports below import MTEB here anyway)."""
     root = tmp_path_factory.mktemp("owned-stores")
     both, seed1, cache = root / "both.jsonl", root / "seed1.jsonl", root / "cache"
     assert main(_run(data, both, cache)) == 0
-    assert main(_run(data, both, cache, "--protocol", "fast")) == 0
+    with draws_in_this_process():
+        assert main(_run(data, both, cache, "--protocol", "fast")) == 0
     assert main(_run(data, seed1, cache, "--seed", "1")) == 0
     return {"both": both, "seed1": seed1, "cache": cache}
 
