@@ -288,6 +288,19 @@ class PcaUmap(BaseEstimator):
         return self.fit(X).embedding_
 
 
+def _small_umap_fit() -> None:
+    points = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+    Umap(n_components=5, random_state=0).fit(points)
+
+
+def compile_umap() -> None:
+    """UMAP's numba code ready in this process: from disk, or compiled by one process on this
+    machine while the others wait (:func:`tecb_eval.clustering.numba_cache.compile_umap_once`)."""
+    from tecb_eval.clustering.numba_cache import compile_umap_once
+
+    compile_umap_once(_small_umap_fit)
+
+
 class Umap(BaseEstimator):
     """UMAP (2 components, cosine) that copes with the demo's tiny splits: fewer neighbours than
     rows, and a random start where the spectral one has too few points to work."""
@@ -303,9 +316,7 @@ class Umap(BaseEstimator):
 
     def fit(self, X, y=None):
         """Reduce ``X``: ``embedding_`` (scikit-learn's face; there is no ``transform`` of new rows)."""
-        from tecb_eval.clustering.numba_cache import keep_compiled_umap
-
-        keep_compiled_umap()  # before UMAP's first call in this process: its code from disk, same bits
+        compile_umap()  # before UMAP's first call in this process: its code from disk, same bits
         import umap
 
         from tecb_eval.clustering import umap_neighbours

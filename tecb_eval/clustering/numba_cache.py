@@ -54,3 +54,70 @@ def keep_compiled_umap() -> None:
                     value.enable_caching()
                 except (OSError, RuntimeError):  # no writable cache folder: numba compiles in memory
                     return
+
+
+
+_warmed = False
+
+
+def _source(module: str) -> Path:
+    """A module's source file, found without importing it (importing UMAP compiles some of its code)."""
+    from importlib.util import find_spec
+
+    top, *rest = module.split(".")
+    folder = Path(find_spec(top).submodule_search_locations[0])
+    return folder.joinpath(*rest[:-1], rest[-1] + ".py") if rest else folder / "__init__.py"
+
+
+def _code_key() -> str:
+    """What numba's cached UMAP code depends on: the versions and the compiled sources' paths and
+    times (numba keys its cache by a source file's folder and checks its time and size)."""
+    import hashlib
+    import platform
+    import sys
+    from importlib.metadata import version
+
+    parts = [sys.version, platform.machine(), version("numba")]
+    for name in _NUMBA_MODULES:
+        stat = _source(name).stat()
+        parts.append(f"{_source(name)}|{stat.st_mtime_ns}|{stat.st_size}")
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=10).hexdigest()
+
+
+def compile_umap_once(fit) -> None:
+    """:func:`keep_compiled_umap`, and where numba's cache does not hold UMAP's code yet, one
+    process on this machine compiles it (its import and ``fit()``, a small UMAP fit: half a minute
+    of a quiet core) while the others that reach this meanwhile wait, then load the code from disk.
+
+    Without this, every worker of a grid and every ``tecb-eval`` run that starts before the cache is
+    written compiles the same code at once, on the same cores (docs/benchmarks.md, "UMAP's code
+    compiled once"). A marker file named by :func:`_code_key` says the code is on disk; an exclusive
+    ``flock`` on a file beside it lets one process compile. Where the cache folder cannot be
+    written, each process compiles in memory, as numba does by default."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True  # set first: ``fit`` comes back here
+    import fcntl
+
+    folder = numba_cache_dir()
+    marker = folder / f"tecb-umap-compiled-{_code_key()}"
+    if marker.exists():
+        keep_compiled_umap()
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / "tecb-umap-compile.lock", "a")
+    except OSError:
+        keep_compiled_umap()
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        keep_compiled_umap()
+        if marker.exists():
+            return
+        fit()
+        try:
+            marker.touch()
+        except OSError:
+            pass

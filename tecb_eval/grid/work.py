@@ -27,7 +27,6 @@ import numpy as np
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import parse_setting
 from tecb_eval.clustering.label_free import label_free_scores
-from tecb_eval.clustering.numba_cache import keep_compiled_umap
 from tecb_eval.clustering.profiles import get_profile
 from tecb_eval.clustering.stability import DEFAULT_FRACTION, stability, subsample_size
 from tecb_eval.clustering.registry import (  # noqa: F401 (the two Ward figures are re-exported)
@@ -222,7 +221,9 @@ def warm_up() -> int:
     of a quiet core) and point UMAP's numba functions at the on-disk cache. Started with the
     workers, it takes that time off the grid's critical path; it computes nothing a unit returns,
     so no score depends on it."""
-    keep_compiled_umap()
+    from tecb_eval.clustering.estimators import compile_umap
+
+    compile_umap()
     return os.getpid()
 
 
@@ -323,7 +324,9 @@ def run_unit(unit: WorkUnit, X: np.ndarray, is_reduced: bool, threads: int = 1) 
     cpu_began = time.process_time()
     X = aligned_copy(X)
     if reduction_entry(unit.reduction).compiles_umap and not is_reduced:
-        keep_compiled_umap()
+        from tecb_eval.clustering.estimators import compile_umap
+
+        compile_umap()
     with one_thread():
         started = time.perf_counter()
         reduced = X if is_reduced else algo.reduce(unit.reduction, X, unit.seed)
