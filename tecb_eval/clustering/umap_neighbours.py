@@ -22,6 +22,8 @@ from umap.distances import cosine, euclidean
 EXACT_BELOW = 4096
 
 
+# One loop per metric, each calling umap-learn's own numba function by name: module-level compiled
+# functions that numba keeps on disk with UMAP's (tecb_eval.clustering.numba_cache).
 @njit
 def _cosine_matrix(X, out):
     n = X.shape[0]
