@@ -56,7 +56,6 @@ def keep_compiled_umap() -> None:
                     return
 
 
-
 _warmed = False
 
 
