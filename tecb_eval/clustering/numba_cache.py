@@ -77,9 +77,9 @@ def _code_key() -> str:
     from importlib.metadata import version
 
     parts = [sys.version, platform.machine(), version("numba")]
-    for name in _NUMBA_MODULES:
-        stat = _source(name).stat()
-        parts.append(f"{_source(name)}|{stat.st_mtime_ns}|{stat.st_size}")
+    for source in map(_source, _NUMBA_MODULES):
+        stat = source.stat()
+        parts.append(f"{source}|{stat.st_mtime_ns}|{stat.st_size}")
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=10).hexdigest()
 
 
