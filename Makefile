@@ -15,6 +15,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH)"
 	$(PY) -m pip install --quiet -e '.[test]'
+	# UMAP's numba code compiled once, here, into the user's cache (half a minute), rather than by
+	# the first runs or test processes that fit a UMAP (tecb_eval.clustering.numba_cache).
+	$(PY) -c "from tecb_eval.clustering.estimators import compile_umap; compile_umap()"
 	touch $@
 
 install: $(VENV)/.installed
