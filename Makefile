@@ -11,12 +11,13 @@ REFERENCE ?= ../shared/reference/tecb-de-full-results.csv
 
 .PHONY: install demo test test-fast bench docs clean
 
+# The install ends by compiling UMAP's numba code once into the user's cache (half a minute), so
+# the first runs and test processes that fit a UMAP load it rather than compile it each
+# (tecb_eval.clustering.numba_cache).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH)"
 	$(PY) -m pip install --quiet -e '.[test]'
-	# UMAP's numba code compiled once, here, into the user's cache (half a minute), rather than by
-	# the first runs or test processes that fit a UMAP (tecb_eval.clustering.numba_cache).
 	$(PY) -c "from tecb_eval.clustering.estimators import compile_umap; compile_umap()"
 	touch $@
 
