@@ -57,11 +57,15 @@ def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def one_thread():
+    """One torch thread for the test, its thread count put back afterwards. Set for each test, not
+    once for the module: the count is process state, which code the process runs between two of
+    this module's tests can change, and at two threads the losses' bytes differ."""
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
+    assert torch.get_num_threads() == 1, "the run changed torch's thread count"
     torch.set_num_threads(previous)
 
 
