@@ -65,8 +65,9 @@ def one_thread():
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
-    assert torch.get_num_threads() == 1, "the run changed torch's thread count"
+    changed = torch.get_num_threads()
     torch.set_num_threads(previous)
+    assert changed == 1, "the run changed torch's thread count"
 
 
 def pretraining_record(tiny_bert, blurbs_folder, out: Path, method: str) -> dict:
