@@ -201,7 +201,7 @@ def one_thread():
     import sklearn  # noqa: F401
     from threadpoolctl import threadpool_limits
 
-    # Only where numba is loaded (a unit with UMAP loads it before this, in keep_compiled_umap): a
+    # Only where numba is loaded (a unit with UMAP loads it before this, in compile_umap): a
     # k-means unit has no numba code to run, and importing it costs half a second.
     numba = sys.modules.get("numba")
     if numba is not None:
