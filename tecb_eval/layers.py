@@ -105,7 +105,7 @@ def _load(datasets) -> list:
 def _sweep_encoder(model, *, max_length, batch_size, device, seed):
     """The model mean-pooled (any layer), or a one-line error for encoders that have no layers."""
     from tecb_eval.models import registry
-    from tecb_eval.models.encoders import MeanPoolingEncoder, get_encoder
+    from tecb_eval.models.encoders import get_encoder
 
     if not isinstance(model, (str, Path)):
         raise UserError(f"{type(model).__name__}: a layer sweep needs a transformers model (folder, Hub id or "
@@ -118,7 +118,7 @@ def _sweep_encoder(model, *, max_length, batch_size, device, seed):
     if max_length is not None:
         options["max_length"] = max_length
     encoder = get_encoder(model, **options)
-    if not isinstance(encoder, MeanPoolingEncoder):
+    if not encoder.sweeps_layers:
         raise UserError(f"{model}: has no hidden layers to sweep; a layer sweep needs a transformers model "
                         "(a checkpoint folder, a sentence-transformers folder, a Hub id, or minilm-l6)")
     return encoder

@@ -348,3 +348,67 @@ def test_the_package_version_is_read_in_one_place():
             found[str(path.relative_to(REPO))] = lines
     assert list(found) == ["tecb_data/version.py"], found
     assert _reads_the_package_version(ast.parse('from importlib.metadata import version\nversion("tecb")\n')) == [2]
+
+
+# Features whose names other things have too (a command's --prompt, a dataset's location): a probe
+# of one counts where it asks something named an encoder.
+_SHARED_WORDS = {"prompt", "backend", "dtype", "location"}
+
+
+def encoder_feature_probes(root: Path, features: set[str]) -> list[str]:
+    """Where code outside ``tecb_eval/models`` asks an encoder whether it has a feature
+    (``getattr(x, "per_task", ...)``, ``hasattr(x, "encode_batches")``) or what class it is
+    (``isinstance(x, SomeEncoder)``, ``issubclass``), as ``file:line``. The encoder base class
+    declares every feature with its default: code outside the models' room reads the attribute."""
+    found = []
+    for path in sorted((root / "tecb_eval").rglob("*.py")):
+        if (root / "tecb_eval/models") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 2):
+                continue
+            where = f"{path.relative_to(root).as_posix()}:{node.lineno}"
+            second = node.args[1]
+            if (node.func.id in ("getattr", "hasattr") and isinstance(second, ast.Constant)
+                    and second.value in features
+                    and (second.value not in _SHARED_WORDS or "encoder" in ast.unparse(node.args[0]).lower())):
+                found.append(f"{where} {node.func.id}(..., {second.value!r})")
+            elif node.func.id in ("isinstance", "issubclass"):
+                named = second.elts if isinstance(second, ast.Tuple) else [second]
+                classes = [getattr(n, "id", getattr(n, "attr", "")) for n in named]
+                if any(name.endswith("Encoder") or name == "ENCODER_CLASSES" for name in classes):
+                    found.append(f"{where} {node.func.id}(..., {', '.join(classes)})")
+    return found
+
+
+def _encoder_features() -> set[str]:
+    from tecb_eval.models.kinds.common import Encoder
+
+    # identity and encode are what every encoder has, an encoder object of a user's too.
+    return {name for name in vars(Encoder) if not name.startswith("_")} - {"identity", "encode"}
+
+
+def test_code_outside_the_models_reads_declared_encoder_features():
+    features = _encoder_features()
+    assert {"per_task", "per_dataset", "persistent", "in_batches", "note_cache_hits", "scheduler"} <= features
+    assert encoder_feature_probes(REPO, features) == []
+
+
+def test_the_encoder_feature_check_finds_a_probe_and_a_class_test(tmp_path):
+    root = _package(tmp_path, {
+        "tecb_eval/__init__.py": "",
+        "tecb_eval/models/__init__.py": "",
+        "tecb_eval/models/encoders.py": "def f(e):\n    return getattr(e, 'per_task', False)\n",
+        "tecb_eval/grid/__init__.py": "",
+        "tecb_eval/grid/encoding.py": (
+            "def f(e, M):\n    a = getattr(e, 'per_task', False)\n    b = hasattr(e, 'encode_batches')\n"
+            "    c = isinstance(e, (int, M.MeanPoolingEncoder))\n    d = getattr(e, 'address', '')\n"
+            "    g = getattr(args, 'prompt', None)\n    h = getattr(run.encoder, 'prompt', None)\n"
+            "    return e.persistent\n"),
+    })
+    assert encoder_feature_probes(root, _encoder_features()) == [
+        "tecb_eval/grid/encoding.py:2 getattr(..., 'per_task')",
+        "tecb_eval/grid/encoding.py:3 hasattr(..., 'encode_batches')",
+        "tecb_eval/grid/encoding.py:4 isinstance(..., int, MeanPoolingEncoder)",
+        "tecb_eval/grid/encoding.py:7 getattr(..., 'prompt')",
+    ]

@@ -38,6 +38,7 @@ import numpy as np
 from tecb_data.errors import UserError
 from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore, text_key
+from tecb_eval.models.kinds.common import Encoder
 from tecb_eval.models.spec import ModelSpec
 
 ENCODE_ON = (None, "any", "gpu")  # --encode-on: any worker, or only those with Dask's GPU resource
@@ -59,8 +60,7 @@ def opens_on_a_worker(spec: ModelSpec) -> bool:
 
 def on_cluster(encoder) -> str:
     """" on the Dask workers of ADDRESS" where a cluster encodes ``encoder``'s texts, else ""."""
-    scheduler = getattr(encoder, "scheduler", "")
-    return f" on the Dask workers of {scheduler}" if scheduler else ""
+    return f" on the Dask workers of {encoder.scheduler}" if encoder.scheduler else ""
 
 
 def binding(encoder, bench, protocol: str) -> tuple | None:
@@ -68,7 +68,7 @@ def binding(encoder, bench, protocol: str) -> tuple | None:
     :func:`tecb_eval.mteb.encoders.encoder_for_dataset` does here; None for a model without one."""
     from tecb_eval.mteb.encoders import task_binding
 
-    return task_binding(bench, protocol) if getattr(encoder, "per_task", False) else None
+    return task_binding(bench, protocol) if encoder.per_task else None
 
 
 def shards(texts: list[str], batch_size: int, workers: int) -> list[list[list[str]]]:
@@ -123,7 +123,7 @@ def _where() -> str:
 
 def _check_files(spec: ModelSpec, encoder) -> None:
     """A worker's copy of a model folder holds the files the coordinator fingerprinted."""
-    if spec.files and f"#{spec.files}" not in str(getattr(encoder, "identity", "")):
+    if spec.files and f"#{spec.files}" not in encoder.identity:
         raise UserError(f"model {spec.name}: {_where()}'s copy of {spec.spec} holds other files than the "
                         f"coordinator's (fingerprint {spec.files}); put the same model folder at that path on every "
                         "worker, or restart the workers after replacing it")
@@ -197,14 +197,14 @@ def check_on_worker(specs: list[ModelSpec]) -> None:
 def describe_model(spec: ModelSpec, seed: int, bound_to: tuple | None) -> dict:
     """What the coordinator reads of ``spec`` (bound to a dataset's task), asked of a worker that
     opens the model and keeps it: the identity today's in-process run computes, by the same code."""
-    from tecb_eval.models.encoders import SentenceTransformerEncoder, encoding_fields
+    from tecb_eval.models.encoders import encoding_fields
 
     encoder = _bound(spec, seed, bound_to)
-    if not isinstance(encoder, SentenceTransformerEncoder):
+    if not encoder.length_sorted_batches:
         raise RuntimeError(f"{spec.name}: the worker opened a {type(encoder).__name__}, not a sentence-transformers "
                            "model; its files differ from the coordinator's")
     return {"identity": encoder.identity, "batch_size": int(encoder.batch_size),
-            "per_task": bool(getattr(encoder, "per_task", False)), "fields": encoding_fields(encoder)}
+            "per_task": encoder.per_task, "fields": encoding_fields(encoder)}
 
 
 def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: str, batches: list[list[str]]):
@@ -243,13 +243,10 @@ def dask_setup(worker) -> None:  # the hook `dask worker --preload tecb_eval.gri
 
 
 # -- on the coordinator -----------------------------------------------------------------------
-class RemoteEncoder:
+class RemoteEncoder(Encoder):
     """The coordinator's stand-in for a model a worker holds: what the plan, the stores and the rows
     read of an encoder (identity, batch size, prompt, backend, dtype, folder), as a worker described
     it. It encodes nothing here; :class:`ClusterEncoder` sends its texts to the cluster."""
-
-    persistent = True
-    scheduler = ""  # the address of the cluster whose workers encode its texts
 
     def __init__(self, spec: ModelSpec, seed: int, bound_to: tuple | None, described: dict, truncated: dict):
         self.spec, self.seed, self.bound_to = spec, seed, bound_to

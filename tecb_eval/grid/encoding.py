@@ -18,7 +18,7 @@ from typing import Callable
 
 from tecb_data.progress import Progress
 from tecb_eval.grid.cache import EmbeddingStore
-from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, RemoteEncoder, binding, opens_on_a_worker
+from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, binding, on_cluster, opens_on_a_worker
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Pending
 from tecb_eval.models.spec import ModelRun, ModelSpec, open_model
@@ -46,7 +46,7 @@ class Encoding:
 
     def encoder_for(self, run: ModelRun, bench):
         if bench.fingerprint not in run.dataset_encoders:
-            if isinstance(run.encoder, RemoteEncoder):
+            if run.encoder.scheduler:  # held by the Dask workers: they bind it
                 bound = self.cluster.bind(run.encoder, binding(run.encoder, bench, self.protocol))
             else:
                 bound = encoder_for_dataset(run.encoder, bench, self.protocol)
@@ -60,7 +60,7 @@ class Encoding:
         if self.cluster is None:
             return
         for identity, (encoder, texts) in self._needed(work).items():
-            if identity in self._started or not isinstance(encoder, RemoteEncoder):
+            if identity in self._started or not encoder.scheduler:
                 continue
             store = self._stores[identity] = self.embedding_store(encoder)
             todo = store.missing(texts)
@@ -82,8 +82,7 @@ class Encoding:
         return needed
 
     def embedding_store(self, encoder) -> EmbeddingStore:
-        persistent = getattr(encoder, "persistent", True)
-        return EmbeddingStore(self.cache_dir if persistent else None, encoder.identity)
+        return EmbeddingStore(self.cache_dir if encoder.persistent else None, encoder.identity)
 
     def encode_pending(self, run: ModelRun, work: list[Pending]) -> dict:
         """Encode what ``work`` needs and the stores lack; the embeddings per encoder identity."""
@@ -115,31 +114,29 @@ class Encoding:
     def _encode(self, run: ModelRun, item: Pending, texts: list[str], store: EmbeddingStore) -> None:
         encoder = item.encoder
         todo = store.missing(texts)
-        note_hits = getattr(encoder, "note_cache_hits", None)  # a paid endpoint counts what it was spared
-        if note_hits is not None:
-            note_hits(len(set(texts)) - len(todo))
+        encoder.note_cache_hits(len(set(texts)) - len(todo))  # a paid endpoint counts what it was spared
         if not todo:
             return
         started = time.perf_counter()
-        counted = getattr(encoder, "truncated", None)
-        before = dict(counted) if isinstance(counted, dict) else None
-        where = f" on the Dask workers of {encoder.scheduler}" if getattr(encoder, "scheduler", "") else ""
+        counted = encoder.truncated
+        before = dict(counted) if counted is not None else None
+        where = on_cluster(encoder)
         with Progress(total=len(todo), desc=f"encoding with {run.spec.name}{where}", unit="texts",
                       enabled=self.progress) as bar:
             ahead = self._started.pop(encoder.identity, None)
             if ahead is not None:  # its shards ran while the model before clustered
                 self.cluster.finish(ahead, store, progress=bar.update)
             rest = store.missing(todo)
-            if rest and isinstance(encoder, RemoteEncoder):
+            if rest and encoder.scheduler:
                 self.cluster.encode(encoder, rest, store, progress=bar.update)
-            elif rest and hasattr(encoder, "encode_batches"):
+            elif rest and encoder.in_batches:
                 # An endpoint answers batch by batch: each is stored before more is sent.
                 store.save_batches(rest, encoder.encode_batches, progress=bar.update)
             elif rest:
                 store.encode_missing(rest, encoder.encode, progress=bar.update)
         if before is not None and counted["texts"] > before["texts"]:
             # Text past the model's max_length is not encoded: said, never silent.
-            prompt = " with its prompt" if getattr(encoder, "prompt", None) else ""
+            prompt = " with its prompt" if encoder.prompt else ""
             self.log(f"note: {run.spec.name}: {counted['texts'] - before['texts']:,} of {len(todo):,} texts were "
                      f"longer{prompt} than the model's max_length and were cut ({counted['tokens'] - before['tokens']:,} "
                      "tokens not encoded)")

@@ -28,8 +28,7 @@ from tecb_eval.models.spec import ModelRun
 
 def encoded_on(encoder) -> str:
     """Where this run encodes ``encoder``'s texts: the Dask workers of a scheduler, or this process."""
-    scheduler = getattr(encoder, "scheduler", None)
-    return f"Dask workers of {scheduler}" if scheduler else "this process"
+    return f"Dask workers of {encoder.scheduler}" if encoder.scheduler else "this process"
 
 
 class Execution:

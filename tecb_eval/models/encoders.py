@@ -171,14 +171,10 @@ def encoding_fields(encoder) -> dict:
     (or instruction) used, sentence-transformers' backend, the weights' dtype, and for a model
     run as MTEB runs it, MTEB's name and revision of it (None where it does not apply); for a
     model folder the user named, its resolved path (``model_location``)."""
-    fields = {
-        "prompt": getattr(encoder, "prompt", None),
-        "backend": getattr(encoder, "backend", None),
-        "dtype": getattr(encoder, "dtype", None),
-    }
-    if hasattr(encoder, "task_metadata") and hasattr(encoder, "revision"):  # an MTEB model
-        fields.update(mteb_model=encoder.name, mteb_revision=encoder.revision)
-    if getattr(encoder, "location", None):  # a model folder the user named: its path, for recommend's snippet
+    fields = {"prompt": encoder.prompt, "backend": encoder.backend, "dtype": encoder.dtype}
+    if encoder.mteb_model is not None:
+        fields.update(mteb_model=encoder.mteb_model, mteb_revision=encoder.mteb_revision)
+    if encoder.location:  # a model folder the user named: its path, for recommend's snippet
         fields["model_location"] = encoder.location
     return fields
 
@@ -188,8 +184,7 @@ def usage_fields(encoder, tokens: float | None) -> dict:
     the provider reported for the row's texts (``tokens``, from the embedding cache) and their cost
     where a price is given, and this run's requests, retries, waits, texts sent, cache hits and
     texts cut; nothing for a model that runs here."""
-    fields_of = getattr(encoder, "usage_fields", None)
-    return {} if fields_of is None else fields_of(tokens)
+    return encoder.usage_fields(tokens)
 
 
 def name_suffix(options: dict) -> str:

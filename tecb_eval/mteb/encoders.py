@@ -94,9 +94,9 @@ def encoder_for_dataset(encoder, bench, protocol: str = "legacy"):
     dataset's unique texts, or for one that encodes per MTEB task (prompts, MTEB models), the
     encoder bound to the dataset's task under ``protocol`` (legacy: ``BlurbsClusteringS2S``,
     fast: ``BlurbsClusteringS2S.v2``), whose prompt MTEB chooses as on its leaderboard."""
-    if getattr(encoder, "per_task", False):
+    if encoder.per_task:
         return bound_to_task(encoder, task_binding(bench, protocol))
-    if not getattr(encoder, "per_dataset", False):
+    if not encoder.per_dataset:
         return encoder
     return encoder.fit_corpus(sorted({t for s in bench.splits for t in s.texts}))
 

@@ -442,7 +442,7 @@ def umap_coordinates(bench, encoder, split_name: str | None, seed: int, cache_di
     embeddings = cached_embeddings(cache_dir, identity, split.texts)
     if embeddings is None:
         encoder = encoder() if callable(encoder) and not hasattr(encoder, "encode") else encoder
-        store = EmbeddingStore(cache_dir if getattr(encoder, "persistent", True) else None, encoder.identity)
+        store = EmbeddingStore(cache_dir if encoder.persistent else None, encoder.identity)
         store.encode_missing(split.texts, encoder.encode)
         embeddings = store.embeddings()
     base = embeddings.rows(split.texts)

@@ -38,8 +38,8 @@ def grid_encoder(objective, *, batch_size: int, device: str):
 
 def describe(encoder) -> str:
     """How ``encoder`` (from :func:`grid_encoder`) encodes, in words, for the summary and run.json."""
-    if getattr(encoder, "pooling", None) == MODULES:
-        prompts = ", each dataset with the prompt MTEB gives its task" if getattr(encoder, "per_task", False) else ""
+    if encoder.pooling == MODULES:
+        prompts = ", each dataset with the prompt MTEB gives its task" if encoder.per_task else ""
         return (f"the sentence-transformers model's own modules ({encoder.modules}), at most {encoder.max_length} "
                 f"tokens{prompts}")
     return f"the attention-masked mean of the last hidden layer, at most {encoder.max_length} tokens"

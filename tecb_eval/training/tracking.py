@@ -161,7 +161,7 @@ def encode_per_task(encoder, items: Sequence[tuple[object, Sequence[str]]]) -> t
     whose encoders share an identity (any other model: all of them) share one encoding pass over
     their distinct texts, as the grid encodes one pass per identity."""
     bound = [encoder] * len(items)
-    if getattr(encoder, "per_task", False):
+    if encoder.per_task:
         from tecb_eval.mteb.encoders import encoder_for_dataset
 
         bound = [encoder_for_dataset(encoder, bench) for bench, _ in items]

@@ -27,6 +27,62 @@ class TextEncoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
+class Encoder:
+    """What every encoder ``get_encoder`` returns has: an ``identity``, ``encode``, and each optional
+    feature declared here with its default, so that the grid, MTEB's tasks, training and the layer
+    sweep read a feature as an attribute and never ask an encoder whether it has one. A kind sets
+    what differs from the default, on its class or its instances."""
+
+    identity: str = ""
+    # Its vectors may be kept on disk under its identity; False: nothing says when they change
+    # (an encoder object without an identity of its own), so they are kept in memory only.
+    persistent: bool = True
+    # Encodes with the prompt MTEB gives each task: ``for_task(metadata)`` binds it to one.
+    per_task: bool = False
+    # Learns from the texts it encodes: ``fit_corpus(texts)`` fits one per dataset (tfidf-lsa).
+    per_dataset: bool = False
+    # Answers batch by batch (an endpoint): ``encode_batches(texts, save)`` hands each batch to
+    # ``save`` as it comes, so that the store keeps what was paid for before more is sent.
+    in_batches: bool = False
+    # Encodes ``batch_size`` texts at a time in ``SentenceTransformer.encode``'s order (longest
+    # first): a Dask cluster cuts its shards on those batches, so a worker's vectors are this process's.
+    length_sorted_batches: bool = False
+    # Pools one hidden layer of a transformer: ``at_layer`` and ``encode_layers`` (the layer sweep).
+    sweeps_layers: bool = False
+    # The Dask scheduler whose workers hold the model and encode its texts; "": encoded where it is called.
+    scheduler: str = ""
+    # Texts and tokens its maximum length cut, counted as it encodes (``{"texts", "tokens"}``);
+    # None: it counts none.
+    truncated: dict | None = None
+    # What a results row says of how the vectors were made (None: does not apply).
+    prompt: str | None = None
+    backend: str | None = None
+    dtype: str | None = None
+    location: str | None = None  # the model folder the user named, resolved: recommend's snippet loads it
+    mteb_model: str | None = None  # MTEB's name and revision of a model run as MTEB runs it
+    mteb_revision: str | None = None
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def for_task(self, task_metadata) -> "Encoder":
+        return self
+
+    def fit_corpus(self, texts) -> "Encoder":
+        return self
+
+    def encode_batches(self, texts: list[str], save) -> None:
+        self_name = type(self).__name__
+        raise NotImplementedError(f"{self_name} encodes in one call (in_batches is False)")
+
+    def note_cache_hits(self, count: int) -> None:
+        """``count`` texts came from the embedding store: a paid endpoint counts what it was spared."""
+
+    def usage_fields(self, tokens: float | None) -> dict:
+        """What a results row says of a paid endpoint's encoding; nothing for a model that runs here."""
+        return {}
+
+
 @dataclass(frozen=True)
 class Load:
     """What a kind's loader is told: the spec, the seed the grid passes every model, the options

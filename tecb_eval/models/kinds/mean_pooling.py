@@ -9,15 +9,17 @@ from typing import Sequence
 import numpy as np
 
 from tecb_data.errors import UserError
-from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
+from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, Encoder
 
 
-class MeanPoolingEncoder:
+class MeanPoolingEncoder(Encoder):
     """A plain transformers checkpoint, attention-masked mean over one hidden layer's tokens.
 
     ``layer`` counts like ``hidden_states``: 0 is the embedding output, the model's number of
     layers is the last; negative values count from the end. None means the last layer.
     """
+
+    sweeps_layers = True
 
     def __init__(self, folder: Path, model_id: str, *, layer: int | None = None,
                  max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = DEFAULT_BATCH_SIZE,

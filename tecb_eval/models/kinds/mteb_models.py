@@ -19,7 +19,7 @@ import numpy as np
 
 from tecb_data.errors import UserError
 from tecb_eval.models import prompts as prompt_rules
-from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, Load, folder_digest, path_or_hub_name
+from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, Encoder, Load, folder_digest, path_or_hub_name
 
 PREFIX = "mteb:"
 # What MTEB's clustering evaluators pass with every encode call (hf_subset of a task without subsets).
@@ -55,7 +55,7 @@ def used_prompt(model, task_metadata) -> str | None:
     return None
 
 
-class MtebModelEncoder:
+class MtebModelEncoder(Encoder):
     """An MTEB model object behind tecb's encoder face. ``for_task(metadata)`` gives the encoder for
     one MTEB task; its ``encode(texts)`` is the model's own MTEB encode call for that task."""
 
@@ -65,6 +65,7 @@ class MtebModelEncoder:
         meta = model.mteb_model_meta
         self.name = meta.name or type(model).__name__
         self.revision = meta.revision
+        self.mteb_model, self.mteb_revision = self.name, self.revision
         # Vectors are cached on disk only when something names what computed them: MTEB's revision
         # of a registered model, a folder's content hash, or an identity the caller gives.
         self.persistent = identity is not None or (meta.name is not None and meta.revision is not None)

@@ -8,10 +8,10 @@ import numpy as np
 
 from tecb_data.errors import UserError
 from tecb_eval.models.kinds import mteb_models
-from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, Load
+from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, Encoder, Load
 
 
-class ObjectEncoder:
+class ObjectEncoder(Encoder):
     """Any object with ``encode(list[str])``; its identity is its own ``identity`` attribute if it
     has one. Without one nothing says when its vectors change, so the grid keeps them in memory
     only (``persistent`` is False)."""

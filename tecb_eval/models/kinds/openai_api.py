@@ -33,7 +33,7 @@ import numpy as np
 
 from tecb_data.errors import UserError
 from tecb_eval.models import prompts as prompt_rules
-from tecb_eval.models.kinds.common import EmbeddingSnippet, Load
+from tecb_eval.models.kinds.common import EmbeddingSnippet, Encoder, Load
 
 PREFIX = "openai:"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -210,8 +210,10 @@ class _Piece:
     tokens: np.ndarray  # per text, the request's reported tokens shared out by length
 
 
-class OpenAIEncoder:
+class OpenAIEncoder(Encoder):
     """An OpenAI-compatible embeddings endpoint behind tecb's encoder face."""
+
+    in_batches = True
 
     def __init__(self, s: Settings, log: Callable[[str], None] | None = None):
         self.settings = s

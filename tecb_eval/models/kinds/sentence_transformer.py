@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from tecb_data.errors import UserError
-from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE
+from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE, Encoder
 
 BACKENDS = ("torch", "onnx", "openvino")
 DTYPES = ("float32", "float16", "bfloat16", "int8")  # int8: the ONNX export quantized (backend=onnx)
@@ -41,7 +41,7 @@ def check_backend(backend: str | None, model: str) -> None:
                             "or leave the backend out") from None
 
 
-class SentenceTransformerEncoder:
+class SentenceTransformerEncoder(Encoder):
     """A sentence-transformers model, pooled as its own modules say.
 
     Prompts: ``prompt`` (a text) or ``prompt_name`` (one of the model's configured prompts) fixes
@@ -51,6 +51,8 @@ class SentenceTransformerEncoder:
     ``backend``: sentence-transformers' ``torch``, ``onnx`` or ``openvino``; ``dtype``: the torch
     weights' precision. Prompt, backend and a dtype other than float32 are part of the identity.
     """
+
+    length_sorted_batches = True
 
     def __init__(self, folder: Path, model_id: str, *, max_length: int | None = None,
                  batch_size: int = DEFAULT_BATCH_SIZE, device: str | None = None, prompt: str | None = None,

