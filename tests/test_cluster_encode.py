@@ -23,6 +23,7 @@ from tecb_eval.grid.cache import EmbeddingStore
 from tecb_eval.grid.cluster_encode import shards
 from tecb_eval.grid.run import run_grid
 from tecb_eval.grid.store import cell_key
+from tecb_eval.grid.worker_models import held_keys, models_of
 
 import distributed  # noqa: E402  (the [test] extra)
 
@@ -106,14 +107,9 @@ def test_cluster_encodes_with_the_in_process_vectors_and_scores(folder, serial, 
     texts = _texts(folder)
     assert np.array_equal(_vectors(serial_cache, identity, texts), _vectors(tmp_path / "cache", identity, texts))
 
-    def held():
-        from tecb_eval.grid.cluster_encode import held_keys
-
-        return held_keys()
-
     with distributed.Client(cluster.scheduler_address, timeout=10) as client:
         # The workers keep the model they loaded: a second run loads nothing again.
-        assert any(models for models in client.run(held).values())
+        assert any(models for models in client.run(held_keys).values())
 
 
 def _texts(folder) -> list[str]:
@@ -170,7 +166,7 @@ def test_encode_on_gpu_goes_only_to_workers_with_the_gpu_resource(folder, tiny_m
                                   host="127.0.0.1", silence_logs=40) as mixed:
         gpu_worker = subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", mixed.scheduler_address, "--nworkers", "1",
-             "--nthreads", "1", "--resources", "GPU=1", "--preload", "tecb_eval.grid.cluster_encode",
+             "--nthreads", "1", "--resources", "GPU=1", "--preload", "tecb_eval.grid.worker_models",
              "--host", "127.0.0.1", "--dashboard-address", ":0", "--name", "gpu-machine"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -324,10 +320,10 @@ def test_shards_prefer_the_workers_that_hold_the_model(folder, tiny_model, clust
     with distributed.Client(cluster.scheduler_address, timeout=10) as client:
         workers = sorted(client.scheduler_info()["workers"])
         encoder = cluster_encode.ClusterEncoder(client, log=lambda m: None)
-        client.run(lambda: cluster_encode.loaded_model(spec, 42) and None)  # every worker holds it now
+        client.run(lambda dask_worker: models_of(dask_worker).model(spec, 42) and None)  # every worker holds it now
         assert encoder._prefer(spec, 42) == {}  # nothing to prefer
         remote = encoder.describe(spec, 42)
-        client.run(lambda: cluster_encode._loaded.clear(), workers=[workers[0]])
+        client.run(lambda dask_worker: models_of(dask_worker).clear(), workers=[workers[0]])
         assert encoder._prefer(spec, 42) == {"workers": [workers[1]], "allow_other_workers": True}
         # A model's shards: the holder is preferred for its share (every other one), the rest go to
         # whoever is free, so the worker without the model loads it rather than wait.
@@ -347,7 +343,7 @@ def test_shards_prefer_the_workers_that_hold_the_model(folder, tiny_model, clust
         assert len(restricted) == len(started.pieces) > 2
         assert sorted(map(tuple, restricted)) == sorted([(workers[1],)] * (len(restricted) // 2)
                                                         + [()] * (len(restricted) - len(restricted) // 2))
-        client.run(lambda: cluster_encode._loaded.clear())
+        client.run(lambda dask_worker: models_of(dask_worker).clear())
         assert encoder._prefer(spec, 42) == {}  # no worker holds it: any may take it
 
 
@@ -370,7 +366,7 @@ def test_ctrl_c_while_encoding_on_the_cluster_leaves_no_task_there(folder, clust
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not encoding() and process.poll() is None:
             time.sleep(0.02)
-        assert encoding(), "no shard was seen on the cluster"
+        assert encoding(), f"no shard was seen on the cluster: {process.poll() is not None and process.communicate()}"
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=120)
         assert process.returncode == 130, err

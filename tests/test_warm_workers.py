@@ -92,7 +92,8 @@ def test_a_relative_model_folder_is_the_coordinators_not_the_workers(demo_datase
 
 
 def test_a_folder_the_workers_lack_or_hold_otherwise_is_one_line_naming_it(tmp_path, tiny_sentence_transformer):
-    from tecb_eval.grid.cluster_encode import check_on_worker, for_workers, loaded_model
+    from tecb_eval.grid.cluster_encode import for_workers
+    from tecb_eval.grid.worker_models import WorkerModels, check_on_worker
     from tecb_eval.models.spec import model_spec
 
     folder = _model(tiny_sentence_transformer, tmp_path / "m", 32)
@@ -103,7 +104,7 @@ def test_a_folder_the_workers_lack_or_hold_otherwise_is_one_line_naming_it(tmp_p
         check_on_worker([elsewhere])
     otherwise = sent.__class__(sent.spec, sent.name, {}, files="0" * 20)
     with pytest.raises(UserError, match="holds other files than the coordinator's"):
-        loaded_model(otherwise, 42)
+        WorkerModels().model(otherwise, 42)
 
 
 def test_a_worker_running_other_code_of_the_same_version_is_refused(demo_datasets, dask_cluster, tmp_path):

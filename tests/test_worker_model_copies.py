@@ -27,18 +27,20 @@ WORKER_SIDE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     from tecb_data.errors import UserError
-    from tecb_eval.grid import cluster_encode
+    from tecb_eval.grid.cluster_encode import for_workers
+    from tecb_eval.grid.worker_models import WorkerModels
     from tecb_eval.models.spec import model_spec, open_model
 
     refs, moved_to, elsewhere = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-    spec = cluster_encode.for_workers(model_spec({repo!r}))
-    seen = {{"held": cluster_encode.loaded_model(spec, 7).identity}}
+    spec = for_workers(model_spec({repo!r}))
+    models = WorkerModels()
+    seen = {{"held": models.model(spec, 7).identity}}
     refs.write_text(moved_to)
     seen["coordinator"] = open_model(spec, 7).encoder.identity
-    vectors, truncated, where = cluster_encode.encode_shard(spec, 7, None, seen["coordinator"], [["Ein Buch"]])
-    seen.update(rows=len(vectors), kept=cluster_encode.loaded_model(spec, 7).identity)
+    vectors, truncated = models.encode_shard(spec, 7, None, seen["coordinator"], [["Ein Buch"]])
+    seen.update(rows=len(vectors), kept=models.model(spec, 7).identity)
     try:
-        cluster_encode.encode_shard(spec, 7, None, elsewhere, [["Ein Buch"]])
+        models.encode_shard(spec, 7, None, elsewhere, [["Ein Buch"]])
     except UserError as error:
         seen["error"] = str(error)
     print(json.dumps(seen))

@@ -1,7 +1,7 @@
 """`tecb-eval workers`: a warm Dask cluster on this machine, for `tecb-eval run --scheduler`.
 
 Dask's own ``LocalCluster``: the scheduler in this process, N worker processes under Dask's nanny,
-each preloaded with :mod:`tecb_eval.grid.cluster_encode`, whose ``dask_setup`` imports torch and
+each preloaded with :mod:`tecb_eval.grid.worker_models`, whose ``dask_setup`` imports torch and
 sentence-transformers as the worker starts (and with this module, whose ``dask_setup`` leaves
 Ctrl-C to the command). A run on it pays neither import, and the workers keep the models they
 load from one run to the next. The address is the one line on stdout, so a script can read it;
@@ -16,7 +16,7 @@ import sys
 
 from tecb_data.errors import UserError
 
-PRELOAD = "tecb_eval.grid.cluster_encode"
+PRELOAD = "tecb_eval.grid.worker_models"
 DEFAULT_PORT = 8786  # Dask's own: what `dask scheduler` listens on and the manual's examples name
 _POLL_S = 1.0  # how often the idle command looks whether the scheduler is still up
 

@@ -8,10 +8,11 @@ as ``SentenceTransformer.encode`` does), and a shard is a run of whole batches o
 worker encodes each batch by itself, so every batch holds the texts it holds in-process and the
 vectors are those of the same model in-process on the same device, dtype and thread count.
 
-Workers keep the models they loaded (least recently used first out, within the worker's memory
-limit), so a second model, a second dataset or a second run on a warm cluster loads nothing again.
-A worker's model must have the identity the coordinator was given (by the first worker that
-opened it), or the task fails: a vector under one identity is never another model's. The coordinator alone writes the embedding store, one
+Workers keep the models they loaded (:mod:`tecb_eval.grid.worker_models`, the worker's side: a
+worker plugin this module registers), so a second model, a second dataset, a second run or a
+second client on a warm cluster loads nothing again. A worker's model must have the identity the
+coordinator was given (by the first worker that opened it), or the task fails: a vector under one
+identity is never another model's. The coordinator alone writes the embedding store, one
 atomic shard per finished task: a worker killed mid-shard leaves no half shard, and Dask runs the
 shard again elsewhere.
 
@@ -25,12 +26,10 @@ priority than the units), and they prefer the workers that hold the model alread
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
-import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,7 +44,6 @@ ENCODE_ON = (None, "any", "gpu")  # --encode-on: any worker, or only those with 
 NEXT_MODEL_PRIORITY = -1  # the next model's shards fill the slots the current model's units leave free
 SHARDS_PER_WORKER = 8  # enough shards that a slow or lost worker, or a shard of long texts, holds up little
 MAX_ATTEMPTS = 4  # per shard: its worker may die 3 times
-MODEL_SHARE = 0.6  # of a worker's memory limit that loaded models may hold before the oldest goes
 
 
 def opens_on_a_worker(spec: ModelSpec) -> bool:
@@ -86,13 +84,12 @@ def shards(texts: list[str], batch_size: int, workers: int) -> list[list[list[st
     return out
 
 
-# -- on a worker ------------------------------------------------------------------------------
-_loaded: "OrderedDict[tuple, object]" = OrderedDict()  # (spec, options, seed) -> encoder, oldest first
-_lock = threading.Lock()
+def worker_side():
+    """:mod:`tecb_eval.grid.worker_models`, the workers' side, imported once a cluster encodes
+    (it imports distributed, which a run without a scheduler never needs)."""
+    from tecb_eval.grid import worker_models
 
-
-def _model_key(spec: ModelSpec, seed: int) -> tuple:
-    return (str(spec.spec), repr(sorted(spec.options.items())), int(seed), spec.files)
+    return worker_models
 
 
 def for_workers(spec: ModelSpec) -> ModelSpec:
@@ -102,7 +99,7 @@ def for_workers(spec: ModelSpec) -> ModelSpec:
     replaced in place are another model)."""
     from pathlib import Path
 
-    from tecb_eval.models.encoders import folder_digest
+    from tecb_eval.models.kinds.common import folder_digest
 
     if spec.files or not isinstance(spec.spec, (str, Path)):
         return spec
@@ -110,136 +107,6 @@ def for_workers(spec: ModelSpec) -> ModelSpec:
     if not folder.is_dir():
         return spec  # a built-in name or a Hub id: the worker resolves it as this process would
     return dataclasses.replace(spec, spec=str(folder.resolve()), files=folder_digest(folder))
-
-
-def _where() -> str:
-    try:
-        from distributed import get_worker
-
-        return f"Dask worker {get_worker().address}"
-    except (ImportError, ValueError):
-        return "this process"
-
-
-def _check_files(spec: ModelSpec, encoder) -> None:
-    """A worker's copy of a model folder holds the files the coordinator fingerprinted."""
-    if spec.files and f"#{spec.files}" not in encoder.identity:
-        raise UserError(f"model {spec.name}: {_where()}'s copy of {spec.spec} holds other files than the "
-                        f"coordinator's (fingerprint {spec.files}); put the same model folder at that path on every "
-                        "worker, or restart the workers after replacing it")
-
-
-def loaded_model(spec: ModelSpec, seed: int):
-    """This worker's encoder for ``spec``, loaded once and kept; the least recently used go first
-    once the process holds more than :data:`MODEL_SHARE` of the worker's memory limit."""
-    from tecb_eval.models.spec import open_model
-
-    key = _model_key(spec, seed)
-    with _lock:
-        if key in _loaded:
-            _loaded.move_to_end(key)
-            return _loaded[key]
-        encoder = open_model(spec, seed).encoder
-        _check_files(spec, encoder)
-        _loaded[key] = encoder
-        _evict()
-        return encoder
-
-
-def forget_model(spec: ModelSpec, seed: int) -> None:
-    """This worker drops its copy of ``spec``; the next use loads it from its files again."""
-    with _lock:
-        _loaded.pop(_model_key(spec, seed), None)
-
-
-def _evict() -> None:
-    try:
-        import psutil
-        from distributed import get_worker
-
-        limit = get_worker().memory_manager.memory_limit
-    except (ImportError, ValueError, AttributeError):
-        return  # not on a worker (a test calling this directly), or no limit: keep them all
-    while limit and len(_loaded) > 1 and psutil.Process().memory_info().rss > MODEL_SHARE * limit:
-        _loaded.popitem(last=False)
-        import gc
-
-        gc.collect()
-
-
-def held_keys() -> list[tuple]:
-    """The (spec, options, seed) keys of the models this worker holds: where a model's shards go first."""
-    return list(_loaded)
-
-
-def _bound(spec: ModelSpec, seed: int, bound_to: tuple | None):
-    from tecb_eval.mteb.encoders import bound_to_task
-
-    encoder = loaded_model(spec, seed)
-    return encoder if bound_to is None else bound_to_task(encoder, bound_to)
-
-
-def check_on_worker(specs: list[ModelSpec]) -> None:
-    """What the coordinator left to a worker of its preflight: each model's device and files, as this
-    worker's torch and transformers see them (one line per problem, as a run in-process says it)."""
-    from pathlib import Path
-
-    from tecb_eval.models import encoders
-
-    for spec in specs:
-        if spec.files and not Path(str(spec.spec)).is_dir():
-            raise UserError(f"model {spec.name}: {_where()} has no folder {spec.spec} (the model folder is on the "
-                            "coordinator's machine); put the same folder at that path on every worker, or name a "
-                            "Hub id")
-        encoders.preflight(spec.spec, **spec.options)
-
-
-def describe_model(spec: ModelSpec, seed: int, bound_to: tuple | None) -> dict:
-    """What the coordinator reads of ``spec`` (bound to a dataset's task), asked of a worker that
-    opens the model and keeps it: the identity today's in-process run computes, by the same code."""
-    from tecb_eval.models.encoders import encoding_fields
-
-    encoder = _bound(spec, seed, bound_to)
-    if not encoder.length_sorted_batches:
-        raise RuntimeError(f"{spec.name}: the worker opened a {type(encoder).__name__}, not a sentence-transformers "
-                           "model; its files differ from the coordinator's")
-    return {"identity": encoder.identity, "batch_size": int(encoder.batch_size),
-            "per_task": encoder.per_task, "fields": encoding_fields(encoder)}
-
-
-def encode_shard(spec: ModelSpec, seed: int, bound_to: tuple | None, identity: str, batches: list[list[str]]):
-    """One encode task: ``batches`` encoded one call each by the worker's copy of the model, bound
-    to the dataset's task. Returns the vectors in the batches' order and what the model's
-    max_length cut of the shard's texts (``{"texts", "tokens"}``)."""
-    encoder = _bound(spec, seed, bound_to)
-    if encoder.identity != identity:
-        # The copy this worker holds may be older than its files (a Hub id whose cached snapshot
-        # moved, a package upgraded under a running worker): they are read again, once.
-        forget_model(spec, seed)
-        encoder = _bound(spec, seed, bound_to)
-    if encoder.identity != identity:
-        raise UserError(f"model {spec.name}: {_where()} loads it from its files as {encoder.identity}, the coordinator "
-                        f"as {identity}; install the same model files and package versions on every worker")
-    # This shard's own count: the model's shared one is another task's too on a multi-threaded worker.
-    encoder = copy.copy(encoder)
-    encoder.truncated = {"texts": 0, "tokens": 0}
-    vectors = np.concatenate([np.asarray(encoder.encode(batch)) for batch in batches])
-    from tecb_eval.grid.work import dask_worker_address
-
-    return vectors, encoder.truncated, dask_worker_address()
-
-
-def warm_up_worker() -> None:
-    """Import what encoding needs, once, when a worker starts (``dask worker --preload``)."""
-    import sentence_transformers  # noqa: F401
-    import torch  # noqa: F401
-
-
-def dask_setup(worker) -> None:  # the hook `dask worker --preload tecb_eval.grid.cluster_encode` calls
-    from tecb_eval.grid.worker_memory import reuse_freed_memory
-
-    reuse_freed_memory()
-    warm_up_worker()
 
 
 # -- on the coordinator -----------------------------------------------------------------------
@@ -284,6 +151,8 @@ class ClusterEncoder:
         self.shards: dict[str, Counter] = {}  # model name -> {worker address: shards it encoded}
         self.address = str(getattr(client.scheduler, "address", "") or "")
         self._sent: dict[tuple, ModelSpec] = {}  # a run fingerprints each model folder once
+        # Once per cluster: a second client finds the plugin, and the models, the first one left.
+        client.register_plugin(worker_side().WorkerModels())
 
     def _for_workers(self, spec: ModelSpec) -> ModelSpec:
         key = (str(spec.spec), spec.name, repr(sorted(spec.options.items())))
@@ -345,13 +214,13 @@ class ClusterEncoder:
     def preflight(self, specs: list[ModelSpec]) -> None:
         """The workers' share of the preflight (device, model files), before any model is opened."""
         if specs:
-            self._call("checking the models", check_on_worker, [self._for_workers(spec) for spec in specs])
+            self._call("checking the models", worker_side().check_on_worker, [self._for_workers(spec) for spec in specs])
 
     def describe(self, spec: ModelSpec, seed: int, bound_to: tuple | None = None,
                  truncated: dict | None = None) -> RemoteEncoder:
         """``spec`` as a worker opened it (and keeps it), bound to a dataset's task where it has one."""
         spec = self._for_workers(spec)
-        described = self._call(f"opening {spec.name}", describe_model, spec, seed, bound_to,
+        described = self._call(f"opening {spec.name}", worker_side().describe_model, spec, seed, bound_to,
                                **self._prefer(spec, seed))
         encoder = RemoteEncoder(spec, seed, bound_to, described,
                                 truncated if truncated is not None else {"texts": 0, "tokens": 0})
@@ -366,9 +235,9 @@ class ClusterEncoder:
 
     def _holders(self, spec: ModelSpec, seed: int) -> tuple[list[str], int]:
         """The workers that hold ``spec`` loaded, and how many workers there are."""
-        key = _model_key(spec, seed)
+        key = worker_side().model_key(spec, seed)
         try:
-            held = self.client.run(held_keys, on_error="return")
+            held = self.client.run(worker_side().held_keys, on_error="return")
         except OSError:
             return [], 0
         holders = sorted(w for w, keys in held.items() if not isinstance(keys, BaseException) and key in map(tuple, keys))
@@ -403,7 +272,7 @@ class ClusterEncoder:
         encoder = started.encoder
         name = short_hash(encoder.identity, *(t for batch in started.pieces[index] for t in batch[:1]))
         try:
-            future = self.client.submit(encode_shard, started.spec, encoder.seed, encoder.bound_to,
+            future = self.client.submit(worker_side().encode_shard, started.spec, encoder.seed, encoder.bound_to,
                                         encoder.identity, started.pieces[index],
                                         key=f"tecb-encode-{name}-{index}-{started.attempts[index]}", pure=False,
                                         resources=self.resources, priority=priority, **(prefer or {}))
