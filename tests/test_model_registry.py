@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
+from tecb_eval.models.kinds.common import Encoder, Option
+
 STRING_TESTS = ("startswith", "endswith")
 
 
@@ -122,7 +125,8 @@ COMPLETE = {
     "spec_name": lambda v: isinstance(v, str),
     "spec_prefix": lambda v: isinstance(v, str),
     "accepts": lambda v: v is None or callable(v),
-    "options": lambda v: isinstance(v, frozenset) and v and all(isinstance(o, str) for o in v),
+    "options": lambda v: isinstance(v, dict) and v and all(isinstance(o, str) and isinstance(d, Option)
+                                                           for o, d in v.items()),
     "load": callable,
     "check": callable,
     "find": callable,
@@ -197,21 +201,47 @@ def test_options_and_names_follow_the_kind():
     from tecb_eval.models.kinds.objects import Example
 
     transformer = registry.TRANSFORMER_OPTIONS
-    assert {"layer", "prompt", "backend", "dtype", "device"} <= transformer
+    assert {"layer", "prompt", "backend", "dtype", "device"} <= set(transformer)
     assert encoders.options_taken("minilm-l6") == encoders.options_taken("owner/model") == transformer
-    assert encoders.options_taken("tfidf-lsa") == {"n_components", "max_features"}
-    assert encoders.options_taken("use-multilingual") == {"batch_size", "threads"}
-    assert encoders.options_taken("mteb:intfloat/multilingual-e5-small") == {"batch_size", "device"}
-    assert encoders.options_taken(Example()) == {"identity", "batch_size"}
+    assert set(encoders.options_taken("tfidf-lsa")) == {"n_components", "max_features"}
+    assert set(encoders.options_taken("use-multilingual")) == {"batch_size", "threads"}
+    assert set(encoders.options_taken("mteb:intfloat/multilingual-e5-small")) == {"batch_size", "device"}
+    assert set(encoders.options_taken(Example())) == {"identity", "batch_size"}
     assert encoders.display_name("mteb:intfloat/multilingual-e5-small") == "mteb:multilingual-e5-small"
     assert encoders.display_name("deepset/gbert-base@main") == "gbert-base"
     assert encoders.display_name("tfidf-lsa") == "tfidf-lsa" and encoders.display_name(Example()) == "Example"
 
 
+def test_each_kind_declares_its_options_types_once():
+    from tecb_data.errors import UserError
+    from tecb_eval.cli.options import parse_model
+    from tecb_eval.models import encoders, registry
+
+    for kind in registry.MODEL_KINDS:
+        for name, option in kind.options.items():
+            assert option.type in (int, float, str), (kind.name, name)
+    # The command line reads an option's text as its kind declares it, and get_encoder checks it.
+    assert parse_model("openai:m,timeout=2.5,dimensions=8,truncate=end") == {
+        "spec": "openai:m", "timeout": 2.5, "dimensions": 8, "truncate": "end"}
+    assert parse_model("tfidf-lsa,n_components=4") == {"spec": "tfidf-lsa", "n_components": 4}
+    with pytest.raises(UserError, match=r"--model 'openai:m,timeout=soon': timeout must be a number"):
+        parse_model("openai:m,timeout=soon")
+    for spec, options, said in [
+        ("openai:m", {"max_retries": -1}, "max_retries=-1 must be an integer of at least 0"),
+        ("openai:m", {"timeout": 0.0}, "timeout=0.0 must be a positive number"),
+        ("openai:m", {"truncate": "middle"}, "truncate='middle' is not one of refuse, end"),
+        ("minilm-l6", {"layer": "3"}, "layer='3' is not an integer"),
+        ("minilm-l6", {"backend": "tpu"}, "backend='tpu' is not one of torch, onnx, openvino"),
+        ("tfidf-lsa", {"n_components": 0}, "n_components=0 must be a positive integer"),
+    ]:
+        with pytest.raises(UserError, match=f"^model {spec}: {re.escape(said)}$"):
+            encoders.check_options(spec, **options)
+
+
 def test_a_kind_without_a_checkpoint_is_one_line_for_training():
     from tecb_data.errors import UserError
     from tecb_eval.models import registry
-    from tecb_eval.models.encoders import minilm_folder
+    from tecb_eval.models.kinds.minilm import minilm_folder
 
     assert registry.checkpoint("minilm-l6") == (minilm_folder(), "minilm-l6")
     for spec in ("tfidf-lsa", "use-multilingual", "mteb:intfloat/multilingual-e5-small"):
@@ -238,7 +268,7 @@ def test_a_new_kind_is_one_entry(monkeypatch):
     from tecb_eval.models import encoders, registry
     from tecb_eval.models.spec import ModelSpec, find_model, model_spec
 
-    class Echo:
+    class Echo(Encoder):  # a new kind's encoder declares its features on the base class
         def __init__(self, name, size):
             self.identity = f"echo:{name}|size={size}"
             self.size = size
@@ -252,7 +282,7 @@ def test_a_new_kind_is_one_entry(monkeypatch):
 
     found = []
     echo = registry.ModelKind(
-        "echo", "a test's kind", example="echo:hello", options=frozenset({"size"}),
+        "echo", "a test's kind", example="echo:hello", options={"size": Option(int, least=1)},
         load=lambda load: Echo(str(load.spec)[5:], load.options.get("size", 3)), encoder_classes=(Echo,),
         identity_prefixes=("echo:",), spec_prefix="echo:", check=check, find=found.append,
         display=lambda spec: str(spec).replace(":", "-"))
@@ -260,7 +290,9 @@ def test_a_new_kind_is_one_entry(monkeypatch):
 
     encoder = encoders.get_encoder("echo:hello", size=4)
     assert encoder.identity == "echo:hello|size=4" and encoder.encode(["a", "b"]).shape == (2, 4)
-    assert encoders.options_taken("echo:hello") == {"size"}
+    assert set(encoders.options_taken("echo:hello")) == {"size"}
+    with pytest.raises(UserError, match=r"^model echo:hello: size=0 must be a positive integer$"):
+        encoders.get_encoder("echo:hello", size=0)
     with pytest.raises(UserError, match="does not take layer=2"):
         encoders.get_encoder("echo:hello", layer=2)
     with pytest.raises(UserError, match="give a name after echo:"):

@@ -8,7 +8,7 @@ from pathlib import Path
 from tecb_data.errors import UserError
 from tecb_data.repeats import CommaList
 from tecb_eval.cli.options import (check_grid_options, dataset_folders, encoding_defaults, format_option, grid_options,
-                                   parse_model, print_tables)
+                                   model_help, parse_model, print_tables)
 
 DEMO_MODELS = ("tfidf-lsa", "minilm-l6")
 DEMO_SPLITS = 4
@@ -166,12 +166,7 @@ def register(commands) -> None:
     run.add_argument("--data", action="append", required=True,
                      help="dataset folder, folder of dataset folders, or Hub repo_id@revision (repeatable)")
     run.add_argument("--model", action="append", required=True,
-                     help="built-in name (minilm-l6, use-multilingual, tfidf-lsa), model folder or Hub id; "
-                          "options: SPEC,layer=K,max_length=N,name=NAME,device=D,backend=onnx|openvino,"
-                          "dtype=T,prompt_name=P,prompt=TEXT (prompt last: it may hold commas); mteb:NAME runs a "
-                          "model as MTEB runs it, with its prompts per task; openai:NAME a model behind an "
-                          "OpenAI-compatible embeddings API (base_url=URL,dimensions=D,concurrency=C,"
-                          "price_per_million_tokens=P,...; the key from $OPENAI_API_KEY) (repeatable)")
+                     help=model_help())
     run.add_argument("--algorithm", action="append", choices=ALGORITHMS,
                      help="repeatable; default: all (legacy) or minibatch_kmeans (fast)")
     run.add_argument("--reduction", action="append", choices=REDUCTIONS, help="repeatable; default: all")

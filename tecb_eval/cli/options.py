@@ -14,16 +14,32 @@ from tecb_eval.reports.formats import DEFAULT_TABLE_FORMAT, TABLE_FORMATS
 
 DEFAULT_CACHE = Path(".tecb-cache")
 SCHEDULER_TIMEOUT = 30.0  # seconds; tecb_eval.grid.scheduling.DASK_CONNECT_TIMEOUT, without importing it here
-# Every option some model kind takes (the model registry's, read when a --model is parsed: the
-# registry imports numpy, which --help does not need), and the table name; prompt comes last.
-_INTEGER_OPTIONS = ("layer", "max_length", "batch_size", "threads", "n_components", "max_features")
 
 
 def _option_names() -> tuple[str, ...]:
+    """Every option some model kind named by text takes (the model registry's, read when a --model
+    is parsed), and the table name; prompt comes last."""
     from tecb_eval.models import registry
 
     taken = {option for kind in registry.MODEL_KINDS if isinstance(kind.example, str) for option in kind.options}
     return ("name", *sorted(taken - {"prompt"}))
+
+
+def model_help() -> str:
+    """``--model``'s help: each kind of model a command line names, as the model registry has it,
+    with the options it takes (name= and prompt= last: a prompt may hold commas)."""
+    from tecb_eval.models import registry
+
+    kinds = []
+    for kind in registry.MODEL_KINDS:
+        if not isinstance(kind.example, str):
+            continue  # an encoder object: Python only
+        named = kind.spec_name or (f"{kind.spec_prefix}NAME" if kind.spec_prefix else "FOLDER or HUB_ID[@REVISION]")
+        options = ",".join(f"{key}=" for key in sorted(set(kind.options) - {"prompt"}))
+        kinds.append(f"{named} ({kind.description}; options: {options or 'none'}"
+                     f"{',prompt=TEXT' if 'prompt' in kind.options else ''})")
+    return ("a model and its options, SPEC[,OPTION=VALUE...][,name=NAME]: " + "; ".join(kinds)
+            + " (repeatable)")
 
 
 def _option_pattern() -> re.Pattern:
@@ -66,12 +82,17 @@ def parse_model(text: str, defaults: dict | None = None):
         # Left in the spec it would be read as part of a folder or Hub id; name it instead.
         raise UserError(f"--model {text!r}: no option {unknown.group(1)!r}; the options are "
                         f"{', '.join(_option_names())}, prompt (last)")
-    for key in _INTEGER_OPTIONS:
-        if key in options:
-            try:
-                options[key] = int(options[key])
-            except ValueError:
-                raise UserError(f"--model {text!r}: {key} must be an integer") from None
+    from tecb_eval.models.encoders import options_taken
+
+    # Each option's text as the type its kind declares; one the kind does not take stays text, and
+    # get_encoder's check names it.
+    declared = options_taken(spec)
+    for key in sorted(set(options) & set(declared)):
+        try:
+            options[key] = declared[key].read(options[key])
+        except ValueError:
+            wanted = "an integer" if declared[key].type is int else "a number"
+            raise UserError(f"--model {text!r}: {key} must be {wanted}") from None
     return {"spec": spec, **options} if options else spec
 
 

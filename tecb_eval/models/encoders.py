@@ -14,7 +14,8 @@ gets a new identity because the identity hashes the weight files, not the path.
 - any object with ``encode(list[str])`` (MTEB's encoder protocol), used as it is.
 
 Which kind a spec is, and what follows from it, is :mod:`tecb_eval.models.registry`'s; the
-encoders live in :mod:`tecb_eval.models.kinds`, one module per kind, and are importable from here.
+encoders live in :mod:`tecb_eval.models.kinds`, one module per kind, on the base class
+:class:`~tecb_eval.models.kinds.common.Encoder` that declares their optional features.
 """
 
 from __future__ import annotations
@@ -27,21 +28,8 @@ from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.models import registry
 from tecb_eval.models.kinds import pretrained
 from tecb_eval.models.kinds.common import Load
-from tecb_eval.models.kinds.common import (  # noqa: F401 (re-exported)
-    DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, TextEncoder, folder_digest,
-)
-from tecb_eval.models.kinds.mean_pooling import MeanPoolingEncoder  # noqa: F401 (re-exported)
-from tecb_eval.models.kinds.minilm import minilm_folder  # noqa: F401 (re-exported)
-from tecb_eval.models.kinds.objects import ObjectEncoder  # noqa: F401 (re-exported)
-from tecb_eval.models.kinds.pretrained import (  # noqa: F401 (re-exported)
-    SENTENCE_TRANSFORMERS_ONLY, check_model_folder, is_sentence_transformers_folder,
-)
-from tecb_eval.models.kinds.sentence_transformer import (  # noqa: F401 (re-exported)
-    BACKENDS, DTYPES, SentenceTransformerEncoder, check_backend,
-)
-from tecb_eval.models.kinds.tfidf_lsa import TfidfLsaEncoder  # noqa: F401 (re-exported)
-from tecb_eval.models.kinds.use_multilingual import UniversalSentenceEncoder  # noqa: F401 (re-exported)
-from tecb_eval.models.registry import BUILTIN_NAMES  # noqa: F401 (re-exported)
+from tecb_eval.models.kinds.pretrained import SENTENCE_TRANSFORMERS_ONLY
+from tecb_eval.models.registry import BUILTIN_NAMES
 
 
 def resolve_model(spec: str) -> tuple[Path, str]:
@@ -53,8 +41,9 @@ def resolve_model(spec: str) -> tuple[Path, str]:
     return pretrained.resolve_model(spec, BUILTIN_NAMES)
 
 
-def options_taken(spec) -> frozenset:
-    """The options ``spec``'s encoder takes (besides ``seed``)."""
+def options_taken(spec) -> dict:
+    """The options ``spec``'s encoder takes (besides ``seed``), each with its declaration
+    (:class:`~tecb_eval.models.kinds.common.Option`: type, bounds, values)."""
     return registry.kind_of(spec).options
 
 
@@ -68,26 +57,22 @@ def check_options(spec, *, here: bool = True, **options) -> None:
     given = {k: v for k, v in options.items() if v is not None}
     name = str(spec) if isinstance(spec, (str, Path)) else type(spec).__name__
     takes = options_taken(spec)
-    extra = sorted(set(given) - takes)
+    extra = sorted(set(given) - set(takes))
     if extra:
         shown = ", ".join(f"{k}={given[k]}" for k in extra)
         raise UserError(f"model {name}: does not take {shown}; its options are {', '.join(sorted(takes)) or 'none'}")
-    if "layer" in given and (isinstance(given["layer"], bool) or not isinstance(given["layer"], int)):
-        raise UserError(f"model {name}: layer={given['layer']!r} is not an integer")
-    for key in ("max_length", "batch_size", "threads", "n_components", "max_features"):
-        value = given.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise UserError(f"model {name}: {key}={value!r} must be a positive integer")
+    for key, value in given.items():
+        problem = takes[key].problem(value)
+        if problem:
+            raise UserError(f"model {name}: {key}={value!r} {problem}")
     if "device" in given and here:
         check_device(str(given["device"]), option=f"model {name}: device")
     _check_encoding_options(name, given, here)
 
 
 def _check_encoding_options(name: str, given: dict, here: bool = True) -> None:
-    """Prompt, backend and dtype: values and combinations that cannot run, refused in one line."""
-    for key in ("prompt", "prompt_name"):
-        if key in given and not isinstance(given[key], str):
-            raise UserError(f"model {name}: {key}={given[key]!r} must be text")
+    """Prompt, backend and dtype: combinations that cannot run, refused in one line (each value is
+    checked against its kind's declaration before)."""
     if "prompt" in given and "prompt_name" in given:
         raise UserError(f"model {name}: prompt= and prompt_name= given together; give the text or the name")
     if "layer" in given and any(k in given for k in SENTENCE_TRANSFORMERS_ONLY):
@@ -95,13 +80,9 @@ def _check_encoding_options(name: str, given: dict, here: bool = True) -> None:
         raise UserError(f"model {name}: layer= mean-pools a transformer layer in torch, without {taken}; leave "
                         "one of them out")
     backend = given.get("backend", "torch")
-    if backend not in BACKENDS:
-        raise UserError(f"model {name}: backend={backend!r} is not one of {', '.join(BACKENDS)}")
     dtype = given.get("dtype")
     if dtype is None:
         return
-    if dtype not in DTYPES:
-        raise UserError(f"model {name}: dtype={dtype!r} is not one of {', '.join(DTYPES)}")
     if dtype == "int8" and backend != "onnx":
         raise UserError(f"model {name}: dtype=int8 quantizes the ONNX export (ONNX Runtime's dynamic int8); add "
                         "backend=onnx")

@@ -25,11 +25,16 @@ from tecb_data.errors import UserError
 from tecb_eval.models.kinds import (
     common, mean_pooling, minilm, mteb_models, objects, openai_api, pretrained, sentence_transformer, tfidf_lsa, use_multilingual,
 )
-from tecb_eval.models.kinds.common import EmbeddingSnippet, Load  # noqa: F401 (re-exported)
+from tecb_eval.models.kinds.common import EmbeddingSnippet, Load, Option
 
-# What a sentence-transformers model or a plain transformers checkpoint takes.
-TRANSFORMER_OPTIONS = frozenset({"layer", "max_length", "batch_size", "device", "prompt", "prompt_name", "backend",
-                                 "dtype"})
+_POSITIVE = Option(int, least=1)
+# What a sentence-transformers model or a plain transformers checkpoint takes (a layer counts back
+# from the last when negative; a device is checked against torch's view of the machine).
+TRANSFORMER_OPTIONS = {
+    "layer": Option(int), "max_length": _POSITIVE, "batch_size": _POSITIVE, "device": Option(str),
+    "prompt": Option(str), "prompt_name": Option(str), "backend": Option(str, choices=sentence_transformer.BACKENDS),
+    "dtype": Option(str, choices=sentence_transformer.DTYPES),
+}
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,9 @@ class ModelKind:
     name: str
     description: str  # one line for pages: what a spec of this kind is
     example: object  # a spec of this kind
-    options: frozenset  # what its encoder takes besides ``seed`` (the grid passes every model one); others are refused
+    # What its encoder takes besides ``seed`` (the grid passes every model one), by name, and of what
+    # type (:class:`~tecb_eval.models.kinds.common.Option`); others are refused.
+    options: dict[str, Option]
     load: Callable[[Load], object]  # the encoder, loaded where the call runs
     encoder_classes: tuple  # the encoders it makes: get_encoder passes one of them through as it is
     identity_prefixes: tuple  # how the identities it gives begin: recommend tells a results row's kind by them
@@ -84,12 +91,12 @@ _BUILT_IN = (
         checkpoint=minilm.checkpoint, identity_from_files=minilm.identity),
     ModelKind(
         "use-multilingual", "Google's multilingual Universal Sentence Encoder v3 (numpy, offline)",
-        example="use-multilingual", options=frozenset({"batch_size", "threads"}), load=use_multilingual.load,
+        example="use-multilingual", options={"batch_size": _POSITIVE, "threads": _POSITIVE}, load=use_multilingual.load,
         encoder_classes=(use_multilingual.UniversalSentenceEncoder,), identity_prefixes=("use-multilingual:",),
         spec_name="use-multilingual", snippet=use_multilingual.snippet),
     ModelKind(
         "tfidf-lsa", "TF-IDF and LSA (scikit-learn), fitted per dataset", example="tfidf-lsa",
-        options=frozenset({"n_components", "max_features"}), load=tfidf_lsa.load,
+        options={"n_components": _POSITIVE, "max_features": _POSITIVE}, load=tfidf_lsa.load,
         encoder_classes=(tfidf_lsa.TfidfLsaEncoder,), identity_prefixes=("tfidf-lsa:",), spec_name="tfidf-lsa",
         snippet=tfidf_lsa.snippet),
 )
@@ -100,7 +107,8 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
     ModelKind(
         "mteb", "a model as MTEB runs it: a name MTEB's registry knows, or a sentence-transformers folder",
         example="mteb:intfloat/multilingual-e5-small",
-        options=frozenset({"batch_size", "device"}),  # MTEB's wrapper decides prompts, precision and backend
+        # MTEB's wrapper decides prompts, precision and backend.
+        options={"batch_size": _POSITIVE, "device": Option(str)},
         load=mteb_models.load, encoder_classes=(mteb_models.MtebModelEncoder,),
         identity_prefixes=(mteb_models.PREFIX,), spec_prefix=mteb_models.PREFIX, check=mteb_models.check,
         display=mteb_models.display),
@@ -114,7 +122,7 @@ MODEL_KINDS: tuple[ModelKind, ...] = (
         opens_on_a_worker=common.opens_here, display=openai_api.display, snippet=openai_api.snippet),
     ModelKind(
         "object", "an encoder object: anything with encode(list[str]), or an MTEB model object",
-        example=objects.Example(), options=frozenset({"identity", "batch_size"}), load=objects.load,
+        example=objects.Example(), options={"identity": Option(str), "batch_size": _POSITIVE}, load=objects.load,
         encoder_classes=(objects.ObjectEncoder,), identity_prefixes=("object:",), accepts=common.is_object,
         display=objects.display),
     # Last: any other text is a folder or a Hub id.

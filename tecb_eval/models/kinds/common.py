@@ -5,6 +5,7 @@ hash that names a model folder's files in an identity."""
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -81,6 +82,44 @@ class Encoder:
     def usage_fields(self, tokens: float | None) -> dict:
         """What a results row says of a paid endpoint's encoding; nothing for a model that runs here."""
         return {}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option a kind's encoder takes, declared once in the kind's registry entry as scikit-learn's
+    ``_parameter_constraints`` declare an estimator's parameters: its type, its bounds, the values
+    it takes. ``get_encoder`` checks a value against it, the command line reads a ``--model``
+    option's text as its type, and the pages list it."""
+
+    type: type = str  # int, float or str
+    least: float | None = None  # the smallest value it takes
+    above: float | None = None  # a value it must exceed
+    choices: tuple = ()  # the values it takes; (): any of its type
+
+    def problem(self, value) -> str | None:
+        """What is wrong with ``value`` in words (``must be a positive integer``), or None."""
+        if self.type is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                return "is not an integer" if self.least is None else self._integers()
+            return self._integers() if self.least is not None and value < self.least else None
+        if self.type is float:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not number or (self.least is not None and value < self.least) or \
+                    (self.above is not None and value <= self.above):
+                return f"must be a {'positive' if self.above == 0 else 'non-negative'} number"
+            return None
+        if not isinstance(value, str):
+            return "must be text"
+        if self.choices and value not in self.choices:
+            return f"is not one of {', '.join(self.choices)}"
+        return None
+
+    def _integers(self) -> str:
+        return "must be a positive integer" if self.least == 1 else f"must be an integer of at least {self.least:g}"
+
+    def read(self, text: str):
+        """A command line's text as this option's type; ValueError for text that is none."""
+        return self.type(text) if self.type in (int, float) else text
 
 
 @dataclass(frozen=True)

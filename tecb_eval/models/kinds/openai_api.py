@@ -33,7 +33,7 @@ import numpy as np
 
 from tecb_data.errors import UserError
 from tecb_eval.models import prompts as prompt_rules
-from tecb_eval.models.kinds.common import EmbeddingSnippet, Encoder, Load
+from tecb_eval.models.kinds.common import EmbeddingSnippet, Encoder, Load, Option
 
 PREFIX = "openai:"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -43,12 +43,18 @@ DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
 NO_KEY = "EMPTY"
 DEFAULTS = {"batch_size": 64, "concurrency": 4, "max_retries": 5, "timeout": 60.0, "max_wait": 600.0,
             "encoding_format": "base64", "truncate": "refuse", "api_key_env": DEFAULT_KEY_VARIABLE}
-OPTIONS = frozenset({"base_url", "dimensions", "batch_size", "concurrency", "max_retries", "timeout", "max_wait",
-                     "prompt", "api_key_env", "price_per_million_tokens", "truncate", "encoding_format"})
 ENCODING_FORMATS = ("base64", "float")
 TRUNCATE = ("refuse", "end")
-_INTEGERS = {"dimensions": 1, "batch_size": 1, "concurrency": 1, "max_retries": 0}
-_NUMBERS = {"timeout": False, "max_wait": True, "price_per_million_tokens": True}  # name -> 0 allowed
+# What an ``openai:`` model takes, and of what type: its registry entry's options.
+OPTIONS = {
+    "base_url": Option(str), "dimensions": Option(int, least=1), "batch_size": Option(int, least=1),
+    "concurrency": Option(int, least=1), "max_retries": Option(int, least=0), "timeout": Option(float, above=0),
+    "max_wait": Option(float, least=0), "prompt": Option(str), "api_key_env": Option(str),
+    "price_per_million_tokens": Option(float, least=0), "truncate": Option(str, choices=TRUNCATE),
+    "encoding_format": Option(str, choices=ENCODING_FORMATS),
+}
+_INTEGERS = {name: int(option.least) for name, option in OPTIONS.items() if option.type is int}
+_NUMBERS = {name: option.above is None for name, option in OPTIONS.items() if option.type is float}  # 0 allowed
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # How a provider says an input is longer than the model takes (OpenAI, vLLM, TEI, infinity).
 _TOO_LONG = re.compile(r"maximum context length|too long|too many tokens|exceeds? the max|input length|"
