@@ -21,7 +21,7 @@ from tecb_eval.finetuning.scoring import tracking_scores
 from tecb_eval.training.checkpoints import save_checkpoint
 from tecb_eval.training.device import deterministic
 from tecb_eval.training.errors import TrainingDiverged
-from tecb_eval.training.optimiser import adamw
+from tecb_eval.training.optimiser import OptimiserStep, adamw
 from tecb_eval.training.tracking import CsvLog, LiveSentenceTransformerEncoder
 
 EVALUATION_FIELDS = ("method", "fold", "seed", "step", "epoch", "validation_ari", "scored_v_measure")
@@ -72,7 +72,6 @@ def trains(instance, method: str | None, s) -> bool:
 
 def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device: str, progress: bool,
                info: dict) -> UnitOutcome:
-    import torch
     from transformers import get_linear_schedule_with_warmup
 
     epochs = check_trainable(fold, s, seed, method)
@@ -99,6 +98,7 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
         with deterministic(seed, device):
             optimizer = adamw(model, learning_rate=s.learning_rate, weight_decay=s.weight_decay, eps=s.adam_eps)
             scheduler = get_linear_schedule_with_warmup(optimizer, round(s.warmup_ratio * total), max(total, 1))
+            stepper = OptimiserStep(model, optimizer, scheduler, max_grad_norm=s.max_grad_norm)
             objective = Objective(model, method, s, device)
             rng = seeding.rng(seed, "finetune", "triples", method, fold.name)
             evaluate(0, 0.0)
@@ -118,12 +118,10 @@ def train_unit(model, method: str, fold, s, seed: int, unit_dir: Path, *, device
                         if not math.isfinite(value):
                             raise TrainingDiverged(f"{method}, fold {fold.name}, seed {seed}: the loss is {value} at step "
                                                    f"{step + 1}; try a lower --learning-rate ({s.learning_rate:g})")
-                        loss.backward()
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), s.max_grad_norm)
-                        optimizer.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    learning_rate = scheduler.get_last_lr()[0]
-                    scheduler.step()
+                        stepper.backward(loss)
+                        stepper.clip()
+                        stepper.apply()
+                    learning_rate = stepper.advance()
                     step += 1
                     bar.update(1)
                     position = epoch + index / max(per_epoch[epoch], 1)

@@ -14,7 +14,7 @@ from tecb_eval.pretraining.settings import PretrainSettings
 from tecb_eval.training.data import epoch_order
 from tecb_eval.training.device import to_device
 from tecb_eval.training.errors import NonFiniteVectors, TrainingDiverged
-from tecb_eval.training.optimiser import adamw
+from tecb_eval.training.optimiser import OptimiserStep, adamw
 
 
 @dataclass
@@ -72,13 +72,13 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
                evaluate, tracker, *, device: str, autocast, progress: bool, label: str = "") -> SeedOutcome:
     """Train ``objective`` on ``texts``; ``evaluate(step, epoch)`` is called as ``settings.eval_schedule``
     says and after the last step. ``label`` (e.g. the dataset's name) heads the progress bar."""
-    import torch
     from transformers import get_constant_schedule_with_warmup
 
     module = objective.module
     optimizer = adamw(module, learning_rate=settings.learning_rate, weight_decay=settings.weight_decay)
     scheduler = get_constant_schedule_with_warmup(optimizer, schedule.warmup_steps)
-    scaler = torch.amp.GradScaler("cuda", enabled=settings.precision == "fp16")
+    stepper = OptimiserStep(module, optimizer, scheduler, max_grad_norm=settings.max_grad_norm,
+                            fp16=settings.precision == "fp16")
     outcome = SeedOutcome(seed)
     step = 0
     module.train()
@@ -110,29 +110,25 @@ def train_seed(objective, texts: list[str], settings: PretrainSettings, seed: in
                 # handles overflowing gradients, not losses) would skip every step from here on.
                 if not math.isfinite(value):
                     tracker.loss(seed, step + 1, (step + 1) / schedule.steps_per_epoch, value,
-                                 scheduler.get_last_lr()[0])
+                                 stepper.learning_rate)
                     bar.close()
                     raise diverged(settings, step=step + 1, total_steps=schedule.total_steps, seed=seed, label=label,
                                    what=f"the loss is {value}", tracker=tracker)
                 # The mean over the group's micro-batches: one step of batch_size x grad_accumulation.
-                scaler.scale(loss / len(group)).backward()
+                stepper.backward(loss / len(group))
                 losses.append(value)
             if losses:
-                scaler.unscale_(optimizer)
-                norm = float(torch.nn.utils.clip_grad_norm_(module.parameters(), settings.max_grad_norm))
+                norm = stepper.clip()
                 # Clipping by a NaN or infinite norm gives NaN or zero gradients: the weights would
                 # turn NaN, or silently stop changing. fp16's GradScaler skips such a step itself.
-                if not math.isfinite(norm) and not scaler.is_enabled():
+                if not math.isfinite(norm) and not stepper.skips_overflows:
                     tracker.loss(seed, step + 1, (step + 1) / schedule.steps_per_epoch, sum(losses) / len(losses),
-                                 scheduler.get_last_lr()[0])
+                                 stepper.learning_rate)
                     bar.close()
                     raise diverged(settings, step=step + 1, total_steps=schedule.total_steps, seed=seed, label=label,
                                    what=f"the gradients' norm is {norm}", tracker=tracker)
-                scaler.step(optimizer)
-                scaler.update()
-            optimizer.zero_grad(set_to_none=True)
-            learning_rate = scheduler.get_last_lr()[0]
-            scheduler.step()
+                stepper.apply()
+            learning_rate = stepper.advance()
             step += 1
             bar.update(1)
             epoch_position = step / schedule.steps_per_epoch
