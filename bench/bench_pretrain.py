@@ -69,7 +69,7 @@ def unmasked_shares(texts: list[str], seeds: list[int], batch_size: int = 32) ->
     of ``batch_size`` (the paper's WWM batch), with minilm-l6's tokenizer and 15 % masking."""
     from transformers import AutoTokenizer
 
-    from tecb_eval.models.encoders import minilm_folder
+    from tecb_eval.models.kinds.minilm import minilm_folder
 
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_folder()))
     shares: dict[str, list[float]] = {}

@@ -53,7 +53,7 @@ logging.disable(logging.WARNING)
 import mteb
 from sentence_transformers import SentenceTransformer
 import tecb_eval
-from tecb_eval.models.encoders import minilm_folder
+from tecb_eval.models.kinds.minilm import minilm_folder
 model = SentenceTransformer(str(minilm_folder()), device="cpu")
 result = mteb.evaluate(model, tasks=tecb_eval.mteb_tasks([sys.argv[1]], version="v2"), cache=None,
                        show_progress_bar=False)

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.metrics import v_measure_score
 
 from tecb_data.seeding import DEFAULT_SEED
-from tecb_eval.clustering.algorithms import KMEANS_BATCH_SIZE, make_algorithm  # noqa: F401 (re-exported)
+from tecb_eval.clustering.algorithms import make_algorithm
 
 
 def unique_texts(benchmarks: Iterable) -> list[str]:

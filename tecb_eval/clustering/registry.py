@@ -18,7 +18,7 @@ from typing import Callable
 
 from tecb_data.errors import UserError
 
-from tecb_eval.clustering.settings import (  # noqa: F401 (re-exported)
+from tecb_eval.clustering.settings import (
     FAST_KMEANS_BATCH_SIZE, KMEANS_BATCH_SIZE, PCA_PRE_COMPONENTS, UMAP_NEIGHBOURS,
 )
 

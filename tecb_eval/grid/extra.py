@@ -19,7 +19,6 @@ import time
 import numpy as np
 
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.levels import Level  # noqa: F401 (re-exported: the protocols make them)
 from tecb_eval.clustering.registry import NOISE_ALGORITHMS
 from tecb_eval.clustering.validity import dbcv
 

@@ -31,7 +31,7 @@ from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.clustering.stability import DEFAULT_FRACTION
-from tecb_eval.grid import executors, scheduling, work as work_module
+from tecb_eval.grid import executors, scheduling
 from tecb_eval.grid.cache import ReductionCache
 from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster, opens_on_a_worker
 from tecb_eval.grid.encoding import Encoding
@@ -40,10 +40,7 @@ from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Plan, check_backfill, check_options, preflight, stored_cells
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.store import ResultsStore, check_results, rows_frame
-from tecb_eval.models.spec import ModelRun, ModelSpec, find_model, model_spec, open_model  # noqa: F401 (re-exported)
-from tecb_eval.mteb.encoders import encoder_for_dataset  # noqa: F401 (re-exported)
-
-clustering_metrics = work_module.clustering_metrics  # re-exported: tests and benches use it
+from tecb_eval.models.spec import ModelRun, ModelSpec, find_model, open_model
 
 
 class Grid:

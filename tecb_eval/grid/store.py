@@ -37,7 +37,7 @@ import pandas as pd
 from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
-from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score  # noqa: F401 (re-exported)
+from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score
 from tecb_eval.grid.seeds import MAX_SEED
 
 KEY_FIELDS = ("protocol", "profile", "seeds", "seed", "model", "model_identity", "dataset_fingerprint",

@@ -29,9 +29,7 @@ from tecb_eval.clustering.cluster_counts import parse_setting
 from tecb_eval.clustering.label_free import label_free_scores
 from tecb_eval.clustering.profiles import get_profile
 from tecb_eval.clustering.stability import DEFAULT_FRACTION, stability, subsample_size
-from tecb_eval.clustering.registry import (  # noqa: F401 (the two Ward figures are re-exported)
-    algorithm as algorithm_entry, reduction as reduction_entry, ward_matrix_bytes, ward_vector_bytes,
-)
+from tecb_eval.clustering.registry import algorithm as algorithm_entry, reduction as reduction_entry, ward_matrix_bytes
 from tecb_eval.grid.extra import extra_scores, label_codes
 
 # Bytes a worker process holds before any unit (numpy, scikit-learn, UMAP, numba, hdbscan loaded);

@@ -37,7 +37,7 @@ def first_paths(bench) -> dict[str, tuple[str, ...]] | None:
 
 
 def fast_levels(bench, seed: int, base_texts) -> tuple[tuple, ...] | None:
-    """Per bootstrap draw b (MTEB's ``n_clusters`` of them), the :class:`~tecb_eval.grid.extra.Level`
+    """Per bootstrap draw b (MTEB's ``n_clusters`` of them), the :class:`~tecb_eval.clustering.levels.Level`
     of each level with the rows of ``base_texts`` (the flat sample's embedded texts) that MTEB's
     b-th draw at that level clusters; None for a dataset without label paths."""
     from tecb_eval.mteb.sampling import embedded_set

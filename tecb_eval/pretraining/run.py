@@ -197,7 +197,7 @@ def pretrain(model, datasets, method: str = "wwm", *, profile: str | Profile | N
         UserError: An unknown method, profile or setting, a bad seed or device, an output folder that
             is not ours to write, or ``TrainingDiverged`` (a NaN or infinite loss, gradient or vector).
     """
-    from tecb_eval.models.encoders import DEFAULT_BATCH_SIZE
+    from tecb_eval.models.kinds.common import DEFAULT_BATCH_SIZE
 
     profile = get_profile(profile)
     if settings.get("eval_batch_size") is None:

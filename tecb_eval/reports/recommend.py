@@ -331,7 +331,7 @@ def _reduction_params(r: "Recommendation") -> dict:
 def bertopic_snippet(r: Recommendation) -> str:
     """Python that builds ``BERTopic(embedding_model=..., umap_model=..., hdbscan_model=...)`` for
     ``r``'s pipeline, with German stop words for the words that name the topics; it expects the
-    texts in ``docs``. Runs as printed (``tests/test_registry.py`` runs every kind offline).
+    texts in ``docs``. Runs as printed (``tests/test_clustering_registry.py`` runs every kind offline).
 
     Args:
         r (Recommendation): One of ``recommend``'s results.

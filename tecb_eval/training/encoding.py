@@ -21,7 +21,7 @@ LOGITS = "logits"  # mean of the masked-LM logits (WWM under the paper profile)
 
 def grid_max_length(config) -> int:
     """The tokens ``get_encoder`` gives a plain checkpoint by default (``MeanPoolingEncoder``)."""
-    from tecb_eval.models.encoders import DEFAULT_MAX_LENGTH
+    from tecb_eval.models.kinds.common import DEFAULT_MAX_LENGTH
 
     return min(DEFAULT_MAX_LENGTH, getattr(config, "max_position_embeddings", None) or DEFAULT_MAX_LENGTH)
 

@@ -30,7 +30,7 @@ class ModelSource:
 def model_source(model) -> ModelSource:
     """The checkpoint to train and, for a sentence-transformers model, its folder."""
     from tecb_eval.models import registry
-    from tecb_eval.models.encoders import check_model_folder, is_sentence_transformers_folder
+    from tecb_eval.models.kinds.pretrained import check_model_folder, is_sentence_transformers_folder
 
     folder, model_id = registry.checkpoint(model)
     check_model_folder(folder)  # an unreadable config.json or modules.json is one line naming it

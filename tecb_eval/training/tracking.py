@@ -22,7 +22,8 @@ from tecb_eval.clustering.evaluation import evaluate_kmeans, unique_texts
 from tecb_eval.files import csv_cell, csv_value
 from tecb_eval.grid.cache import EmbeddingStore
 from tecb_eval.grid.work import one_thread
-from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder
+from tecb_eval.models.kinds.mean_pooling import MeanPoolingEncoder
+from tecb_eval.models.kinds.sentence_transformer import SentenceTransformerEncoder
 from tecb_eval.training.checkpoints import save_checkpoint
 from tecb_eval.training.errors import NonFiniteVectors
 
