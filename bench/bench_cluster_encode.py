@@ -1,10 +1,10 @@
-"""Encode tasks on a Dask cluster (issue 44): what two workers give over one, a warm cluster
+"""Encode tasks on a Dask cluster: what two workers give over one, a warm cluster
 against MTEB's own ``mteb.evaluate``, and the same scores everywhere.
 
 - (a) the encode phase of a P2P grid (GermEval 2019 dev set built as Blurbs P2P, minilm-l6,
   2 legacy splits, k-means) on one single-core Dask worker against two single-core workers, each
   pinned to its own core with ``taskset`` (a stand-in for two machines);
-- (b) on a warm cluster (workers started with ``--preload tecb_eval.grid.cluster_encode``, the
+- (b) on a warm cluster (workers started with ``--preload tecb_eval.grid.worker_models``, the
   model loaded by a first run), a second model's `tecb-eval run --scheduler` on Blurbs S2S against
   MTEB's ``mteb.evaluate`` in a fresh process (bench_vs_mteb.py's), alternating;
 - (c) three models in one command on the warm cluster against MTEB evaluating the same three in one
@@ -39,7 +39,7 @@ from bench_vs_mteb import PYTHON, TECB_EVAL, env, mtebs  # noqa: E402
 from benchdata import BLURBS_DEV, REPO  # noqa: E402
 
 DASK = REPO / ".venv" / "bin" / "dask"
-PRELOAD = "tecb_eval.grid.cluster_encode"
+PRELOAD = "tecb_eval.grid.worker_models"
 THREE = (("minilm-l6", None), ("minilm-l6,max_length=128,name=minilm-128", 128),
          ("minilm-l6,max_length=64,name=minilm-64", 64))
 
@@ -51,7 +51,7 @@ logging.disable(logging.WARNING)
 import mteb
 from sentence_transformers import SentenceTransformer
 import tecb_eval
-from tecb_eval.models.encoders import minilm_folder
+from tecb_eval.models.kinds.minilm import minilm_folder
 scores = []
 for max_length in json.loads(sys.argv[2]):
     model = SentenceTransformer(str(minilm_folder()), device="cpu")
@@ -206,7 +206,7 @@ def main() -> int:
         print("medians:")
         for name, values in figures.items():
             print(f"  {name}: {statistics.median(values):.1f} s over {len(values)}")
-        # The issue's figures are ratios of alternating runs: each pair's, and the medians'.
+        # The figures are ratios of alternating runs: each pair's, and the medians'.
         for label, ours, theirs in RATIOS:
             if ours in figures and theirs in figures:
                 pairs = [t / o for o, t in zip(figures[ours], figures[theirs])]

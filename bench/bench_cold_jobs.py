@@ -1,6 +1,6 @@
 """A short grid on one core and on two, cold: one `tecb-eval run` each, fresh processes.
 
-The grid of issue 24, point 3: a x4 replica of the GermEval dev set (bench_scale's replica), its
+The grid: a x4 replica of the GermEval dev set (bench_scale's replica), its
 first 3 splits, the paper's 14 configurations, the cheap built-in encoder ``tfidf-lsa``. Each
 command is a new `tecb-eval run` with its own empty results store and cache folder, so the worker
 processes, the encoding and every reduction start from nothing. Numba's on-disk cache

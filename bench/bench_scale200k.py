@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from benchdata import BLURBS_DEV, PUBLISHED, STATS  # noqa: E402
 
-MACHINE = 24 * 2**30  # the machine
+MACHINE = 24 * 2**30  # the machine the figures are for: 24 GiB
 # Where a configuration was measured at one size only, the growth assumed for it.
 ASSUMED_EXPONENT = {"agglomerative": 2.0}
 SEED = 42

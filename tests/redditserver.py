@@ -25,8 +25,8 @@ import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CLIENT_ID = "tecbTestClient"
 CLIENT_SECRET = "s3cr3t-DO-NOT-LEAK-7f9a1c"
 USERNAME = "tecb_tester"

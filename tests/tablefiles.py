@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import run_cli_here
+from helpers import run_cli_here
 
 # The dataset name the builds below give: their folder is NAME-s2s.
 NAME = "news"

@@ -15,7 +15,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 
 griffe = pytest.importorskip("griffe", reason="griffe comes with the docs extra (mkdocstrings-python)")
 

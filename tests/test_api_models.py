@@ -17,7 +17,7 @@ import pytest
 
 from openai_server import EmbeddingServer, TOO_LONG  # noqa: F401 (the wording the client parses)
 
-from conftest import store_rows
+from helpers import store_rows
 
 KEY = "sk-tecbTestKey-7f3a9c1e5b2d4f60"  # unique: looked for in every file and output
 KEY_VARIABLE = "TECB_TEST_OPENAI_KEY"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from importgraph import import_graph, imported_from, modules, room  # noqa: F401 (shared with test_training.py)
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 # tecb_eval's rooms, bottom to top (../shared/ARCHITECTURE.md). A room may import its own modules
 # and any room of a lower rank; rooms of one rank may import each other as long as the rooms' own

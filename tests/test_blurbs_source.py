@@ -5,7 +5,7 @@ import zipfile
 
 import pytest
 
-from conftest import book, error_line, run_cli
+from helpers import book, error_line, run_cli
 from tecb_data.errors import UserError
 from tecb_data.sources import blurbs
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import book, run_cli, run_cli_here, shared_file
+from helpers import book, run_cli, run_cli_here, shared_file
 from tecb_data import layout, load
 from tecb_data.build import build
 from tecb_data.demo import demo_input

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from conftest import eval_error
+from helpers import eval_error
 from tablefiles import unlabelled_corpus
 from tecb_eval.reports import calibration
 

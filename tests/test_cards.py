@@ -15,7 +15,7 @@ import pytest
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from conftest import one_error_line
+from helpers import one_error_line
 from tablefiles import NAME, table_build, table_rows, write_tsv
 from tecb_data.card import card_problems, check_card
 from tecb_data.errors import UserError

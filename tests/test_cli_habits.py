@@ -6,19 +6,17 @@ and --debug (before or after the command) shows the traceback and keeps a user e
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import subprocess
 import sys
 
 import pytest
 
-from conftest import run_args, run_cli, run_eval_cli
+from helpers import REPO, offline_one_job, run_args, run_cli, run_eval_cli
 from tecb_data import cli as data_cli
 from tecb_eval import cli as eval_cli
 
 TOOLS = {"tecb-data": data_cli, "tecb-eval": eval_cli}
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
 # Every command the README names; a command added later is found by walking the parsers anyway.
 KNOWN = {
     "tecb-eval": {"run", "demo", "table", "export", "compare", "layers", "pretrain", "finetune"},
@@ -112,7 +110,7 @@ def test_every_parser_refuses_abbreviations(tool, name, capsys):
     (data_cli, ["build", "--source", "blurbs", "--dem", "--out", "o"], "tecb-data"),
 ])
 def test_abbreviation_is_one_line_and_exit_2(module, argv, prefix, capsys):
-    """The issue's case: `--limit 1` was taken as `--limit-splits 1`; through the installed entry
+    """An abbreviation (`--limit 1` for `--limit-splits 1`) is refused: through the installed entry
     point it is one line on stderr and exit 2, nothing run."""
     with pytest.raises(SystemExit) as raised:
         module.main(argv)
@@ -171,12 +169,11 @@ def test_no_docstring_carries_a_dated_measurement():
     says what a thing is and does."""
     import ast
     import re
-    from pathlib import Path
 
     dated = re.compile(r"\b20\d\d-\d\d-\d\d\b|\brun of 20\d\d|\(measured\b|, measured\)")
     found = []
     for package in ("tecb_data", "tecb_eval"):
-        for module in sorted((Path(__file__).resolve().parents[1] / package).rglob("*.py")):
+        for module in sorted((REPO / package).rglob("*.py")):
             for node in ast.walk(ast.parse(module.read_text())):
                 if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                     doc = ast.get_docstring(node) or ""
@@ -186,7 +183,7 @@ def test_no_docstring_carries_a_dated_measurement():
 
 @pytest.mark.parametrize("command", [["table"], ["recommend"], ["report", "--out", "{out}"], ["compare"]])
 def test_a_folder_given_as_results_is_called_a_folder(command, tmp_path, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
 
     argv = [command[0], str(tmp_path), *(c.format(out=tmp_path.parent / "site") for c in command[1:])]
     if command[0] == "compare":
@@ -196,7 +193,7 @@ def test_a_folder_given_as_results_is_called_a_folder(command, tmp_path, capsys)
 
 
 def test_figures_naming_a_file_says_it_is_a_file(tmp_path, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
 
     picture = tmp_path / "figure.png"
     picture.write_bytes(b"\x89PNG")
@@ -223,7 +220,7 @@ def test_a_cache_file_holding_python_objects_is_named_so_not_with_numpy_s_advice
 def test_debug_keeps_the_exit_code_of_a_user_error(demo_datasets, tmp_path):
     argv = run_args(demo_datasets / "tenkgnad-clustering-s2s", "/dev/null", tmp_path / "cache")
     done = subprocess.run([sys.executable, "-m", "tecb_eval.cli", "--debug", *argv], capture_output=True, text=True,
-                          env=ENV, timeout=120)
+                          env=offline_one_job(), timeout=120)
     assert done.returncode == 2 and "Traceback" in done.stderr and "tecb-eval: error: " in done.stderr
     done = run_cli("--debug", "build", "--source", "table", "--input", str(tmp_path / "absent.csv"), "--name", "x",
                    "--text", "text", "--label", "label", "--out", str(tmp_path / "out"))

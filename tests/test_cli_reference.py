@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import REPO
+from helpers import REPO
 
 
 @pytest.fixture(scope="module")

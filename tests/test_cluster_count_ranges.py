@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import eval_error
+from helpers import eval_error
 from tablefiles import unlabelled_corpus
 from tecb_data.errors import UserError
 from tecb_eval.clustering.cluster_counts import parse_range

@@ -19,8 +19,8 @@ import pytest
 from tecb_data.errors import UserError
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering import registry
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", registry.ALGORITHMS)
@@ -244,7 +244,7 @@ def test_store_values_of_the_wrong_type_are_refused_not_written_as_code():
 def test_a_hostile_store_through_the_command_gives_one_line(tmp_path, demo_datasets, capsys):
     """A shared store whose reduction_params carry code: `recommend` says the store is damaged in one
     line and runs nothing."""
-    from conftest import one_line_error
+    from helpers import one_line_error
     from reportstore import two_model_store
 
     store = two_model_store(demo_datasets, tmp_path, configurations=["minibatch_kmeans:pca"])
@@ -271,7 +271,7 @@ def kmeans_store(demo_datasets, tmp_path_factory) -> Path:
 
 
 def test_an_unknown_algorithm_in_a_store_is_one_line(tmp_path, kmeans_store, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
 
     text = kmeans_store.read_text(encoding="utf-8").replace('"algorithm": "minibatch_kmeans"', '"algorithm": "kmeans2"')
     store = tmp_path / "edited.jsonl"
@@ -282,7 +282,7 @@ def test_an_unknown_algorithm_in_a_store_is_one_line(tmp_path, kmeans_store, cap
 
 
 def test_resamples_past_a_million_are_refused(kmeans_store, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
 
     capsys.readouterr()
     error = one_line_error(capsys, ["recommend", str(kmeans_store), "--resamples", "99999999999"])

@@ -27,7 +27,7 @@ from tecb_eval.finetuning.objectives import Objective
 from tecb_eval.finetuning.settings import FinetuneSettings, settings_for
 from tecb_eval.training.optimiser import adamw
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 LABELS = ("a", "a", "a", "b", "b", "c", "c", "c", "c", "d")
 INSTANCE = Instance(tuple(f"text {i}" for i in range(len(LABELS))), LABELS)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import tecb_data
-from conftest import shared_file
+from helpers import shared_file
 from degenerate_inputs import HashingEncoder, replicate_books, unit_bits
 from tecb_data.build import build
 from tecb_eval.clustering import algorithms as algo

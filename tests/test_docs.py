@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import redditserver as rs
-from conftest import REPO, SHARED_DATA, run_cli_here
+from helpers import REPO, SHARED_DATA, run_cli_here
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"

@@ -16,7 +16,7 @@ import types
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 DOCS = REPO / "docs"
 PAGES = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]

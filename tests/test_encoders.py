@@ -10,7 +10,9 @@ import torch
 
 from tecb_data.errors import UserError
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
-from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder, get_encoder
+from tecb_eval.models.encoders import get_encoder
+from tecb_eval.models.kinds.mean_pooling import MeanPoolingEncoder
+from tecb_eval.models.kinds.sentence_transformer import SentenceTransformerEncoder
 
 TEXTS = ["Ein Roman über die See", "Kochbuch für Kinder", "Die Geschichte Roms", "Ein Roman über Rom"]
 

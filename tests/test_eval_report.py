@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,9 @@ from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS
 from tecb_eval.cli import main
 from tecb_eval.cli.options import parse_model
 from tecb_eval.grid.store import read_results
+from helpers import SHARED
 
-SHARED_REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / report.REFERENCE_CSV
+SHARED_REFERENCE = SHARED / "reference" / report.REFERENCE_CSV
 CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:pca"]
 
 

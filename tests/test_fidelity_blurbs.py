@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 import pytest
 
 import tecb_data
-from conftest import SHARED, shared_file
+from helpers import SHARED, shared_file
 from tecb_data.build import build
 
 STATS = SHARED / "reference" / "mteb-descriptive-stats"

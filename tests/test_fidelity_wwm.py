@@ -23,12 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_file
+from helpers import shared_file
 from tecb_data.sources import blurbs
 from tecb_eval.pretraining.wwm import ClassicWholeWordMask
+from helpers import REPO
 
 FIXTURE = Path(__file__).parent / "data" / "wwm_transformers4.json"
-DEMO = Path(__file__).resolve().parents[1] / "tecb_data" / "demo" / "blurbs"
+DEMO = REPO / "tecb_data" / "demo" / "blurbs"
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,8 +17,9 @@ import pytest
 from tecb_eval.cli import main
 from tecb_eval.grid.store import read_results
 from tecb_eval.reports import compare, figures, tables as report
+from helpers import SHARED
 
-SHARED_REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / report.REFERENCE_CSV
+SHARED_REFERENCE = SHARED / "reference" / report.REFERENCE_CSV
 CONFIGS = ["minibatch_kmeans:none", "agglomerative:pca", "hdbscan:umap", "dbstream:pca"]
 SPLITS = 3
 
@@ -395,3 +395,9 @@ def test_fast_protocol_dots_have_the_tables_sd_over_draws_and_no_ranking(store):
     assert not any("the gap" in text for text in legend)
     assert "bootstrap draws per dataset" in _title(fig)
     _inside(fig)
+
+
+def test_a_one_dataset_legend_names_no_dataset():
+    assert figures.legend_title(["BlurbsClusteringS2S"]) == "label (texts)"
+    assert figures.legend_title(["BlurbsClusteringS2S", "BlurbsClusteringP2P"]) == \
+        "label (texts: BlurbsClusteringS2S | BlurbsClusteringP2P)"

@@ -23,7 +23,7 @@ from tecb_eval.finetuning.objectives import Objective, embed  # noqa: E402
 from tecb_eval.finetuning.settings import settings_for  # noqa: E402
 from tecb_eval.training.model import load_sentence_model as load_model  # noqa: E402
 
-from conftest import eval_error, finetune_args, one_line_error, run_cli_here  # noqa: E402
+from helpers import eval_error, finetune_args, one_line_error, run_cli_here  # noqa: E402
 from tablefiles import WORDS  # noqa: E402
 
 FAST = dict(max_steps=2, eval_every=1, instance_size=20, triples_per_instance=16, learning_rate=1e-3)

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,14 +15,14 @@ from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
 from sklearn.metrics import v_measure_score
 
 import tecb_data
-from conftest import CountingEncoder as Counting
+from helpers import CountingEncoder as Counting
 from tecb_data.errors import UserError
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, DBSTREAMClusterer, configurations
 from tecb_eval.models.encoders import get_encoder
 from tecb_eval.grid.run import run_grid
 from tecb_eval.grid.store import ResultsStore
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction"]
 FAST_CONFIGS = ["minibatch_kmeans:none", "agglomerative:none", "minibatch_kmeans:pca", "hdbscan:pca", "dbstream:pca"]
 

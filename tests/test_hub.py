@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from tecb_data import layout
 from hubserver import TOKEN, FakeHub
 

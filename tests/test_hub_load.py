@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tecb_data
-from conftest import grid_args, one_error, run_eval_cli
+from helpers import grid_args, one_error, run_eval_cli
 from hubserver import FakeHub
 from tecb_data import layout
 from tecb_data.errors import UserError, VerificationError

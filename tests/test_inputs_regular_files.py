@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli_here
+from helpers import run_cli_here
 from tablefiles import table_build, table_rows, write_tsv
 from tecb_data import inputs
 from tecb_data.errors import UserError

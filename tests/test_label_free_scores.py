@@ -11,7 +11,7 @@ import pytest
 from sklearn import metrics
 from sklearn.datasets import make_blobs
 
-from conftest import eval_error
+from helpers import eval_error
 from tablefiles import unlabelled_corpus
 from tecb_eval.clustering.label_free import SILHOUETTE_MAX_POINTS, label_free_scores
 

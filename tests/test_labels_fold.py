@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli_here
+from helpers import run_cli_here
 from tablefiles import built_labels, table_build, table_rows
 from tecb_data.labels import fold_key, normalise, skeleton
 

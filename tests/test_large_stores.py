@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import run_cli_here
+from helpers import run_cli_here
 
 SPLITS = 2
 

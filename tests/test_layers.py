@@ -16,7 +16,7 @@ import pytest
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from conftest import save_tiny_bert, text_vocabulary  # noqa: E402
+from helpers import save_tiny_bert, text_vocabulary  # noqa: E402
 import tecb_data  # noqa: E402
 import tecb_eval  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402

@@ -21,7 +21,7 @@ import pytest
 from sklearn.metrics import adjusted_mutual_info_score, v_measure_score
 
 import tecb_data
-from conftest import store_rows, write_store
+from helpers import store_rows, write_store
 from tecb_data import layout, recipes
 from tecb_data.build import build
 from tecb_eval.clustering.algorithms import make_algorithm

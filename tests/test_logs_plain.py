@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, grid_args, run_eval_cli
+from helpers import REPO, grid_args, run_eval_cli
 
 FORBIDDEN = [
     ("a carriage return", re.compile(r"\r")),

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import error_line, run_cli
+from helpers import error_line, run_cli
 from tecb_data import layout
 from tecb_data.cli import main as data_main
 from tecb_eval.cli import main

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import tfidf_rows
+from helpers import tfidf_rows
 
 DATASET = "tenkgnad-clustering-s2s"
 HOSTILE = ['</script><script>document.title="PWNED"</script>', "<img src=x onerror=alert(1)>",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import one_error, one_line_error, run_args, run_eval_cli
+from helpers import one_error, one_line_error, run_args, run_eval_cli
 from tecb_data.errors import UserError
 
 DATASET = "tenkgnad-clustering-s2s"

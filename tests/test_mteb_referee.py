@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import shared_file
+from helpers import shared_file
 
 import mteb  # noqa: E402
 

@@ -42,3 +42,18 @@ def test_the_mteb_export_takes_a_perfect_score_with_its_round_off_and_refuses_on
     assert row_problem(row) is None
     with pytest.raises(UserError, match="v_measure 1.1 is not a number from 0 to 1"):
         check_rows(pd.DataFrame([{**row, "v_measure": 1.1}]))
+
+
+def test_two_model_names_that_share_an_mteb_folder_are_named(tmp_path, small_store):
+    import json
+
+    from tecb_eval.grid.store import ResultsStore
+    from tecb_eval.mteb.results import write_results
+
+    rows = [json.loads(line) for line in small_store.read_text(encoding="utf-8").splitlines()]
+    both = [{**r, "model": "org/m"} for r in rows] + [{**r, "model": "org__m"} for r in rows]
+    store = tmp_path / "both.jsonl"
+    store.write_text("".join(json.dumps(r) + "\n" for r in both), encoding="utf-8")
+    with pytest.raises(UserError, match=r"models 'org/m' and 'org__m': .*folder 'org__m'"):
+        write_results(ResultsStore(store).frame(), tmp_path / "mteb")
+    assert not (tmp_path / "mteb").exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import error_line, one_error, run_cli
+from helpers import error_line, one_error, run_cli
 
 
 class StalledServer:

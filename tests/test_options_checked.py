@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_args as _run, one_line_error as _one_line_error
-from conftest import unit_holding_plugin, wait_for_claim
+from helpers import run_args as _run, one_line_error as _one_line_error
+from helpers import unit_holding_plugin, wait_for_claim
 from tecb_data import layout
 from tecb_data.errors import UserError
 from tecb_data.load import REDDIT_IDS_DATASET

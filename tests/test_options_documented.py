@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from conftest import REPO
+from helpers import REPO
 
 DOCS = REPO / "docs"
 

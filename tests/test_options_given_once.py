@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import one_line_error, run_args, run_cli_here
+from helpers import one_line_error, run_args, run_cli_here
 
 
 @pytest.mark.parametrize("model", ["tfidf-lsa,name=a,name=b", "minilm-l6,max_length=64,max_length=256",

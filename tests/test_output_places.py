@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import one_line_error, run_cli_here
+from helpers import one_line_error, run_cli_here
 
 DATASET = "tenkgnad-clustering-s2s"
 GRID = ["--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--limit-splits", "1", "--quiet"]

@@ -30,36 +30,27 @@ from pathlib import Path
 
 import pytest
 
-from conftest import eval_error as _one_line_error
-from conftest import draws_in_this_process, error_line, finetune_args, one_error_line, run_cli, run_cli_here
-from conftest import run_args as _run
+from helpers import eval_error as _one_line_error
+from helpers import draws_in_this_process, error_line, finetune_args, one_error_line, run_cli, run_cli_here
+from helpers import run_args as _run
+from helpers import REPO, offline_one_job
 from tablefiles import NAME, table_build, table_rows, write_tsv
 from tecb_data.demo import demo_input
 from tecb_data.outputs import MARKER
 from tecb_eval.cli import main
 from tecb_eval.grid.store import ResultsStore
 
-REPO = Path(__file__).resolve().parents[1]
-DATASET = "tenkgnad-clustering-s2s"
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
-
-
 @pytest.fixture(scope="module")
-def data(demo_datasets):
-    return demo_datasets / DATASET
-
-
-@pytest.fixture(scope="module")
-def stores(data, tmp_path_factory):
+def stores(tenkgnad_folder, tmp_path_factory):
     """Complete stores: legacy and fast protocol (seed 42) in one, legacy with seed 1 in another.
     The fast protocol's samples are drawn in this process (where they are drawn is
     tests/test_caches.py's subject; the exports below import MTEB here anyway)."""
     root = tmp_path_factory.mktemp("owned-stores")
     both, seed1, cache = root / "both.jsonl", root / "seed1.jsonl", root / "cache"
-    assert main(_run(data, both, cache)) == 0
+    assert main(_run(tenkgnad_folder, both, cache)) == 0
     with draws_in_this_process():
-        assert main(_run(data, both, cache, "--protocol", "fast")) == 0
-    assert main(_run(data, seed1, cache, "--seed", "1")) == 0
+        assert main(_run(tenkgnad_folder, both, cache, "--protocol", "fast")) == 0
+    assert main(_run(tenkgnad_folder, seed1, cache, "--seed", "1")) == 0
     return {"both": both, "seed1": seed1, "cache": cache}
 
 
@@ -114,13 +105,13 @@ def test_a_second_export_replaces_the_first_whole(stores, legacy_export, tmp_pat
 # -- a command writes only into a folder it wrote -----------------------------------------------
 
 @pytest.mark.slow
-def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, stores, tmp_path, capsys):
+def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(tenkgnad_folder, stores, tmp_path, capsys):
     store = str(stores["both"])
     from tecb_data.layout import verify
 
     dataset_copy = tmp_path / "datasets"
-    shutil.copytree(data, dataset_copy / DATASET)
-    dataset = dataset_copy / DATASET
+    shutil.copytree(tenkgnad_folder, dataset_copy / tenkgnad_folder.name)
+    dataset = dataset_copy / tenkgnad_folder.name
     before = _snapshot(dataset)
     assert "is a dataset folder" in _one_line_error(capsys, ["export", store, "--out", str(dataset)])
     assert _snapshot(dataset) == before
@@ -139,7 +130,7 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
         assert says in _one_line_error(capsys, ["export", store, "--out", str(folder)])
         results = tmp_path / "never.jsonl"
         # `run --out` refuses before its grid: no cell is computed, no store is created.
-        assert says in _one_line_error(capsys, _run(data, results, stores["cache"], "--out", str(folder)))
+        assert says in _one_line_error(capsys, _run(tenkgnad_folder, results, stores["cache"], "--out", str(folder)))
         assert not results.exists() and _snapshot(folder) == kept
 
     # An export folder the user has since put a file into is no longer only ours: refused.
@@ -150,16 +141,16 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
     assert (report / "notes.txt").read_text() == "mine\n"
     (report / "notes.txt").unlink()
     # `run --out` and `export` write the same kind of folder: each replaces the other's.
-    assert main(_run(data, tmp_path / "r.jsonl", stores["cache"], "--limit-splits", "0", "--out", str(report))) == 0
+    assert main(_run(tenkgnad_folder, tmp_path / "r.jsonl", stores["cache"], "--limit-splits", "0", "--out", str(report))) == 0
     assert main(["export", store, "--out", str(report)]) == 0
     capsys.readouterr()
 
     # The swap would delete what the run reads or keeps there: the store, the cache, the reference.
     inside = tmp_path / "both-in-one"
     assert "holds the input" in _one_line_error(
-        capsys, _run(data, inside / "results.jsonl", stores["cache"], "--out", str(inside)))
+        capsys, _run(tenkgnad_folder, inside / "results.jsonl", stores["cache"], "--out", str(inside)))
     assert not inside.exists()
-    assert "holds the input" in _one_line_error(capsys, _run(data, tmp_path / "x.jsonl", inside / "cache",
+    assert "holds the input" in _one_line_error(capsys, _run(tenkgnad_folder, tmp_path / "x.jsonl", inside / "cache",
                                                              "--out", str(inside)))
     assert "holds the input" in _one_line_error(capsys, ["export", store, "--out", str(Path(store).parent)])
 
@@ -167,7 +158,7 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
     assert "symbolic link" in _one_line_error(capsys, ["export", store, "--out", str(loop)])
-    assert "symbolic link" in _one_line_error(capsys, _run(data, tmp_path / "y.jsonl", stores["cache"],
+    assert "symbolic link" in _one_line_error(capsys, _run(tenkgnad_folder, tmp_path / "y.jsonl", stores["cache"],
                                                            "--out", str(loop)))
     link = tmp_path / "link"
     link.symlink_to(report)
@@ -175,7 +166,7 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
     assert link.is_symlink() and any(f.endswith("S2S.json") for f in _mteb_files(report))
 
     # The demo's folder keeps its own results store across a rerun (the same file, not a copy).
-    demo = ["demo", "--data", str(data), "--model", "tfidf-lsa", "--out", str(tmp_path / "demo"), "--limit-splits", "1",
+    demo = ["demo", "--data", str(tenkgnad_folder), "--model", "tfidf-lsa", "--out", str(tmp_path / "demo"), "--limit-splits", "1",
             "--cache-dir", str(stores["cache"]), "--quiet", "--no-figure1"]
     assert main(demo) == 0
     inode = (tmp_path / "demo" / "results.jsonl").stat().st_ino
@@ -188,12 +179,12 @@ def test_export_run_and_demo_never_write_into_a_folder_they_did_not_write(data, 
 
 # -- `layers`, on the tiny BERT of conftest.py ---------------------------------------------------
 
-def _layers(model, data, out, cache) -> list[str]:
-    return ["layers", "--model", str(model), "--data", str(data), "--layers", "0-1", "--out", str(out),
+def _layers(model, tenkgnad_folder, out, cache) -> list[str]:
+    return ["layers", "--model", str(model), "--data", str(tenkgnad_folder), "--layers", "0-1", "--out", str(out),
             "--cache-dir", str(cache), "--quiet"]
 
 
-def test_layers_replaces_only_its_own_sweep(tiny_bert, data, tmp_path, capsys):
+def test_layers_replaces_only_its_own_sweep(tiny_bert, tenkgnad_folder, tmp_path, capsys):
     pretrained = tmp_path / "pretrained"
     pretrained.mkdir()
     (pretrained / MARKER).write_text(json.dumps({"written_by": "tecb-eval pretrain"}))
@@ -201,22 +192,22 @@ def test_layers_replaces_only_its_own_sweep(tiny_bert, data, tmp_path, capsys):
     (pretrained / "figure.png").write_bytes(b"not ours")
     kept = _snapshot(pretrained)
     cache = tmp_path / "cache"
-    assert "tecb-eval pretrain" in _one_line_error(capsys, _layers(tiny_bert, data, pretrained, cache))
+    assert "tecb-eval pretrain" in _one_line_error(capsys, _layers(tiny_bert, tenkgnad_folder, pretrained, cache))
     assert _snapshot(pretrained) == kept and not cache.exists()  # refused before anything was encoded
     users = tmp_path / "mine"
     users.mkdir()
     (users / "summary.md").write_text("my notes\n")
-    assert "did not write" in _one_line_error(capsys, _layers(tiny_bert, data, users, cache))
+    assert "did not write" in _one_line_error(capsys, _layers(tiny_bert, tenkgnad_folder, users, cache))
     assert (users / "summary.md").read_text() == "my notes\n"
-    assert "holds the input" in _one_line_error(capsys, _layers(tiny_bert, data, tmp_path, cache))
+    assert "holds the input" in _one_line_error(capsys, _layers(tiny_bert, tenkgnad_folder, tmp_path, cache))
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
-    assert "symbolic link" in _one_line_error(capsys, _layers(tiny_bert, data, loop, cache))
+    assert "symbolic link" in _one_line_error(capsys, _layers(tiny_bert, tenkgnad_folder, loop, cache))
 
     out = tmp_path / "sweep"
-    assert main(_layers(tiny_bert, data, out, cache)) == 0
+    assert main(_layers(tiny_bert, tenkgnad_folder, out, cache)) == 0
     first = _snapshot(out)
-    assert main(_layers(tiny_bert, data, out, cache)) == 0  # a rerun replaces its own sweep
+    assert main(_layers(tiny_bert, tenkgnad_folder, out, cache)) == 0  # a rerun replaces its own sweep
     assert _snapshot(out) == first and json.loads((out / MARKER).read_text())["written_by"] == "tecb-eval layers"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "loop", "mine", "pretrained", "sweep"]
     capsys.readouterr()
@@ -236,10 +227,10 @@ def test_finetune_overwrite_removes_only_the_files_it_wrote(tiny_bert, blurbs_fo
     assert (out / "summary.md").is_file()
 
 
-def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, data, tmp_path, capsys):
+def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, tenkgnad_folder, tmp_path, capsys):
     # The demo TenKGnad S2S (10 splits, not Blurbs' 28): each run evaluates every split twice.
     out = tmp_path / "out"
-    args = ["pretrain", "--model", str(tiny_bert), "--data", str(data), "--method", "tsdae", "--seeds", "7",
+    args = ["pretrain", "--model", str(tiny_bert), "--data", str(tenkgnad_folder), "--method", "tsdae", "--seeds", "7",
             "--max-steps", "1", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out", str(out)]
     assert main(args) == 0
     (out / "notes.txt").write_text("mine\n", encoding="utf-8")
@@ -254,7 +245,7 @@ def test_pretrain_overwrite_removes_only_the_files_it_wrote(tiny_bert, data, tmp
 # -- Ctrl-C during an export ---------------------------------------------------------------------
 
 def _child(script: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=ENV,
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=offline_one_job(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -373,16 +364,16 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("tecb-eval: error: ")]
 
 
-def test_a_full_disk_keeps_every_whole_row_and_no_part_of_one_and_is_one_line(data, stores, small_fs, capsys):
+def test_a_full_disk_keeps_every_whole_row_and_no_part_of_one_and_is_one_line(tenkgnad_folder, stores, small_fs, capsys):
     fs = small_fs("64k")
     store = fs / "results.jsonl"
     cache = stores["cache"]  # holds every vector already: only the store is written on the small disk
-    assert main(_run(data, store, cache, "--limit-splits", "1")) == 0
+    assert main(_run(tenkgnad_folder, store, cache, "--limit-splits", "1")) == 0
     _fill(fs)
     before = store.read_bytes()
     # The rows fill the rest of the store's last page; the one that fits only in part is a short
     # write, then ENOSPC.
-    code = main(_run(data, store, cache, "--limit-splits", "0"))
+    code = main(_run(tenkgnad_folder, store, cache, "--limit-splits", "0"))
     errors = _error_lines(capsys.readouterr().err)
     assert code == 2 and len(errors) == 1 and "No space left on device" in errors[0] and str(store) in errors[0]
     rows = ResultsStore(store).rows
@@ -390,14 +381,14 @@ def test_a_full_disk_keeps_every_whole_row_and_no_part_of_one_and_is_one_line(da
     assert store.read_bytes() == b"".join(
         (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode() for row in rows)
     (fs / "filler").unlink()
-    assert main(_run(data, store, cache, "--limit-splits", "0")) == 0  # resumes: every split
+    assert main(_run(tenkgnad_folder, store, cache, "--limit-splits", "0")) == 0  # resumes: every split
     assert len(ResultsStore(store).rows) == 10
     capsys.readouterr()
 
 
-def test_a_short_write_under_a_file_size_limit_is_cut_back(data, stores, tmp_path):
+def test_a_short_write_under_a_file_size_limit_is_cut_back(tenkgnad_folder, stores, tmp_path):
     store = tmp_path / "results.jsonl"
-    assert main(_run(data, store, stores["cache"], "--limit-splits", "1")) == 0
+    assert main(_run(tenkgnad_folder, store, stores["cache"], "--limit-splits", "1")) == 0
     before = store.read_bytes()
     # RLIMIT_FSIZE: the kernel writes up to the limit (100 bytes of the next row), then fails with
     # EFBIG; Python ignores the SIGXFSZ that comes with it.
@@ -406,7 +397,7 @@ def test_a_short_write_under_a_file_size_limit_is_cut_back(data, stores, tmp_pat
         from tecb_eval.cli import main
 
         resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before) + 100}, resource.RLIM_INFINITY))
-        sys.exit(main({_run(data, store, stores["cache"], "--limit-splits", "3")!r}))
+        sys.exit(main({_run(tenkgnad_folder, store, stores["cache"], "--limit-splits", "3")!r}))
     """)
     stdout, stderr = child.communicate(timeout=300)
     errors = _error_lines(stderr)
@@ -425,9 +416,9 @@ def test_an_export_on_a_full_disk_names_out_and_keeps_the_earlier_export(stores,
     assert _snapshot(out) == before and not (fs / "report.partial").exists()
 
 
-def test_an_export_onto_a_full_disk_leaves_no_work_folder_and_says_the_disk_is_full(data, tmp_path, small_fs, capsys):
+def test_an_export_onto_a_full_disk_leaves_no_work_folder_and_says_the_disk_is_full(tenkgnad_folder, tmp_path, small_fs, capsys):
     results = tmp_path / "results.jsonl"
-    assert main(_run(data, results, tmp_path / "cache", "--limit-splits", "2")) == 0
+    assert main(_run(tenkgnad_folder, results, tmp_path / "cache", "--limit-splits", "2")) == 0
     fs = small_fs("256k")
     _fill(fs)  # not a byte left: not even the work folder's marker fits
     capsys.readouterr()
@@ -465,24 +456,24 @@ class _Stops:
         raise self.error
 
 
-def test_an_early_error_leaves_no_empty_store(data, tmp_path, capsys):
+def test_an_early_error_leaves_no_empty_store(tenkgnad_folder, tmp_path, capsys):
     from tecb_eval.grid.run import run_grid
 
     results = tmp_path / "results.jsonl"
     # A memory limit below the smallest unit is found once the grid is planned, after the store is opened.
     capsys.readouterr()
-    assert main(_run(data, results, tmp_path / "cache", "--memory-limit", "1MB", "--jobs", "2")) == 2
+    assert main(_run(tenkgnad_folder, results, tmp_path / "cache", "--memory-limit", "1MB", "--jobs", "2")) == 2
     errors = _error_lines(capsys.readouterr().err)
     assert len(errors) == 1 and "raise --memory-limit" in errors[0] and not results.exists()
     for error in (KeyboardInterrupt(), ValueError("the encoder failed")):
         with pytest.raises(type(error)):
-            run_grid([data], [("stops", _Stops(error))], configurations=["minibatch_kmeans:none"], results=results,
+            run_grid([tenkgnad_folder], [("stops", _Stops(error))], configurations=["minibatch_kmeans:none"], results=results,
                      progress=False, log=lambda m: None)
         assert not results.exists()
     # A file that was there before is the user's: left as it was, even empty.
     results.write_bytes(b"")
     with pytest.raises(KeyboardInterrupt):
-        run_grid([data], [("stops", _Stops(KeyboardInterrupt()))], configurations=["minibatch_kmeans:none"],
+        run_grid([tenkgnad_folder], [("stops", _Stops(KeyboardInterrupt()))], configurations=["minibatch_kmeans:none"],
                  results=results, progress=False, log=lambda m: None)
     assert results.read_bytes() == b""
 
@@ -495,7 +486,7 @@ def _blocked_flock_waiters(path: Path) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks to see a waiting flock")
-def test_a_run_waiting_on_a_store_that_is_removed_opens_it_again(data, tmp_path):
+def test_a_run_waiting_on_a_store_that_is_removed_opens_it_again(tenkgnad_folder, tmp_path):
     results = tmp_path / "results.jsonl"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys
@@ -505,7 +496,7 @@ def test_a_run_waiting_on_a_store_that_is_removed_opens_it_again(data, tmp_path)
         print("locked", flush=True)
         sys.stdin.readline()  # until the other store waits on the lock
         store.close()  # created here and never written: removed
-    """)], cwd=REPO, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """)], cwd=REPO, env=offline_one_job(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
     seen = {}
 
@@ -543,14 +534,14 @@ def _modes(*folders: Path) -> Counter:
 
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 @pytest.mark.slow
-def test_outputs_and_caches_follow_the_umask(data, stores, tiny_bert, tmp_path, capsys, umask):
+def test_outputs_and_caches_follow_the_umask(tenkgnad_folder, stores, tiny_bert, tmp_path, capsys, umask):
     previous = os.umask(umask)
     try:
         results, cache = tmp_path / "results.jsonl", tmp_path / "cache"
-        assert main(_run(data, results, cache, "--limit-splits", "1", "--config", "minibatch_kmeans:pca",
+        assert main(_run(tenkgnad_folder, results, cache, "--limit-splits", "1", "--config", "minibatch_kmeans:pca",
                          "--out", str(tmp_path / "run"))) == 0
         assert main(["export", str(stores["both"]), "--out", str(tmp_path / "export")]) == 0
-        assert main(_layers(tiny_bert, data, tmp_path / "sweep", tmp_path / "layer-cache")) == 0
+        assert main(_layers(tiny_bert, tenkgnad_folder, tmp_path / "sweep", tmp_path / "layer-cache")) == 0
     finally:
         os.umask(previous)
     capsys.readouterr()

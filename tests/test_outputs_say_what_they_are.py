@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from tecb_data import layout
 from tecb_data.card import SYNTHETIC_NOTICE, check_card
 

@@ -26,8 +26,8 @@ import numpy as np
 import pytest
 
 import tecb_data
-from conftest import CountingEncoder as Counting
-from conftest import computed_once, unit_holding_plugin, wait_for_claim
+from helpers import CountingEncoder as Counting
+from helpers import computed_once, unit_holding_plugin, wait_for_claim
 from degenerate_inputs import HashingEncoder, replicate_books
 from tecb_data.build import build
 from tecb_data.demo import demo_input

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import one_line_error, run_cli_here
+from helpers import one_line_error, run_cli_here
 from tecb_data.errors import UserError
 from tecb_data.layout import manifest_fingerprint
 

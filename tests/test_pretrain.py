@@ -24,6 +24,7 @@ from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402
 from tecb_eval.pretraining import pretrain, settings_for  # noqa: E402
 from tecb_eval.pretraining.tsdae import delete_words  # noqa: E402
+from helpers import REPO  # noqa: E402
 
 S2S = "blurbs-clustering-s2s"
 
@@ -419,7 +420,7 @@ def test_a_second_pretrain_into_the_same_out_leaves_the_running_ones_work_alone(
     args = ["pretrain", "--model", str(tiny_bert_with_dropout), "--data", str(demo_datasets / dataset), "--method",
             "tsdae", "--seeds", "7", "--max-steps", "2", "--eval-every", "1", "--batch-size", "8", "--quiet", "--out",
             str(out)]
-    first = subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", *args], cwd=Path(__file__).resolve().parents[1],
+    first = subprocess.Popen([sys.executable, "-m", "tecb_eval.cli", *args], cwd=REPO,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     marker = tmp_path / "out.partial" / MARKER
     # Until the first run holds its work folder (its flock on the marker, as the kernel lists it), not

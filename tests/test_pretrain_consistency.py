@@ -16,7 +16,9 @@ import transformers  # noqa: E402
 
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.grid.run import run_grid  # noqa: E402
-from tecb_eval.models.encoders import MeanPoolingEncoder, SentenceTransformerEncoder, get_encoder  # noqa: E402
+from tecb_eval.models.encoders import get_encoder  # noqa: E402
+from tecb_eval.models.kinds.mean_pooling import MeanPoolingEncoder  # noqa: E402
+from tecb_eval.models.kinds.sentence_transformer import SentenceTransformerEncoder  # noqa: E402
 from tecb_eval.pretraining import pretrain  # noqa: E402
 from tecb_eval.pretraining.loop import TrainingDiverged  # noqa: E402
 

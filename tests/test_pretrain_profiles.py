@@ -15,7 +15,7 @@ import pytest
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from conftest import SPECIAL_TOKENS as SPECIAL  # noqa: E402
+from helpers import SPECIAL_TOKENS as SPECIAL  # noqa: E402
 
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.clustering.evaluation import unique_texts  # noqa: E402

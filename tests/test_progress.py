@@ -88,3 +88,14 @@ def test_a_delayed_progress_says_nothing_for_a_short_step_and_reports_a_long_one
             bar.update(1)
     lines = slow.getvalue().splitlines()
     assert lines[0].startswith("reading: 30 records") and lines[-1] == "reading: 100 records", lines
+
+
+def test_a_count_of_one_is_singular_off_a_terminal():
+    out = io.StringIO()
+    with Progress(desc="reading table rows", unit="rows", stream=out) as bar:
+        bar.update(1)
+    assert "reading table rows: 1 row" in out.getvalue() and "1 rows" not in out.getvalue(), out.getvalue()
+    out = io.StringIO()
+    with Progress(total=3, desc="grid cells", unit="cells", stream=out) as bar:
+        bar.update(1)
+    assert "grid cells: 1/3 cells" in out.getvalue()

@@ -14,7 +14,7 @@ import pytest
 
 import mteb  # noqa: E402
 
-from conftest import SPECIAL_TOKENS, eval_error, run_args, save_tiny_bert  # noqa: E402
+from helpers import SPECIAL_TOKENS, eval_error, run_args, save_tiny_bert  # noqa: E402
 from tecb_data.errors import UserError  # noqa: E402
 from tecb_eval.grid.run import run_grid  # noqa: E402
 from tecb_eval.models import encoders  # noqa: E402

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import book, run_cli, run_cli_here
+from helpers import book, run_cli, run_cli_here
 from tecb_data import layout, publication
 
 VIEWS = ("blurbs-clustering-p2p", "blurbs-clustering-s2s")

@@ -4,7 +4,7 @@ import zipfile
 
 import pytest
 
-from conftest import shared_file
+from helpers import shared_file
 from tecb_data import layout
 from tecb_data.build import build
 from tecb_data.sources import blurbs

@@ -87,7 +87,7 @@ def test_noise_fraction_of_a_density_pipeline(demo_datasets, tmp_path, capsys):
 
 
 def test_unknown_dataset_is_one_line(store, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
 
     error = one_line_error(capsys, ["recommend", str(store), "--data", "NoSuchClustering"])
     assert "NoSuchClustering" in error and "BlurbsClusteringS2S" in error

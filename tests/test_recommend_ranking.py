@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli_here
+from helpers import run_cli_here
 
 DATASET, MTEB = "blurbs-clustering-s2s", "BlurbsClusteringS2S"
 

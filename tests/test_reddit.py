@@ -6,7 +6,6 @@ import random
 import sqlite3
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -26,8 +25,9 @@ from tecb_data.sources.reddit_text import (
     drop_reason,
     views,
 )
+from helpers import SHARED
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = SHARED
 REAL_IDS = SHARED / "data" / "reddit" / "submission_ids.txt"
 
 

@@ -14,19 +14,11 @@ from pathlib import Path
 import pytest
 
 import redditserver as rs
+from helpers import b36
 from tecb_data import layout
 from tecb_data.card import card_problems
 from tecb_data.recipes import reddit_splits
 from tecb_data.sources.reddit_text import views
-
-
-def b36(n: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while n:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out
 
 
 IDS = [b36(60_000_000 + i * 7919) for i in range(400)]

@@ -9,14 +9,14 @@ import sqlite3
 import time
 from collections import Counter
 from contextlib import ExitStack
-from pathlib import Path
 
 import pytest
 
 import redditserver as rs
 from tecb_data import layout
+from helpers import SHARED
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = SHARED
 REAL_IDS = SHARED / "data" / "reddit" / "submission_ids.txt"
 
 

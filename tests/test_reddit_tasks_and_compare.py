@@ -22,7 +22,8 @@ import pytest
 
 import mteb  # noqa: E402
 
-from conftest import draws_in_this_process  # noqa: E402
+from helpers import draws_in_this_process  # noqa: E402
+from helpers import b36  # noqa: E402
 from tecb_data import layout  # noqa: E402
 from tecb_data.sources.reddit import build_from_ids  # noqa: E402
 from tecb_data.sources.reddit_cache import RehydrationCache  # noqa: E402
@@ -53,16 +54,6 @@ TOPICS = {
 PER_SUBREDDIT = 24
 
 
-def _b36(n: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while True:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-        if not n:
-            return out
-
-
 @pytest.fixture(scope="module")
 def reddit(tmp_path_factory):
     """``reddit-clustering-s2s`` and ``-p2p`` as ``tecb-data`` builds them, from a cache that holds every id."""
@@ -72,7 +63,7 @@ def reddit(tmp_path_factory):
     for s, (subreddit, words) in enumerate(sorted(TOPICS.items())):
         vocabulary = words.split()
         for i in range(PER_SUBREDDIT):
-            item_id = _b36(36 ** 5 + 1000 * s + i)
+            item_id = b36(36 ** 5 + 1000 * s + i)
             title = f"{rng.choice(vocabulary)} und {rng.choice(vocabulary)}: Frage {i}"
             body = " ".join(rng.choice(vocabulary) for _ in range(12)) + f" (Beitrag {s}-{i})"
             posts.append(Fetched(item_id, subreddit, title, body, None, False))

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import csv
 import statistics
-from pathlib import Path
 
 import pytest
 
 from tecb_data.errors import UserError
 from tecb_eval.reports import tables as report
 from tecb_eval.cli import main
+from helpers import SHARED
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "tecb-de-full-results.csv"
+REFERENCE = SHARED / "reference" / "tecb-de-full-results.csv"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_file(), reason=f"{REFERENCE} is absent (the authors' results)")
 
 # Written out by hand: the CSV's 13 models less sentence-t5-large.

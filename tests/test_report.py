@@ -40,7 +40,7 @@ def test_the_folder_is_owned_and_replaced_whole(store, tmp_path, capsys):
 
 
 def test_a_foreign_folder_the_store_and_a_dataset_are_refused(store, demo_datasets, tmp_path, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
 
     foreign = tmp_path / "notes"
     foreign.mkdir()
@@ -56,7 +56,7 @@ def test_a_foreign_folder_the_store_and_a_dataset_are_refused(store, demo_datase
 
 
 def test_a_users_file_added_to_the_report_is_never_deleted(store, tmp_path, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
     from tecb_eval.cli import main
 
     out = tmp_path / "site"
@@ -67,7 +67,7 @@ def test_a_users_file_added_to_the_report_is_never_deleted(store, tmp_path, caps
 
 
 def test_missing_store_and_figures_folder_are_one_line(store, tmp_path, capsys):
-    from conftest import one_line_error
+    from helpers import one_line_error
 
     error = one_line_error(capsys, ["report", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "site")])
     assert "none.jsonl" in error
@@ -159,7 +159,7 @@ def test_ctrl_c_leaves_the_earlier_report_as_it_was(store, tmp_path):
     import textwrap
     import time
 
-    from conftest import REPO
+    from helpers import REPO
     from tecb_eval.cli import main
 
     out = tmp_path / "site"

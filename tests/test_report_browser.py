@@ -260,7 +260,7 @@ def test_the_papers_figure_beside_ours(site, page, tmp_path):
     drill-down shows the authors' printed figure for the same model, configuration and dataset."""
     import json
 
-    from conftest import SHARED
+    from helpers import SHARED
     from tecb_eval.cli import main
     from tecb_eval.reports.tables import read_reference
 

@@ -15,19 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import one_error_line, one_line_error, run_args, store_rows, write_store
+from helpers import one_error_line, one_line_error, run_args, store_rows, write_store
+from helpers import REPO, offline_one_job
 from tecb_eval.cli import main
 from tecb_eval.grid.store import ResultsStore
-
-REPO = Path(__file__).resolve().parents[1]
-DATASET = "tenkgnad-clustering-s2s"
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
-
-
-@pytest.fixture(scope="module")
-def data(demo_datasets):
-    return demo_datasets / DATASET
-
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
@@ -36,13 +27,13 @@ def _lines(path: Path) -> list[dict]:
 # -- a --results that cannot hold a store ----------------------------------------------------------
 
 @pytest.mark.slow
-def test_a_dangling_link_as_results_ends_within_ten_seconds_in_one_line(data, tmp_path):
+def test_a_dangling_link_as_results_ends_within_ten_seconds_in_one_line(tenkgnad_folder, tmp_path):
     link = tmp_path / "results.jsonl"
     link.symlink_to(tmp_path / "gone" / "results.jsonl")
     def timed(results) -> tuple[subprocess.CompletedProcess, float]:
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "tecb_eval.cli", *run_args(data, results, tmp_path / "cache")],
-                              capture_output=True, text=True, env=ENV, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "tecb_eval.cli", *run_args(tenkgnad_folder, results, tmp_path / "cache")],
+                              capture_output=True, text=True, env=offline_one_job(), timeout=120)
         return done, time.monotonic() - started
 
     # The same command failing at once on another --results: what starting Python and importing
@@ -61,12 +52,12 @@ def test_a_dangling_link_as_results_ends_within_ten_seconds_in_one_line(data, tm
         ResultsStore(link, lock=True)
 
 
-def test_results_that_cannot_hold_a_store_is_refused_before_the_first_encode(data, tmp_path, capsys):
+def test_results_that_cannot_hold_a_store_is_refused_before_the_first_encode(tenkgnad_folder, tmp_path, capsys):
     cache = tmp_path / "cache"
-    error = one_line_error(capsys, run_args(data, "/dev/null", cache))
+    error = one_line_error(capsys, run_args(tenkgnad_folder, "/dev/null", cache))
     assert "not a regular file" in error and not cache.exists()
-    error = one_line_error(capsys, run_args(data, data / "results.jsonl", cache))
-    assert "lies inside the input" in error and not (data / "results.jsonl").exists() and not cache.exists()
+    error = one_line_error(capsys, run_args(tenkgnad_folder, tenkgnad_folder / "results.jsonl", cache))
+    assert "lies inside the input" in error and not (tenkgnad_folder / "results.jsonl").exists() and not cache.exists()
 
 
 # -- the results store edits only its own files ------------------------------------------------
@@ -74,31 +65,31 @@ def test_results_that_cannot_hold_a_store_is_refused_before_the_first_encode(dat
 @pytest.mark.parametrize("content", [b'{"id": 1, "text": "a line of someone else\'s data"}\n',
                                      b'{"id": 1, "text": "no final newline"}',
                                      b'{"id": 1, "te'])
-def test_a_foreign_file_as_results_is_refused_and_left_as_it_was(data, tmp_path, capsys, content):
+def test_a_foreign_file_as_results_is_refused_and_left_as_it_was(tenkgnad_folder, tmp_path, capsys, content):
     foreign = tmp_path / "notes.jsonl"
     foreign.write_bytes(content)
-    error = one_line_error(capsys, run_args(data, foreign, tmp_path / "cache", "--limit-splits", "1"))
+    error = one_line_error(capsys, run_args(tenkgnad_folder, foreign, tmp_path / "cache", "--limit-splits", "1"))
     assert f"{foreign}:1: not a results line" in error
     assert foreign.read_bytes() == content
     assert f"{foreign}:1: not a results line" in one_line_error(capsys, ["table", str(foreign)])
     assert foreign.read_bytes() == content
 
 
-def test_a_store_without_a_final_newline_gets_its_next_row_on_a_new_line(data, tmp_path, capsys):
+def test_a_store_without_a_final_newline_gets_its_next_row_on_a_new_line(tenkgnad_folder, tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    assert main(run_args(data, results, tmp_path / "cache", "--limit-splits", "2")) == 0
+    assert main(run_args(tenkgnad_folder, results, tmp_path / "cache", "--limit-splits", "2")) == 0
     first = results.read_bytes()
     assert first.endswith(b"\n") and len(_lines(results)) == 2
     results.write_bytes(first.rstrip(b"\n"))  # as an editor that drops the final newline leaves it
-    assert main(run_args(data, results, tmp_path / "cache", "--limit-splits", "3")) == 0
+    assert main(run_args(tenkgnad_folder, results, tmp_path / "cache", "--limit-splits", "3")) == 0
     rows = _lines(results)  # every line parses: nothing glued onto the last one
     assert len(rows) == 3 and len({r["split"] for r in rows}) == 3
     assert results.read_bytes().startswith(first.rstrip(b"\n") + b"\n")  # the old rows byte for byte
 
 
-def test_a_torn_row_is_cut_only_on_the_next_append_and_only_when_it_is_ours(data, tmp_path, capsys):
+def test_a_torn_row_is_cut_only_on_the_next_append_and_only_when_it_is_ours(tenkgnad_folder, tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    assert main(run_args(data, results, tmp_path / "cache", "--limit-splits", "3")) == 0
+    assert main(run_args(tenkgnad_folder, results, tmp_path / "cache", "--limit-splits", "3")) == 0
     whole = results.read_bytes()
     rows = whole.split(b"\n")[:-1]
     torn = b"\n".join(rows[:2]) + b"\n" + rows[2][: len(rows[2]) // 2]  # died half-way through row 3
@@ -107,7 +98,7 @@ def test_a_torn_row_is_cut_only_on_the_next_append_and_only_when_it_is_ours(data
     assert main(["table", str(results), "--table", "full", "--format", "csv"]) == 0
     assert "incomplete last line" in capsys.readouterr().err and results.read_bytes() == torn
     # The next run cuts its own torn row and writes the cell again.
-    assert main(run_args(data, results, tmp_path / "cache", "--limit-splits", "3")) == 0
+    assert main(run_args(tenkgnad_folder, results, tmp_path / "cache", "--limit-splits", "3")) == 0
     again = _lines(results)
     assert len(again) == 3 and [json.loads(r) for r in rows[:2]] == again[:2]
     assert {k: v for k, v in again[2].items() if not k.endswith("_s")} == \
@@ -116,7 +107,7 @@ def test_a_torn_row_is_cut_only_on_the_next_append_and_only_when_it_is_ours(data
     junk = b"\n".join(rows[:2]) + b"\nsome notes"
     results.write_bytes(junk)
     capsys.readouterr()
-    assert ":3: not a results line" in one_line_error(capsys, run_args(data, results, tmp_path / "cache"))
+    assert ":3: not a results line" in one_line_error(capsys, run_args(tenkgnad_folder, results, tmp_path / "cache"))
     assert results.read_bytes() == junk
 
 
@@ -157,10 +148,10 @@ sys.exit(main(sys.argv[3:]))
 
 
 @pytest.mark.slow
-def test_a_second_run_on_the_same_store_waits_then_skips_what_the_first_finished(data, tmp_path):
+def test_a_second_run_on_the_same_store_waits_then_skips_what_the_first_finished(tenkgnad_folder, tmp_path):
     results, cache = tmp_path / "results.jsonl", tmp_path / "cache"
     # Two configurations, so a split's cells are more than the first one the first run holds after.
-    args = ["run", "--data", str(data), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:pca",
+    args = ["run", "--data", str(tenkgnad_folder), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:pca",
             "--config", "minibatch_kmeans:none", "--results", str(results), "--cache-dir", str(cache), "--quiet"]
     started = []
     held, release = tmp_path / "first-cell-written", tmp_path / "release"
@@ -256,3 +247,15 @@ def test_a_value_of_the_wrong_type_is_a_row_unlike_the_grids(small_store, edit, 
     row = store_rows(small_store)[0]
     assert row_problem(row) is None
     assert problem in row_problem({**row, **edit})
+
+
+def test_a_cell_twice_with_other_scores_is_noted_with_its_lines(tmp_path, small_store, capsys):
+    lines = small_store.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    row["v_measure"] = row["v_measure"] / 2
+    joined = tmp_path / "joined.jsonl"
+    joined.write_text("\n".join([*lines, json.dumps(row), lines[1]]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    ResultsStore(joined)
+    err = capsys.readouterr().err
+    assert f"1 cell(s) appear twice with different scores (lines 1 and {len(lines) + 1})" in err, err

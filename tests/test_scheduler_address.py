@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import run_cli_here
+from helpers import run_cli_here
 from tecb_data.errors import UserError
 
 pytestmark = pytest.mark.timeout(60)

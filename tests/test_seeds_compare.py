@@ -178,7 +178,7 @@ def test_two_builds_of_a_dataset_are_never_averaged():
     frame = pd.DataFrame(old + new)
     newest = statistics.mean(r["v_measure"] for r in new)
     oldest = statistics.mean(r["v_measure"] for r in old)
-    # The issue-11 figure (the mean of both builds) is never made: a bare table of both is refused.
+    # A mean of both builds is never made: a bare table of both is refused.
     with pytest.raises(UserError, match="several versions"):
         report.table2(frame)
     shown = report.tables(frame)

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_args
+from helpers import offline_one_job, run_args
 
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TECB_JOBS": "1"}
 
 
 def _stored_lines(results: Path) -> int:
@@ -128,7 +127,7 @@ def test_ctrl_c_while_a_reading_command_opens_the_store_says_its_own_sentence(tm
 
 def test_an_interrupt_before_any_cell_does_not_name_the_removed_store(demo_datasets, tmp_path, capsys, monkeypatch):
     from tecb_eval.cli import main
-    from tecb_eval.models.encoders import TfidfLsaEncoder
+    from tecb_eval.models.kinds.tfidf_lsa import TfidfLsaEncoder
 
     data = demo_datasets / "tenkgnad-clustering-s2s"
 
@@ -163,7 +162,7 @@ sys.exit(main())
 def test_ctrl_c_while_exit_handlers_run_exits_130_without_a_traceback(demo_datasets):
     data = demo_datasets / "tenkgnad-clustering-s2s"
     done = subprocess.run([sys.executable, "-c", LATE_CTRL_C, "verify", str(data)], capture_output=True, text=True,
-                          env=ENV, timeout=120)
+                          env=offline_one_job(), timeout=120)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert "the library's handler finished" in done.stderr and "tecb-data: interrupted; " in done.stderr
 
@@ -189,7 +188,7 @@ def test_the_command_exits_with_its_code_after_every_exit_handler_and_flush(demo
     data = demo_datasets / "tenkgnad-clustering-s2s"
     args = [*argv, str(data)] if len(argv) == 1 else list(argv)
     done = subprocess.run([sys.executable, "-c", EXIT_AFTER_HANDLERS, *args], capture_output=True, text=True,
-                          env=ENV, timeout=120)
+                          env=offline_one_job(), timeout=120)
     assert done.returncode == code, done.stderr
     assert "the library's handler ran" in done.stderr and done.stdout.endswith("unterminated last words")
     assert "Traceback" not in done.stderr

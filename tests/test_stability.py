@@ -15,7 +15,7 @@ from sklearn import metrics
 from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.datasets import make_blobs
 
-from conftest import eval_error
+from helpers import eval_error
 from tablefiles import unlabelled_corpus
 
 import tecb_eval

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import store_rows, write_store
+from helpers import store_rows, write_store
 from tecb_eval.cli import main
 from tecb_eval.reports.tables import format_table
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import one_error_line, run_cli, run_cli_here, shared_file
+from helpers import one_error_line, run_cli, run_cli_here, shared_file
 from tablefiles import built_texts, table_build, table_rows, write_tsv
 from tecb_data import cli, layout
 from tecb_data.build import build, build_table

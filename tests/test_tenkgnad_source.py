@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from conftest import error_line, run_cli, shared_file
+from helpers import error_line, run_cli, shared_file
 from tecb_data.build import build
 from tecb_data.errors import UserError
 from tecb_data.sources import tenkgnad

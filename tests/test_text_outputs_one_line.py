@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import tfidf_rows
+from helpers import tfidf_rows
 
 DATASET = "tenkgnad-clustering-s2s"
 FAKE = "minilm\n  BERTopic:\n    import os; os.system('touch pwned')"

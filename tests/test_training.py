@@ -25,8 +25,8 @@ import pytest
 import torch
 
 import tecb_data  # noqa: E402
+from helpers import REPO  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 S2S = "blurbs-clustering-s2s"
 # Files whose text names library versions or absolute paths, not what was computed.
 SKIPPED = {"run.json", "key.json", "README.md", "config_sentence_transformers.json"}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 CHILD = "from tecb_eval.clustering.estimators import compile_umap; compile_umap()"
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import tecb_data
-from conftest import run_cli_here
+from helpers import run_cli_here
 from tablefiles import table_rows
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import error_line, run_cli
+from helpers import error_line, run_cli
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DATASET = "tenkgnad-clustering-s2s"
 NOBODY = 65534
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import run_cli_here
+from helpers import run_cli_here
 from tablefiles import built_texts, table_build, table_rows
 from tecb_data.errors import UserError
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def parsed(*args: str, main=None) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ import pytest
 from sklearn.cluster import AgglomerativeClustering
 
 import tecb_data
-from conftest import computed_once
+from helpers import computed_once
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.grid import scheduling, work
 from tecb_eval.grid.work import Cell, WorkUnit, run_unit
