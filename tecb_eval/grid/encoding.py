@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from tecb_data.progress import Progress
-from tecb_eval.grid.cache import EmbeddingStore
+from tecb_eval.grid.cache import EmbeddingStore, text_key
 from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, RemoteEncoder, binding, opens_on_a_worker
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Pending
@@ -118,6 +118,12 @@ class Encoding:
         note_hits = getattr(encoder, "note_cache_hits", None)  # a paid endpoint counts what it was spared
         if note_hits is not None:
             note_hits(len(set(texts)) - len(todo))
+        check_cache = getattr(encoder, "check_cache", None)  # an endpoint whose model may change under its name
+        if check_cache is not None and len(set(texts)) > len(todo):
+            # The canary: one cached text, the same one whatever the order of the run's texts.
+            missing = set(todo)
+            canary = min((t for t in set(texts) if t not in missing), key=text_key)
+            check_cache(canary, store.embeddings().rows([canary])[0])
         if not todo:
             return
         started = time.perf_counter()
