@@ -24,11 +24,11 @@ def api_model(server, **options) -> str:
     return "openai:minilm," + ",".join(f"{k}={v}" for k, v in options.items())
 
 
-def run_argv(data: Path, model: str, folder: Path, *extra: str, cache: Path | None = None) -> list[str]:
-    """`tecb-eval run` of ``model`` on ``data``: two splits, k-means, results and cache in ``folder``."""
+def run_argv(data: Path, model: str, folder: Path, *extra: str, cache: Path | None = None, splits: int = 2) -> list[str]:
+    """`tecb-eval run` of ``model`` on ``data``: ``splits`` splits, k-means, results and cache in ``folder``."""
     return ["run", "--data", str(data), "--model", model, "--config", "minibatch_kmeans:none", "--results",
             str(folder / "results.jsonl"), "--cache-dir", str(cache or folder / "cache"), "--quiet",
-            "--limit-splits", "2", *extra]
+            "--limit-splits", str(splits), *extra]
 
 
 def run(argv: list[str]) -> tuple[int, str]:

@@ -611,12 +611,10 @@ class OpenAIEncoder:
         return f"{count} retr{'y' if count == 1 else 'ies'}"
 
     def _asked(self) -> str:
-        """What the last answer's Retry-After asked, where the client would not wait that long."""
+        """What the last answer's Retry-After asked (a wait longer than the openai client's own
+        limit ends its retries, whatever max_retries says)."""
         asked = getattr(self._local, "asked", None)
-        if asked is None or asked <= OPENAI_LONGEST_WAIT:
-            return ""
-        return (f" (it asked for a wait of {asked:,.0f} s, longer than the {OPENAI_LONGEST_WAIT:g} s the openai "
-                "client waits)")
+        return "" if asked is None else f" (the last answer asked for a wait of {asked:,.0f} s)"
 
     def _redact(self, text: str) -> str:
         """``text`` with the key and the base URL's credentials taken out, in every encoding a
@@ -733,11 +731,6 @@ def _retry_after(headers) -> float | None:
     return None
 
 
-# The longest Retry-After the openai client honours (its MAX_RETRY_AFTER_DELAY); past it, it does
-# not retry at all.
-OPENAI_LONGEST_WAIT = 60.0
-
-
 def _shown_url(url: str) -> str:
     """A URL fit for a message: without credentials, query or fragment, and nothing unprintable."""
     shown = public_url_or_hidden(url)
@@ -754,7 +747,9 @@ def _secret_forms(base_url: str, key: str | None) -> list[str]:
     user, password = parts.username or "", parts.password or ""
     secrets = {key or "", user, password, unquote(user), unquote(password)}
     if user or password:
-        secrets |= {f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"}
+        pairs = {f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"}
+        # The Basic header's token is itself a credential, which a server may encode once more.
+        secrets |= pairs | {base64.b64encode(pair.encode("utf-8")).decode("ascii") for pair in pairs}
     forms: set[str] = set()
     for secret in filter(None, secrets):
         forms |= {secret, quote(secret, safe=""), quote(secret), quote_plus(secret)}
