@@ -41,7 +41,7 @@ class EmbeddingServer:
     ``stop_after`` (stops listening once it has answered that many requests), ``latency`` (seconds
     per request), ``max_tokens`` (longer inputs are refused with OpenAI's 400), ``redirect_to`` (every
     POST answered ``307`` with that ``Location``), ``drip`` (seconds between the answer's bytes, its
-    headers sent at once), ``gzip_bomb`` (the answer: that many zero bytes, gzipped), ``echo``
+    headers sent at once; with ``drip_headers`` its status line and headers too), ``gzip_bomb`` (the answer: that many zero bytes, gzipped), ``echo``
     (``echo(authorization)`` -> the text of a 400 that quotes what was sent), ``transform``
     (``transform(vectors)`` -> the vectors served), ``prompt_tokens`` (the usage reported)."""
 
@@ -56,6 +56,7 @@ class EmbeddingServer:
         self.max_tokens: int | None = None
         self.redirect_to: str | None = None
         self.drip = 0.0
+        self.drip_headers = False
         self.gzip_bomb = 0
         self.echo: Callable[[str], str] | None = None
         self.transform: Callable[[np.ndarray], np.ndarray] | None = None
@@ -100,9 +101,12 @@ class EmbeddingServer:
                 pass
 
             def _send(self, status: int, body: bytes, content_type="application/json", headers=()):
+                headers = [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers]
+                if server.drip_headers:
+                    head = f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n" + "".join(
+                        f"{name}: {value}\r\n" for name, value in headers) + "\r\n"
+                    return self._drip(head.encode("latin-1") + body)
                 self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
                 for name, value in headers:
                     self.send_header(name, value)
                 self.end_headers()
@@ -110,11 +114,14 @@ class EmbeddingServer:
                     self.wfile.write(body)
                     return
                 self.wfile.flush()
+                self._drip(body)
+
+            def _drip(self, data: bytes) -> None:
                 try:
-                    for i in range(len(body)):
+                    for i in range(len(data)):
                         if server._closing:
                             break
-                        self.wfile.write(body[i:i + 1])
+                        self.wfile.write(data[i:i + 1])
                         self.wfile.flush()
                         time.sleep(server.drip)
                 except OSError:  # the client gave up on the answer

@@ -177,12 +177,26 @@ def test_a_model_changed_under_its_name_stops_the_run_in_one_line(demo_datasets,
 def test_a_dripping_answer_is_cut_at_the_timeout_of_the_whole_request(key):
     with EmbeddingServer(hashed_vectors) as server:
         server.drip = 0.02  # a byte each 20 ms: each read is quick, the answer takes about 20 s
+        import openai  # noqa: F401 -- imported before the clock starts
+
         started = time.monotonic()
         message, saved = refused(encoder_for(server.url, timeout=1, max_retries=1), TEXTS)
         took = time.monotonic() - started
     assert "within timeout=1 s" in message and "1 retry" in message, message
     assert took < 4, took  # two tries of at most a second each, and the client's backoff between
     assert server.requests == 2 and not saved
+
+
+def test_dripping_headers_are_cut_a_timeout_after_the_requests_deadline(key):
+    with EmbeddingServer(hashed_vectors) as server:
+        server.drip, server.drip_headers = 0.1, True  # even the status line: no answer to look at
+        import openai  # noqa: F401 -- imported before the clock starts
+
+        started = time.monotonic()
+        message, saved = refused(encoder_for(server.url, timeout=1, max_retries=3), TEXTS)
+        took = time.monotonic() - started
+    assert "within timeout=1 s" in message and "held the request" in message, message
+    assert took < 3.5 and server.requests == 1 and not saved, took
 
 
 def test_a_gzip_bomb_is_stopped_at_the_answers_bound_and_named(key):

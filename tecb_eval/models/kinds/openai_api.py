@@ -83,6 +83,7 @@ MAX_SQUARED_NORM = 1e32
 CANARY_TOLERANCE = 0.05
 # After the first Ctrl-C or SIGTERM, the requests in flight get this long to be answered and kept.
 STOP_GRACE_S = 10.0
+POLL_S = 0.25  # how often the waiting thread looks at the batches in flight
 
 
 # -- options -----------------------------------------------------------------------------------
@@ -237,6 +238,15 @@ class _BatchError(Exception):
 
 
 @dataclass
+class _Flight:
+    """A batch in flight, as its thread and the waiting thread both see it: the deadline of its
+    request of the moment, and whether the run gave up on it."""
+
+    deadline: float = math.inf
+    abandoned: bool = False
+
+
+@dataclass
 class _Piece:
     texts: list[str]
     vectors: np.ndarray
@@ -296,8 +306,8 @@ class OpenAIEncoder:
         local = self._local
         retry = int(request.headers.get("x-stainless-retry-count", "0") or 0)
         now = time.monotonic()
-        if self._stopping:
-            raise _refuse("the run was stopped (Ctrl-C or SIGTERM) before this request was sent")
+        if self._stopping or local.flight.abandoned:
+            raise _refuse("the run stopped waiting for this batch before the request was sent")
         if retry > 0:
             waited = max(0.0, now - getattr(local, "last", now))
             with self.usage.lock:
@@ -313,7 +323,7 @@ class OpenAIEncoder:
             self.usage.requests += 1
         local.last = now
         # The whole attempt, its answer read to the end, within timeout (httpx bounds each read only).
-        local.deadline = now + self.settings.timeout
+        local.flight.deadline = now + self.settings.timeout
         local.why = "no answer (connection failed or timed out)"
 
     def _on_response(self, response) -> None:
@@ -322,6 +332,8 @@ class OpenAIEncoder:
         status = response.status_code
         if 300 <= status < 400:
             raise _refuse(self._redirected(response))
+        if local.last > local.flight.deadline:  # headers that took the whole timeout: retried as a timeout
+            raise _httpx().ReadTimeout(f"the answer's headers took longer than timeout={self.settings.timeout:g} s")
         local.asked = None
         if status == 429 or status >= 500 or status in (408, 409):
             local.why = f"HTTP {status}" + (" (rate limit)" if status == 429 else "")
@@ -344,7 +356,7 @@ class OpenAIEncoder:
         if encodings:
             del response.headers["content-encoding"]
         response.stream = _bounded_stream(response.stream, self.host, limit, encodings[0] if encodings else None,
-                                          local.deadline, self.settings.timeout)
+                                          local.flight.deadline, self.settings.timeout)
 
     def _redirected(self, response) -> str:
         asked = str(response.request.url)
@@ -416,39 +428,49 @@ class OpenAIEncoder:
         before = (self.usage.requests, self.usage.retries, self.usage.waited_s, self.usage.tokens)
         answers: queue.Queue = queue.Queue()
         pending = iter(range(len(batches)))
-        in_flight = 0
+        flights: dict[int, _Flight] = {}
         failure: BaseException | None = None
         stopped_at: float | None = None
 
         def send() -> None:
-            nonlocal in_flight
             for number in pending:
-                offset = number * s.batch_size
+                flight = flights[number] = _Flight()
 
-                def one(number=number, offset=offset):
+                def one(number=number, flight=flight):
                     try:
-                        answers.put(self._batch(batches[number], number + 1, len(batches), offset))
+                        pieces, error = self._batch(batches[number], number + 1, len(batches),
+                                                    number * s.batch_size, flight)
                     except BaseException as exc:  # noqa: BLE001 -- a bug: said, never a wait without end
-                        answers.put(([], exc))
+                        pieces, error = [], exc
+                    answers.put((number, pieces, error))
 
-                # Daemon threads: a second Ctrl-C leaves while a server still holds a request open.
+                # Daemon threads: a second Ctrl-C, or a request past its deadline, leaves the thread
+                # behind rather than waiting for a server that holds it open.
                 threading.Thread(target=one, name=f"tecb-openai-{number + 1}", daemon=True).start()
-                in_flight += 1
                 return
 
         for _ in range(s.concurrency):
             send()
-        while in_flight:
+        while flights:
+            now = time.monotonic()
+            patience = POLL_S if stopped_at is None else max(min(POLL_S, stopped_at + STOP_GRACE_S - now), 0.0)
             try:
-                if stopped_at is None:
-                    pieces, error = answers.get()
-                else:
-                    left = stopped_at + STOP_GRACE_S - time.monotonic()
-                    pieces, error = answers.get(timeout=max(left, 0.0))
+                number, pieces, error = answers.get(timeout=patience)
             except queue.Empty:
-                self._say(f"note: {self.name}: {in_flight} requests in flight were not answered within "
-                          f"{STOP_GRACE_S:g} s of the stop; left unanswered")
-                break
+                if stopped_at is not None and time.monotonic() >= stopped_at + STOP_GRACE_S:
+                    self._say(f"note: {self.name}: {len(flights)} requests in flight were not answered within "
+                              f"{STOP_GRACE_S:g} s of the stop; left unanswered")
+                    break
+                # The answer is checked against its deadline as it arrives; a server that holds
+                # back even its headers is caught here, a timeout later.
+                for late in [n for n, f in flights.items() if time.monotonic() > f.deadline + s.timeout]:
+                    flights.pop(late).abandoned = True
+                    pending = iter(())
+                    failure = failure or UserError(
+                        f"{self.name}: batch {late + 1} of {len(batches)}: {self.host} gave no whole answer within "
+                        f"timeout={s.timeout:g} s (the time one request may take; it still held the request "
+                        f"{s.timeout:g} s later); the batches answered are cached: rerun to resume, or raise timeout")
+                continue
             except BaseException as exc:  # Ctrl-C (SIGTERM arrives as one): send nothing more
                 if stopped_at is not None:
                     raise  # the second: leave now
@@ -456,10 +478,11 @@ class OpenAIEncoder:
                 self._stopping = True
                 failure = failure or exc
                 pending = iter(())
-                self._say(f"note: {self.name}: stopping: {in_flight} requests in flight get up to {STOP_GRACE_S:g} s "
-                          "to be answered and kept (Ctrl-C again to stop now)")
+                self._say(f"note: {self.name}: stopping: {len(flights)} requests in flight get up to "
+                          f"{STOP_GRACE_S:g} s to be answered and kept (Ctrl-C again to stop now)")
                 continue
-            in_flight -= 1
+            if flights.pop(number, None) is None:
+                continue  # given up on already
             for piece in pieces:
                 save(piece.texts, piece.vectors, piece.tokens)  # a full disk raises here: nothing more is sent
             if error is not None and failure is None:
@@ -500,12 +523,13 @@ class OpenAIEncoder:
             return None
         return float(tokens) * self.price_per_million_tokens / 1e6
 
-    def _batch(self, texts: list[str], number: int, total: int, offset: int) -> tuple[list[_Piece], Exception | None]:
+    def _batch(self, texts: list[str], number: int, total: int, offset: int,
+               flight: _Flight | None = None) -> tuple[list[_Piece], Exception | None]:
         """One batch (in a pool thread): its pieces and the error that ended it, if one did. An
         input the model refuses as too long splits the batch, so that the rest is paid for once."""
         local = self._local
         local.batch, local.waited, local.why, local.retries, local.asked = f"{number} of {total}", 0.0, "", 0, None
-        local.deadline = math.inf
+        local.flight = flight or _Flight()
         pieces: list[_Piece] = []
         try:
             self._send(texts, offset, pieces)
