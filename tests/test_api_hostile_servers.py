@@ -124,6 +124,13 @@ def test_vectors_a_clustering_cannot_use_are_refused_in_one_line_and_nothing_cac
     assert not saved
 
 
+def test_one_vector_for_every_text_is_refused_across_batches_of_one_text(key):
+    with EmbeddingServer(lambda texts: np.ones((len(texts), 16), dtype=np.float32)) as server:
+        message, saved = refused(encoder_for(server.url, batch_size=1, concurrency=1), TEXTS)
+    assert "one and the same vector for all 2 distinct texts" in message and "batch 2 of 6" in message, message
+    assert len(saved) == 1 and server.requests == 2
+
+
 def test_one_vector_for_every_text_stops_the_grid_with_nothing_stored(demo_datasets, tmp_path, capsys, key):
     with EmbeddingServer(hashed_vectors) as server:
         server.transform = lambda v: np.repeat(v[:1], len(v), axis=0)
@@ -136,7 +143,7 @@ def test_a_token_count_no_request_can_have_is_no_cost(demo_datasets, tmp_path, k
     with EmbeddingServer(hashed_vectors) as server:
         server.prompt_tokens = 10 ** 30
         code, output = run(run_argv(demo_datasets / DATASET, api_model(server, price_per_million_tokens=0.02),
-                                    tmp_path))
+                                    tmp_path, splits=1))
     assert code == 0, output
     notes = [line for line in output.splitlines() if "prompt tokens" in line]
     assert notes and all("no tokens or cost are recorded" in line for line in notes), output
@@ -201,7 +208,7 @@ def test_dripping_headers_are_cut_a_timeout_after_the_requests_deadline(key):
 
 def test_a_gzip_bomb_is_stopped_at_the_answers_bound_and_named(key):
     with EmbeddingServer(hashed_vectors) as server:
-        server.gzip_bomb = 200 * 2 ** 20  # 200 MiB of zeros in about 200 KB
+        server.gzip_bomb = 64 * 2 ** 20  # 64 MiB of zeros in about 64 KB
         message, saved = refused(encoder_for(server.url, batch_size=8), TEXTS)
     assert "of gzip past 5 MiB" in message and "decompression bomb" in message, message
     assert "nothing of this batch was cached" in message and server.requests == 1 and not saved
@@ -264,7 +271,7 @@ def test_sigterm_stops_a_run_held_by_a_dripping_server(demo_datasets, tmp_path):
     with EmbeddingServer(hashed_vectors) as server:
         server.drip = 0.05
         # The request in flight may take its timeout to be answered and kept, no longer, and no retry follows.
-        process = _dripping_run(server, demo_datasets, tmp_path, timeout=3)
+        process = _dripping_run(server, demo_datasets, tmp_path, timeout=2)
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         try:
@@ -272,7 +279,7 @@ def test_sigterm_stops_a_run_held_by_a_dripping_server(demo_datasets, tmp_path):
         finally:
             process.kill()
         took = time.monotonic() - started
-    assert process.returncode == 143 and took < 5, (process.returncode, took, stderr)
+    assert process.returncode == 143 and took < 4, (process.returncode, took, stderr)
     assert server.requests == 1
     assert "terminated" in stderr and "Traceback" not in stderr, stderr
 

@@ -275,6 +275,9 @@ class OpenAIEncoder:
         self._stopping = False
         self._width = s.dimensions
         self._local = threading.local()
+        self._one_vector: np.ndarray | None = None  # while every vector answered so far is this one
+        self._one_vector_texts = 0
+        self._varied = False
 
     # The client is made on the first request: a run whose texts are all cached needs no key or
     # network until it asks for its canary.
@@ -630,6 +633,24 @@ class OpenAIEncoder:
         text = str(message or getattr(exc, "message", "") or type(exc).__name__)
         return self._redact(" ".join(text.split())[:300])
 
+    def _check_varied(self, matrix: np.ndarray) -> None:
+        """One vector for every text across batches (a batch of one text each) is refused as
+        within a batch: while every vector so far is one and the same, a second text with it is
+        one too many."""
+        with self.usage.lock:
+            if self._varied:
+                return
+            if self._one_vector is None:
+                self._one_vector = matrix[0].copy()
+            if not (matrix == self._one_vector).all():
+                self._varied = True
+                return
+            self._one_vector_texts += len(matrix)
+            if self._one_vector_texts > 1:
+                raise _BatchError(f"the server returned one and the same vector for all {self._one_vector_texts} "
+                                  "distinct texts it was sent so far: it does not embed them; nothing of this batch "
+                                  "was cached")
+
     def _retries(self) -> str:
         count = getattr(self._local, "retries", 0)
         return f"{count} retr{'y' if count == 1 else 'ies'}"
@@ -681,6 +702,7 @@ class OpenAIEncoder:
         if not np.isfinite(matrix).all():
             raise _BatchError("a vector holds NaN or infinity; nothing of this batch was cached")
         _check_usable(matrix)
+        self._check_varied(matrix)
         self._width = width
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "prompt_tokens", None)
