@@ -21,6 +21,7 @@ from tecb_eval.grid.cache import EmbeddingStore, text_key
 from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, RemoteEncoder, binding, opens_on_a_worker
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Pending
+from tecb_eval.models import encoders
 from tecb_eval.models.spec import ModelRun, ModelSpec, open_model
 from tecb_eval.mteb.encoders import encoder_for_dataset
 
@@ -118,12 +119,10 @@ class Encoding:
         note_hits = getattr(encoder, "note_cache_hits", None)  # a paid endpoint counts what it was spared
         if note_hits is not None:
             note_hits(len(set(texts)) - len(todo))
-        check_cache = getattr(encoder, "check_cache", None)  # an endpoint whose model may change under its name
-        if check_cache is not None and len(set(texts)) > len(todo):
-            # The canary: one cached text, the same one whatever the order of the run's texts.
-            missing = set(todo)
-            canary = min((t for t in set(texts) if t not in missing), key=text_key)
-            check_cache(canary, store.embeddings().rows([canary])[0])
+        missing = set(todo)
+        # An endpoint whose model may change under its name is asked again for one cached text.
+        encoders.check_cache(encoder, [t for t in set(texts) if t not in missing],
+                             lambda text: store.embeddings().rows([text])[0], text_key)
         if not todo:
             return
         started = time.perf_counter()

@@ -192,6 +192,19 @@ def usage_fields(encoder, tokens: float | None) -> dict:
     return {} if fields_of is None else fields_of(tokens)
 
 
+def check_cache(encoder, cached: list[str], vector_of, key) -> None:
+    """Before a model's cached vectors are used: an encoder whose model may change under its name
+    (an ``openai:`` model) asks again for one of the ``cached`` texts, the one with the smallest
+    ``key`` (the cache's key of a text: the same one for the same texts, whatever their order),
+    and compares it with ``vector_of(text)``, the cached vector, raising a one-line error where
+    the two differ past float noise. Nothing for a model that runs here."""
+    check = getattr(encoder, "check_cache", None)
+    if check is None or not cached:
+        return
+    canary = min(cached, key=key)
+    check(canary, vector_of(canary))
+
+
 def name_suffix(options: dict) -> str:
     """What a prompt, backend or dtype adds to a model's default table name, so that a table (one
     identity per model name) shows prompted and unprompted runs of one model side by side."""
