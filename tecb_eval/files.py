@@ -9,6 +9,7 @@ unreadable by the rest of a group sharing a cache or a report.
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import os
 import re
@@ -139,6 +140,17 @@ def _create_temporary(folder: Path, suffix: str) -> tuple[int, Path]:
             continue
 
 
+# What a file system says when it is full (or a quota or file-size limit is reached).
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _reason(exc: OSError) -> str:
+    """An OSError in words, a full disk named as one."""
+    if exc.errno in _FULL:
+        return f"the disk is full: {exc.strerror}"
+    return exc.strerror or str(exc)
+
+
 def atomic_save(path: Path, write: Callable[[object], None], suffix: str, *, option: str | None = None) -> None:
     """Write through ``write(fileobj)`` into a temporary sibling, fsync, then rename into place.
     ``option``: the command-line option that chose the folder, named in the error line (e.g.
@@ -149,7 +161,7 @@ def atomic_save(path: Path, write: Callable[[object], None], suffix: str, *, opt
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _create_temporary(path.parent, suffix)
     except OSError as exc:
-        reason = exc.strerror or str(exc)
+        reason = _reason(exc)
         raise WriteError(f"{path.parent}: cannot write there ({reason}); {choose}", path, reason) from None
     try:
         # A buffered file retries a short write until every byte is out, and raises if one fails.
@@ -160,7 +172,7 @@ def atomic_save(path: Path, write: Callable[[object], None], suffix: str, *, opt
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        reason = exc.strerror or str(exc)
+        reason = _reason(exc)
         raise WriteError(f"{path}: writing the file failed ({reason}); free space or {choose}", path, reason) from None
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -4,12 +4,15 @@
 "embedding", index, embedding}], model, usage: {prompt_tokens, total_tokens}}``, errors as
 ``{error: {message, type, code}}``), serving whatever ``encode`` computes (the tests: the offline
 MiniLM). It counts what it is sent, and can misbehave on purpose: throttle, reorder, answer the
-wrong count or dimension, NaN, a body that is not JSON, refuse the key, stop mid-run, be slow.
+wrong count or dimension, NaN, a body that is not JSON, refuse the key, stop mid-run, be slow,
+redirect, drip its answer, answer a gzip bomb, echo the credentials it was sent, serve vectors no
+clustering can use (or another model's), report tokens it cannot have counted.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import math
 import threading
@@ -36,7 +39,11 @@ class EmbeddingServer:
     (every n-th request is a 429 with ``Retry-After: retry_after``), ``reverse`` (items in reverse
     order, indexes kept), ``wrong_count``, ``wrong_dimension``, ``nan``, ``not_json``,
     ``stop_after`` (stops listening once it has answered that many requests), ``latency`` (seconds
-    per request), ``max_tokens`` (longer inputs are refused with OpenAI's 400)."""
+    per request), ``max_tokens`` (longer inputs are refused with OpenAI's 400), ``redirect_to`` (every
+    POST answered ``307`` with that ``Location``), ``drip`` (seconds between the answer's bytes, its
+    headers sent at once; with ``drip_headers`` its status line and headers too), ``gzip_bomb`` (the answer: that many zero bytes, gzipped), ``echo``
+    (``echo(authorization)`` -> the text of a 400 that quotes what was sent), ``transform``
+    (``transform(vectors)`` -> the vectors served), ``prompt_tokens`` (the usage reported)."""
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *, port: int = 0, model: str = "minilm",
                  key: str | None = None, latency: float = 0.0):
@@ -47,6 +54,14 @@ class EmbeddingServer:
         self.stop_after: int | None = None
         self.stopped = False
         self.max_tokens: int | None = None
+        self.redirect_to: str | None = None
+        self.drip = 0.0
+        self.drip_headers = False
+        self.gzip_bomb = 0
+        self.echo: Callable[[str], str] | None = None
+        self.transform: Callable[[np.ndarray], np.ndarray] | None = None
+        self.prompt_tokens: int | None = None
+        self._closing = False
         self.requests = 0  # POSTs received
         self.answered = 0  # POSTs answered with embeddings
         self.texts: list[str] = []  # every input of every answered (embedded, paid) request, in order
@@ -70,6 +85,7 @@ class EmbeddingServer:
         self.stop()
 
     def stop(self) -> None:
+        self._closing = True  # a dripping answer stops too
         if self._thread is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -85,13 +101,32 @@ class EmbeddingServer:
                 pass
 
             def _send(self, status: int, body: bytes, content_type="application/json", headers=()):
+                headers = [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers]
+                if server.drip_headers:
+                    head = f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n" + "".join(
+                        f"{name}: {value}\r\n" for name, value in headers) + "\r\n"
+                    return self._drip(head.encode("latin-1") + body)
                 self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
                 for name, value in headers:
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(body)
+                if not server.drip:
+                    self.wfile.write(body)
+                    return
+                self.wfile.flush()
+                self._drip(body)
+
+            def _drip(self, data: bytes) -> None:
+                try:
+                    for i in range(len(data)):
+                        if server._closing:
+                            break
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(server.drip)
+                except OSError:  # the client gave up on the answer
+                    pass
+                self.close_connection = True
 
             def _error(self, status: int, message: str, kind: str, code=None, headers=()):
                 self._send(status, json.dumps({"error": {"message": message, "type": kind, "param": None,
@@ -107,6 +142,11 @@ class EmbeddingServer:
                     number = server.requests
                     server.bodies.append(body)
                     server.headers.append(str(self.headers))
+                if server.redirect_to is not None:
+                    return self._send(307, b"", headers=[("Location", server.redirect_to)])
+                if server.echo is not None:
+                    return self._error(400, server.echo(self.headers.get("Authorization") or ""),
+                                       "invalid_request_error")
                 if self.path.rstrip("/") != "/v1/embeddings":
                     return self._error(404, f"no route {self.path}", "invalid_request_error")
                 if server.key is not None and self.headers.get("Authorization") != f"Bearer {server.key}":
@@ -145,6 +185,8 @@ class EmbeddingServer:
                 if server.nan:
                     vectors = vectors.copy()
                     vectors[0, 0] = math.nan
+                if server.transform is not None:
+                    vectors = np.asarray(server.transform(vectors), dtype=np.float32)
                 items = [{"object": "embedding", "index": i,
                           "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode("ascii")
                           if fmt == "base64" else [float(x) for x in v]}
@@ -153,9 +195,11 @@ class EmbeddingServer:
                     items = items[:-1]
                 if server.reverse:
                     items = items[::-1]
-                used = sum(tokens(t) for t in texts)
+                used = sum(tokens(t) for t in texts) if server.prompt_tokens is None else server.prompt_tokens
                 if server.not_json:
                     return self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+                if server.gzip_bomb:
+                    return self._send(200, _zeros_gzipped(server.gzip_bomb), headers=[("Content-Encoding", "gzip")])
                 answer = {"object": "list", "data": items, "model": request.get("model", server.model),
                           "usage": {"prompt_tokens": used, "total_tokens": used}}
                 # Counted before the answer leaves: a client that has its vectors finds them counted.
@@ -171,3 +215,13 @@ class EmbeddingServer:
                     threading.Thread(target=server.stop, daemon=True).start()
 
         return Handler
+
+
+_bombs: dict[int, bytes] = {}
+
+
+def _zeros_gzipped(size: int) -> bytes:
+    """``size`` zero bytes, gzipped (about a thousandth of the size): a decompression bomb."""
+    if size not in _bombs:
+        _bombs[size] = gzip.compress(bytes(size), compresslevel=9)
+    return _bombs[size]

@@ -1,27 +1,23 @@
 """Models behind an OpenAI-compatible embeddings API (``openai:NAME``), against a real HTTP server
 on 127.0.0.1 (tests/openai_server.py) that serves the offline MiniLM: the same scores as MiniLM
-in-process, paid for once (a rerun, a second seed, a resumed run send no text twice), a provider's
+in-process, paid for once (a rerun, a second seed, a resumed run send no text twice but one cached
+text asked again to check the server still serves the same model), a provider's
 habits (429 with Retry-After, items out of order, base64, 401, answers that are wrong), and the key
 in no file and no output."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from api_runs import DATASET, KEY, KEY_VARIABLE, api_model, eval_error, run, run_argv, shards
 from openai_server import EmbeddingServer, TOO_LONG  # noqa: F401 (the wording the client parses)
 
 from helpers import store_rows
 
-KEY = "sk-tecbTestKey-7f3a9c1e5b2d4f60"  # unique: looked for in every file and output
-KEY_VARIABLE = "TECB_TEST_OPENAI_KEY"
-DATASET = "tenkgnad-clustering-s2s"
 # Both runs cluster the same texts at the same seed. float32 in base64 round-trips exactly, but the
 # server encodes the client's batches of 8, padded otherwise than minilm-l6's own batches in-process,
 # so a few vectors differ in the 7th decimal (one of the demo's 73, by 1.3e-7); k-means gives the
@@ -33,45 +29,6 @@ V_MEASURE_TOLERANCE = 1e-6
 def key(monkeypatch):
     monkeypatch.setenv(KEY_VARIABLE, KEY)
     return KEY
-
-
-def api_model(server: EmbeddingServer, **options) -> str:
-    options = {"base_url": server.url, "api_key_env": KEY_VARIABLE, "batch_size": 8, "concurrency": 2, **options}
-    return "openai:minilm," + ",".join(f"{k}={v}" for k, v in options.items())
-
-
-def run_argv(data: Path, model: str, folder: Path, *extra: str) -> list[str]:
-    return ["run", "--data", str(data), "--model", model, "--config", "minibatch_kmeans:none", "--results",
-            str(folder / "results.jsonl"), "--cache-dir", str(folder / "cache"), "--quiet", "--limit-splits", "2",
-            *extra]
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    """`tecb-eval argv` in this process: its exit code and everything it printed."""
-    from tecb_eval.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = main(argv)
-    return code, out.getvalue()
-
-
-def eval_error(capsys, argv: list[str]) -> str:
-    """`tecb-eval argv` fails as a user error: exit 2, one error line, and besides it only the
-    endpoint's notes (the texts leaving the machine, a wait)."""
-    from tecb_eval.cli import main
-
-    capsys.readouterr()
-    code = main(argv)
-    error = capsys.readouterr().err
-    lines = [line for line in error.splitlines() if line.strip() and "Loading weights" not in line]
-    errors = [line for line in lines if line.startswith("tecb-eval: error: ")]
-    assert code == 2 and len(errors) == 1 and all(line.startswith("note: ") for line in lines if line not in errors), error
-    return errors[0]
-
-
-def shards(cache: Path) -> list[Path]:
-    return sorted(cache.glob("embeddings/*/shard-*.npz"))
 
 
 @pytest.fixture(scope="module")
@@ -105,19 +62,23 @@ def test_minilm_served_over_http_scores_as_minilm_in_process(served, demo_datase
         assert abs(ours[row] - score) <= V_MEASURE_TOLERANCE, (row, ours[row], score)
 
 
-def test_a_rerun_and_a_second_seed_send_no_request(served, demo_datasets, tmp_path, monkeypatch):
+def test_a_rerun_sends_nothing_and_a_second_seed_only_the_canary(served, demo_datasets, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_VARIABLE, KEY)
     server = served["server"]
     assert len(served["texts"]) == len(set(served["texts"])) > 0  # each text sent once
     folder = tmp_path / "rerun"
     shutil.copytree(served["folder"], folder)  # its store and cache, as they were after the run
-    for extra in ((), ("--seed", "7")):
-        code, output = run(run_argv(demo_datasets / DATASET, served["model"], folder, *extra))
-        assert code == 0, output
-    assert server.requests == served["requests"]  # 0 new requests: every vector came from the cache
+    code, output = run(run_argv(demo_datasets / DATASET, served["model"], folder))
+    assert code == 0, output
+    assert server.requests == served["requests"]  # every cell stored: nothing to encode, nothing asked
+    code, output = run(run_argv(demo_datasets / DATASET, served["model"], folder, "--seed", "7"))
+    assert code == 0, output
+    # Every vector came from the cache; the run asked again for one cached text only (its canary).
+    assert server.requests == served["requests"] + 1 and len(server.texts) == len(served["texts"]) + 1
+    assert server.texts[-1] in served["texts"]
     rows = store_rows(folder / "results.jsonl")
     seven = [r for r in rows if r["seed"] == 7]
-    assert seven and all(r["api_requests"] == 0 and r["api_cache_hits"] > 0 for r in seven)
+    assert seven and all(r["api_requests"] == 1 and r["api_cache_hits"] > 0 for r in seven)
 
 
 def test_rows_record_tokens_requests_and_cost(served):
@@ -274,7 +235,8 @@ def test_a_server_that_stops_mid_run_then_resume_sends_no_text_twice(
         second = list(again.texts)
     assert code == 0, output
     sent = first + second
-    assert second and len(sent) == len(set(sent))  # no text sent twice
+    # No text sent twice but the canary (one cached text the resumed run asked for again).
+    assert second and len(sent) == len(set(sent)) + 1 and second[0] in first
 
 
 @pytest.mark.parametrize("truncate", ["refuse", "end"])

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Callable
 
 from tecb_data.progress import Progress
-from tecb_eval.grid.cache import EmbeddingStore
+from tecb_eval.grid.cache import EmbeddingStore, text_key
 from tecb_eval.grid.cluster_encode import NEXT_MODEL_PRIORITY, binding, on_cluster, opens_on_a_worker
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.grid.plan import Pending
+from tecb_eval.models import encoders
 from tecb_eval.models.spec import ModelRun, ModelSpec, open_model
 from tecb_eval.mteb.encoders import encoder_for_dataset
 
@@ -115,6 +116,10 @@ class Encoding:
         encoder = item.encoder
         todo = store.missing(texts)
         encoder.note_cache_hits(len(set(texts)) - len(todo))  # a paid endpoint counts what it was spared
+        missing = set(todo)
+        # An endpoint whose model may change under its name is asked again for one cached text.
+        encoders.check_cache(encoder, [t for t in set(texts) if t not in missing],
+                             lambda text: store.embeddings().rows([text])[0], text_key)
         if not todo:
             return
         started = time.perf_counter()

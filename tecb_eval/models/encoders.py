@@ -27,7 +27,7 @@ from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.models import registry
 from tecb_eval.models.kinds import pretrained
-from tecb_eval.models.kinds.common import Load
+from tecb_eval.models.kinds.common import Encoder, Load
 from tecb_eval.models.kinds.pretrained import SENTENCE_TRANSFORMERS_ONLY
 from tecb_eval.models.registry import BUILTIN_NAMES
 
@@ -166,6 +166,18 @@ def usage_fields(encoder, tokens: float | None) -> dict:
     where a price is given, and this run's requests, retries, waits, texts sent, cache hits and
     texts cut; nothing for a model that runs here."""
     return encoder.usage_fields(tokens)
+
+
+def check_cache(encoder, cached: list[str], vector_of, key) -> None:
+    """Before a model's cached vectors are used: an encoder whose model may change under its name
+    (an ``openai:`` model) asks again for one of the ``cached`` texts, the one with the smallest
+    ``key`` (the cache's key of a text: the same one for the same texts, whatever their order),
+    and compares it with ``vector_of(text)``, the cached vector, raising a one-line error where
+    the two differ past float noise. Nothing for a model that runs here."""
+    if not cached or type(encoder).check_cache is Encoder.check_cache:
+        return
+    canary = min(cached, key=key)
+    encoder.check_cache(canary, vector_of(canary))
 
 
 def name_suffix(options: dict) -> str:

@@ -83,6 +83,11 @@ class Encoder:
         """What a results row says of a paid endpoint's encoding; nothing for a model that runs here."""
         return {}
 
+    def check_cache(self, text: str, cached: np.ndarray) -> None:
+        """Before its cached vectors are used: a model that may change under its name (an endpoint)
+        encodes ``text`` again and stops the run where it no longer gives ``cached``. A model that
+        runs here is what its identity names: nothing to check."""
+
 
 @dataclass(frozen=True)
 class Option:
