@@ -23,7 +23,7 @@ from api_runs import (DATASET, KEY, KEY_VARIABLE, api_model, eval_error, full_di
                       shards)
 from openai_server import EmbeddingServer
 
-from conftest import store_rows
+from helpers import store_rows
 
 
 @pytest.fixture
