@@ -94,7 +94,7 @@ def _cmd_table(args) -> int:
         if args.format == "csv":
             print(report.csv_safe(layout).to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
         else:
-            layout = layout.set_index(report.HEADER)
+            layout = report.cost_columns_as_text(layout).set_index(report.HEADER)
             print(report.format_table(layout, args.format), end="")
     elif reference is None and not args.demo and args.table == "both":
         print_tables(frame, args.format, selection(args))
