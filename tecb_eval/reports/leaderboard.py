@@ -77,6 +77,8 @@ class Entry:
     @property
     def standing(self) -> str:
         """Against the best model, in plain words (the marker of ``tecb-eval table``)."""
+        if self.rank == "1=" and self.marker != "*":
+            return "tied with the best (the same figure as printed)"
         return {"*": "best", "=": "behind, but the gap could be chance", "?": "no cell shared with the best",
                 }.get(self.marker, "behind: the gap holds")
 

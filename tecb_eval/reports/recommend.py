@@ -204,7 +204,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         result = compare.paired_difference(
             scores, _scores(theirs), dataset=dataset, model_a=_name(best.model, best.algorithm, best.reduction),
             model_b=_name(second.model, second.algorithm, second.reduction), confidence=confidence,
-            resamples=resamples, seed=seed, independent=independent)
+            resamples=resamples, seed=seed, independent=independent, **_floor(best, second))
         runner = {"model": second.model, "algorithm": second.algorithm, "reduction": second.reduction,
                   "mean": float(second.mean), "zero": zero_reason(theirs), "usage": _usage(usage, second.model, dataset)}
         lead = _jsonable(result.record())
@@ -259,11 +259,19 @@ def _ranked_pipelines(ranked, compared: pd.DataFrame, best_scores: pd.Series, da
             result = compare.paired_difference(
                 best_scores, _scores(rows[(r.model, r.algorithm, r.reduction)]), dataset=dataset,
                 model_a="best", model_b=_name(r.model, r.algorithm, r.reduction), confidence=confidence,
-                resamples=resamples, seed=seed, independent=independent)
+                resamples=resamples, seed=seed, independent=independent, **_floor(ranked[0], r))
             tied = not result.holds
         out.append({"rank": printed, "model": r.model, "algorithm": r.algorithm, "reduction": r.reduction,
                     "mean": float(r.mean), "tied": tied})
     return out
+
+
+def _floor(a, b) -> dict:
+    """The noise floor of two pipelines compared: the larger of their configurations' (the one that
+    moves more when the vectors move by 1e-7), as ``compare`` applies it."""
+    floors = {f"{p.algorithm}:{p.reduction}": registry.noise_floor(p.algorithm, p.reduction) for p in (a, b)}
+    worst = max(floors, key=floors.get)
+    return {"floor": floors[worst], "floor_of": worst}
 
 
 def _usage(usage: dict, model: str, dataset: str) -> dict | None:
