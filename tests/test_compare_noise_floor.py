@@ -22,8 +22,8 @@ def frame(algorithm: str, reduction: str, lead: float) -> pd.DataFrame:
     for i in range(10):
         base = 0.30 + 0.01 * (i % 4)
         for model, value in (("a", base + lead), ("b", base)):
-            rows.append(dict(model=model, mteb_name=DATASET, algorithm=algorithm, reduction=reduction,
-                             split=f"s{i:02d}", seed=42, v_measure=value, protocol="legacy"))
+            rows.append({"model": model, "mteb_name": DATASET, "algorithm": algorithm, "reduction": reduction,
+                         "split": f"s{i:02d}", "seed": 42, "v_measure": value, "protocol": "legacy"})
     return pd.DataFrame(rows)
 
 

@@ -55,7 +55,7 @@ def test_the_leaderboard_shares_the_rank_of_a_tie_and_shows_cost_beside_quality(
     assert _cells(html, "rank") == ["1=", "1="]
     assert _cells(html, "margin")[0] == "tied"
     tokens, cost = expected_usage(read_rows(small_store))
-    rows = re.findall(r"<tr>\s*<td class=\"num rank\".*?</tr>", html, flags=re.S)
+    rows = re.findall(r"<tr>\s*<td class=\"num rank\".*?</tr>", html, flags=re.DOTALL)
     api_row = next(r for r in rows if f">{API}</a>" in r)
     local_row = next(r for r in rows if ">tfidf-lsa</a>" in r)
     assert f"{tokens:,.0f} tokens, cost {cost:.6g}" in _cells(api_row, "cost")[0]
