@@ -94,7 +94,7 @@ def _cmd_table(args) -> int:
         if args.format == "csv":
             print(report.csv_safe(layout).to_csv(index=False, float_format="%.15g", lineterminator="\n"), end="")
         else:
-            layout = layout.set_index(report.HEADER)
+            layout = report.cost_columns_as_text(layout).set_index(report.HEADER)
             print(report.format_table(layout, args.format), end="")
     elif reference is None and not args.demo and args.table == "both":
         print_tables(frame, args.format, selection(args))
@@ -133,7 +133,9 @@ def _cmd_compare(args) -> int:
         note = (f"A = {one_line(args.model[0])}, B = {one_line(args.model[1])}, {algorithm}:{reduction or 'none'}; "
                 f"V-measure x100; A - B with its {100 * args.confidence:g} % paired bootstrap interval (low, high) over "
                 f"splits and seeds, its SD over splits (sd), the sign-flip p ({args.resamples} resamples, exact for few "
-                f"splits) and whether the ranking holds (interval excludes 0 and p < {1 - args.confidence:.2g}).")
+                f"splits), the configuration's noise floor (floor: what moving every vector by 1e-7 changes, "
+                f"bench/bench_reduction_noise_floor.py; 0 without UMAP) and whether the ranking holds (interval "
+                f"excludes 0, p < {1 - args.confidence:.2g}, and A - B larger than the floor).")
         if not all(c.independent for c in results):
             note += ("\nFast protocol: sd is the SD over its bootstrap draws; low/high stay empty and p/holds are –: the "
                      "draws share one pool of texts, so they are not independent evidence for an interval or a test.")

@@ -279,6 +279,30 @@ SKIPPED_BY_DEFAULT = tuple((a.name, r) for a in ALGORITHMS_REGISTRY.values() for
 TABLE2_CONFIGURATION = ("minibatch_kmeans", "none")
 NOISE_ALGORITHMS = tuple(a.name for a in ALGORITHMS_REGISTRY.values() if a.labels_noise)
 
+# The noise floor of a configuration: how far a score (0..1) moves, on average over a dataset's
+# splits, when every component of the vectors moves by up to 1e-7 (float32 rounding of the same
+# model served elsewhere). bench/bench_reduction_noise_floor.py measures it (the largest of 3 nudges,
+# MiniLM on 5 Blurbs S2S dev splits; docs/benchmarks.md): on the embeddings and through PCA nothing
+# moves; through UMAP the layout does, and with it every score. A difference between two models
+# no larger than this is what nudging one model's vectors gives: `compare` never calls it a win.
+# A configuration not named here moved by 0.
+NOISE_FLOORS = {
+    ("agglomerative", "pca50+umap"): {"v_measure": 0.0071, "ami": 0.0086, "ari": 0.0061},
+    ("agglomerative", "umap"): {"v_measure": 0.0079, "ami": 0.0100, "ari": 0.0055},
+    ("dbstream", "pca50+umap"): {"v_measure": 0.0180, "ami": 0.0130, "ari": 0.0100},
+    ("dbstream", "umap"): {"v_measure": 0.0265, "ami": 0.0170, "ari": 0.0142},
+    ("hdbscan", "pca50+umap"): {"v_measure": 0.0711, "ami": 0.0124, "ari": 0.0160},
+    ("hdbscan", "umap"): {"v_measure": 0.0527, "ami": 0.0171, "ari": 0.0214},
+    ("minibatch_kmeans", "pca50+umap"): {"v_measure": 0.0123, "ami": 0.0139, "ari": 0.0032},
+    ("minibatch_kmeans", "umap"): {"v_measure": 0.0076, "ami": 0.0102, "ari": 0.0054},
+}
+
+
+def noise_floor(algorithm: str, reduction: str, metric: str = "v_measure") -> float:
+    """The noise floor (0..1) of ``metric`` for the configuration (:data:`NOISE_FLOORS`; 0 where
+    nothing moved, or a score the bench does not measure)."""
+    return NOISE_FLOORS.get((algorithm, reduction), {}).get(metric, 0.0)
+
 
 def table2_rows(frame):
     """The rows of ``frame`` (results rows: ``algorithm`` and ``reduction`` columns) in Table 2's

@@ -17,7 +17,12 @@ every split and seed.
   ``permutation_type="samples"``) of the per-split differences: under "A and B are the same
   model" each split's difference is as likely negative as positive. Exact when 2**splits is at
   most ``resamples``, else ``resamples`` seeded random flips.
-- The ranking *holds* when the interval excludes 0 and p < 1 - confidence.
+- The ranking *holds* when the interval excludes 0, p < 1 - confidence, and the difference is
+  larger than the configuration's noise floor (:func:`tecb_eval.clustering.registry.noise_floor`):
+  what moving every vector by 1e-7 changes a score through UMAP, as
+  ``bench/bench_reduction_noise_floor.py`` measured it. A difference inside that floor is what the
+  same model's vectors, rounded elsewhere, would give: indistinguishable, never a win, however
+  consistent over the splits (on the embeddings and through PCA the floor is 0).
 - Fast protocol (MTEB v2): its "splits" are bootstrap draws from one pool of texts embedded once.
   They share their texts, so they are not independent evidence: the resampling behind an interval
   and a p-value would treat ten looks at one sample as ten samples. A fast-protocol comparison
@@ -45,7 +50,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.files import one_line
-from tecb_eval.clustering.registry import TABLE2_CONFIGURATION, table2_rows
+from tecb_eval.clustering.registry import TABLE2_CONFIGURATION, noise_floor, table2_rows
 from tecb_eval.reports import working
 
 DEFAULT_CONFIDENCE = 0.95
@@ -99,10 +104,17 @@ class Comparison:
     confidence: float
     spread: float = math.nan  # SD over splits (fast: over draws) of the per-split difference
     independent: bool = True  # False: the splits are bootstrap draws from one pool (fast protocol)
+    floor: float = 0.0  # the configuration's noise floor (registry.noise_floor): no larger difference is a win
+    floor_of: str = ""  # the configuration the floor is of, in words
+
+    @property
+    def within_floor(self) -> bool:
+        """Whether A - B is no larger than what a 1e-7 move of the vectors gives (see the module)."""
+        return self.floor > 0 and abs(self.difference) <= self.floor
 
     @property
     def holds(self) -> bool:
-        if not self.independent or math.isnan(self.p_value):
+        if not self.independent or math.isnan(self.p_value) or self.within_floor:
             return False
         return (self.low > 0 or self.high < 0) and self.p_value < 1 - self.confidence
 
@@ -126,6 +138,10 @@ class Comparison:
             return f"{self.dataset}: {self.model_a} and {self.model_b} score the same on every split and seed: no ranking."
         if self.holds:
             return f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: the ranking holds."
+        if self.within_floor:
+            return (f"{self.dataset}: {ahead} is ahead of {behind} by {detail}: inside the noise floor of "
+                    f"{self.floor_of} ({100 * self.floor:.2f} points, what moving every vector by 1e-7 changes; "
+                    "bench/bench_reduction_noise_floor.py): indistinguishable, not a win.")
         why = "within split and seed noise"
         excludes = self.low > 0 or self.high < 0
         rejects = self.p_value < 1 - self.confidence
@@ -174,10 +190,12 @@ def cell_scores(frame: pd.DataFrame, model: str, dataset: str, algorithm: str, r
 
 def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a: str = "A", model_b: str = "B",
                       confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = DEFAULT_SEED, independent: bool = True) -> Comparison:
+                      seed: int = DEFAULT_SEED, independent: bool = True, floor: float = 0.0,
+                      floor_of: str = "") -> Comparison:
     """A - B for two series of scores indexed by (split, seed); only pairs both have count.
     ``independent=False``: the splits are bootstrap draws from one pool (the fast protocol), and
-    only the difference and its spread are given (see the module).
+    only the difference and its spread are given (see the module). ``floor``: the noise floor of
+    the configuration(s) compared (``floor_of``, in words), inside which no difference holds.
 
     Args:
         a (pandas.Series): Model A's scores indexed by (split, seed).
@@ -189,6 +207,8 @@ def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a:
         resamples (int): Bootstrap and sign-flip resamples, at least 2 / (1 - confidence).
         seed (int): Seed of the resampling.
         independent (bool): False when the splits are bootstrap draws from one pool (fast protocol).
+        floor (float): The noise floor (0..1): a difference no larger never holds.
+        floor_of (str): What the floor is of (a configuration), for the sentence.
 
     Returns:
         Comparison: Both means, A - B, its interval and SD, the p-value, the number of pairs and
@@ -227,7 +247,8 @@ def paired_difference(a: pd.Series, b: pd.Series, *, dataset: str = "", model_a:
                       mean_b=float(per_split.b.mean()), difference=float(d.mean()), low=low, high=high,
                       p_value=min(p_value, 1.0) if not math.isnan(p_value) else p_value, splits=len(d),
                       seeds=int(both.index.get_level_values("seed").nunique()), pairs=len(both),
-                      confidence=confidence, spread=spread, independent=independent)
+                      confidence=confidence, spread=spread, independent=independent, floor=float(floor),
+                      floor_of=floor_of)
 
 
 def independent_splits(rows: pd.DataFrame) -> bool:
@@ -316,7 +337,8 @@ def compare(frame: pd.DataFrame, model_a: str, model_b: str, datasets=None, *,
             raise UserError(f"{dataset}: no {algorithm}:{reduction} cells for both {model_a} and {model_b}")
         rows = frame[frame.model.isin([model_a, model_b]) & (frame.mteb_name == dataset)]
         out.append(paired_difference(a, b, dataset=dataset, model_a=model_a, model_b=model_b, confidence=confidence,
-                                     resamples=resamples, seed=seed, independent=independent_splits(rows)))
+                                     resamples=resamples, seed=seed, independent=independent_splits(rows),
+                                     floor=noise_floor(algorithm, reduction, metric), floor_of=f"{algorithm}:{reduction}"))
     return out
 
 
@@ -428,7 +450,7 @@ def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
     """
     rows = [c.record() for c in comparisons]
     table = pd.DataFrame(rows).set_index("dataset")
-    return table[["model_a", "model_b", "mean_a", "mean_b", "difference", "low", "high", "spread", "p_value",
+    return table[["model_a", "model_b", "mean_a", "mean_b", "difference", "low", "high", "spread", "floor", "p_value",
                   "splits", "seeds", "pairs", "confidence", "independent", "holds"]]
 
 
@@ -437,7 +459,7 @@ def shown_table(comparisons: list[Comparison]) -> pd.DataFrame:
     ``format_table`` prints x100), A - B with its interval and SD, then ``p`` (four decimals) and
     ``holds`` (yes / no) as text; "–" where the data give none (fast-protocol draws, one split)."""
     table = comparison_table(comparisons)
-    shown = table[["mean_a", "mean_b", "difference", "low", "high", "spread"]].rename(columns={"spread": "sd"})
+    shown = table[["mean_a", "mean_b", "difference", "low", "high", "spread", "floor"]].rename(columns={"spread": "sd"})
     shown["p"] = ["–" if pd.isna(p) else f"{p:.4f}" for p in table.p_value]
     shown["holds"] = ["–" if h is None or pd.isna(h) else ("yes" if h else "no") for h in table.holds]
     return shown

@@ -45,7 +45,8 @@ TEMPLATES = Path(__file__).with_name("templates")
 # selection of rows down on a large store.
 SHOWN = ("model", "mteb_name", "dataset", "algorithm", "reduction", "split", "seed", "seeds", "protocol", "profile",
          "v_measure", "ami", "ari", "noise_fraction", "n_clusters_found", "dataset_fingerprint", "dataset_location",
-         "dataset_splits", "model_identity", "synthetic", versions.ORDER)
+         "dataset_splits", "model_identity", "synthetic", "api_tokens", "api_cost", "price_per_million_tokens",
+         versions.ORDER)
 
 
 def _environment():
@@ -60,6 +61,9 @@ def _environment():
     env.filters["num"] = _sort_value
     env.filters["config"] = lambda c: f"{c[0]} / {c[1]}" if c else tables.NO_SPREAD
     env.filters["fraction"] = lambda v: f"{v:.2f}" if leaderboard.finite(v) else tables.NO_SPREAD
+    # An API model's tokens and cost; a model that runs here shows none ("–"), never a cost of 0.
+    env.filters["usage"] = lambda u: tables.NO_SPREAD if u is None else u.words()
+    env.filters["cost_value"] = lambda u: "" if u is None else _sort_value(u.tokens if u.cost is None else u.cost)
     return env
 
 

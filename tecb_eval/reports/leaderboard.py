@@ -61,6 +61,9 @@ class Entry:
     margin: float = math.nan  # ahead of the next model (0..1); none for the last
     zero: str | None = None  # why the ranked figure is 0 (all noise, one cluster)
     best_zero: str | None = None
+    rank: str = ""  # "1", or "1=" where the figures print alike (tables.shared_ranks)
+    tied_next: bool = False  # the next model shares this one's rank: no margin to show
+    usage: tables.ApiUsage | None = None  # an API model's tokens and cost on the ranked splits; None: runs here
 
     @property
     def coverage(self) -> str:
@@ -74,6 +77,8 @@ class Entry:
     @property
     def standing(self) -> str:
         """Against the best model, in plain words (the marker of ``tecb-eval table``)."""
+        if self.rank == "1=" and self.marker != "*":
+            return "tied with the best (the same figure as printed)"
         return {"*": "best", "=": "behind, but the gap could be chance", "?": "no cell shared with the best",
                 }.get(self.marker, "behind: the gap holds")
 
@@ -95,7 +100,7 @@ class Board:
         rows = self.ranked
         return {"sd_splits": any(finite(e.sd_splits) for e in rows), "sd_seeds": any(finite(e.sd_seeds) for e in rows),
                 "interval": any(finite(e.low) for e in rows), "margin": any(finite(e.margin) for e in rows),
-                "standing": len(rows) > 1}
+                "standing": len(rows) > 1, "cost": any(e.usage is not None for e in [*rows, *self.apart])}
 
 
 @dataclass
@@ -135,6 +140,7 @@ class ModelDataset:
     reductions: list[str]
     split_rows: dict[str, list[dict]]  # "algorithm / reduction" -> per (split, seed) scores
     identity: str = ""  # the model's identity on this dataset (tfidf-lsa's names the corpus it was fitted on)
+    usage: tables.ApiUsage | None = None  # an API model's tokens and cost over the splits it ran; None: runs here
 
     # A column whose every cell would be "–" is not drawn.
     @property
@@ -231,8 +237,12 @@ def _entries(kmeans: pd.DataFrame, means: pd.DataFrame, dataset: str, markers: b
             entry.best_zero = scores_module.zero_reason(every_of.get((model, *config), every.iloc[0:0]))
         out.append(entry)
     out = sorted(out, key=lambda e: (-e.mean, e.model))
+    usage = tables.api_usage(kmeans)
+    for entry, rank in zip(out, tables.shared_ranks([e.mean for e in out])):
+        entry.rank, entry.usage = rank, usage.get((entry.model, dataset))
     for ahead, behind in zip(out, out[1:]):
         ahead.margin = ahead.mean - behind.mean
+        ahead.tied_next = ahead.rank == behind.rank
     return out
 
 
@@ -246,7 +256,8 @@ def _apart_entry(rows: pd.DataFrame, dataset: str, model: str, why: str, indepen
         config, best = best_config(dict(zip(zip(means.algorithm, means.reduction), means["mean"])))
         covered, total = _coverage(rows, dataset)
         entry = Entry(model=model, mean=math.nan, sd_splits=math.nan, sd_seeds=math.nan, low=math.nan,
-                      high=math.nan, covered=covered, total=total, best_config=config, best_mean=best)
+                      high=math.nan, covered=covered, total=total, best_config=config, best_mean=best,
+                      usage=tables.api_usage(rows).get((model, dataset)))
         if config is not None:
             entry.best_zero = scores_module.zero_reason(rows[(rows.algorithm == config[0])
                                                              & (rows.reduction == config[1])])
@@ -361,7 +372,8 @@ def model_pages(frame: pd.DataFrame, synthetic: set[str], reference: pd.DataFram
                 dataset=dataset, synthetic=dataset in synthetic, configs=configs,
                 algorithms=[a for a in dict.fromkeys(c.algorithm for c in configs)],
                 reductions=[r for r in dict.fromkeys(c.reduction for c in configs)], split_rows=split_rows,
-                identity=", ".join(sorted(set(rows.model_identity.astype(str))))))
+                identity=", ".join(sorted(set(rows.model_identity.astype(str)))),
+                usage=tables.api_usage(rows).get((model, dataset))))
         pages.append(page)
     return pages
 

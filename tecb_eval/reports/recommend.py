@@ -66,6 +66,17 @@ class Recommendation:
     pipelines: list[dict] = field(default_factory=list)
     compared_pipelines: int = 0
     table2_leader: str | None = None  # the model the leaderboard ranks first (Table 2's configuration)
+    # An API model's tokens and cost of embedding the compared splits ({tokens, cost, splits}); None: runs here.
+    usage: dict | None = None
+    # AMI of the best pipeline (0..1) and its interval: an interval that holds 0 is a pick near chance.
+    ami: float | None = None
+    ami_low: float = math.nan
+    ami_high: float = math.nan
+
+    @property
+    def near_chance(self) -> bool:
+        """Whether the pick's AMI interval holds 0: its clusters barely beat a random assignment."""
+        return leaderboard.finite(self.ami_low) and self.ami_low <= 0 <= self.ami_high
 
     @property
     def pipeline(self) -> str:
@@ -93,7 +104,7 @@ def _jsonable(value):
 TOP_PIPELINES = 5
 MEANING = ("runner-up: the best pipeline of another model; a lead holds when the paired bootstrap interval of the "
            "difference excludes 0 and the sign-flip test gives p below {alpha:g}; tied: a pipeline whose difference "
-           "to the best does not hold")
+           "to the best does not hold; a rank such as 1= is shared by pipelines whose V-measures print alike")
 
 
 def _name(model: str, algorithm: str, reduction: str) -> str:
@@ -182,6 +193,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
                 else f"{dataset}\x1f{best.model}\x1f{best.algorithm}:{best.reduction}")
         _, low, high = compare.mean_interval(scores, confidence=confidence, resamples=resamples, seed=seed, name=name)
     runner = lead = holds = None
+    usage = tables.api_usage(compared)
     sentence = "no runner-up: the results hold one pipeline on the cells compared"
     if len(ranked) > 1:
         # The runner-up is the best pipeline of another model, as the leaderboard ranks models; a
@@ -192,13 +204,22 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         result = compare.paired_difference(
             scores, _scores(theirs), dataset=dataset, model_a=_name(best.model, best.algorithm, best.reduction),
             model_b=_name(second.model, second.algorithm, second.reduction), confidence=confidence,
-            resamples=resamples, seed=seed, independent=independent)
+            resamples=resamples, seed=seed, independent=independent, **_floor(best, second))
         runner = {"model": second.model, "algorithm": second.algorithm, "reduction": second.reduction,
-                  "mean": float(second.mean), "zero": zero_reason(theirs)}
+                  "mean": float(second.mean), "zero": zero_reason(theirs), "usage": _usage(usage, second.model, dataset)}
         lead = _jsonable(result.record())
         sentence = result.sentence()
         holds = result.holds
     pipelines = _ranked_pipelines(ranked, compared, scores, dataset, confidence, resamples, seed, independent)
+    for pipeline in pipelines:
+        pipeline["usage"] = _usage(usage, pipeline["model"], dataset)
+    ami = ami_low = ami_high = math.nan
+    if "ami" in mine.columns and mine.ami.notna().all():
+        ami_scores = mine.set_index(["split", "seed"]).ami.sort_index()
+        ami = float(ami_scores.groupby(level="split").mean().mean())
+        if independent and ami_scores.index.get_level_values("split").nunique() > 1:
+            _, ami_low, ami_high = compare.mean_interval(ami_scores, confidence=confidence, resamples=resamples,
+                                                         seed=seed, name=f"{dataset}\x1fami")
     table2 = [r for r in ranked if (r.algorithm, r.reduction) == registry.TABLE2_CONFIGURATION]
     noise = (float(mine.noise_fraction.mean()) if best.algorithm in registry.NOISE_ALGORITHMS
              and "noise_fraction" in mine.columns else None)
@@ -213,7 +234,9 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
         sd=float(best.sd), splits=int(best.splits), seeds=int(best.seeds), noise_fraction=noise,
         confidence=confidence, runner_up=runner,
         lead=lead, lead_sentence=sentence, lead_holds=holds, left_out=left_out, zero=zero_reason(mine),
-        pipelines=pipelines, compared_pipelines=len(ranked), table2_leader=table2[0].model if table2 else None)
+        pipelines=pipelines, compared_pipelines=len(ranked), table2_leader=table2[0].model if table2 else None,
+        usage=_usage(usage, best.model, dataset), ami=None if math.isnan(ami) else ami, ami_low=ami_low,
+        ami_high=ami_high)
     recommendation.model_location = _location(mine, recommendation)
     recommendation.api_key_env = _location(mine, recommendation, "api_key_env", "API key variable")
     recommendation.bertopic = bertopic_snippet(recommendation)
@@ -228,17 +251,37 @@ def _ranked_pipelines(ranked, compared: pd.DataFrame, best_scores: pd.Series, da
     keys = {(r.model, r.algorithm, r.reduction) for r in ranked[1:TOP_PIPELINES]}
     rows = {key: g for key, g in compared.groupby(["model", "algorithm", "reduction"], sort=False) if key in keys}
     out = []
-    for rank, r in enumerate(ranked[:TOP_PIPELINES], 1):
+    shown = ranked[:TOP_PIPELINES]
+    ranks = tables.shared_ranks([r.mean for r in shown])
+    for rank, (r, printed) in enumerate(zip(shown, ranks), 1):
         tied = None
         if rank > 1:
             result = compare.paired_difference(
                 best_scores, _scores(rows[(r.model, r.algorithm, r.reduction)]), dataset=dataset,
                 model_a="best", model_b=_name(r.model, r.algorithm, r.reduction), confidence=confidence,
-                resamples=resamples, seed=seed, independent=independent)
+                resamples=resamples, seed=seed, independent=independent, **_floor(ranked[0], r))
             tied = not result.holds
-        out.append({"rank": rank, "model": r.model, "algorithm": r.algorithm, "reduction": r.reduction,
+        out.append({"rank": printed, "model": r.model, "algorithm": r.algorithm, "reduction": r.reduction,
                     "mean": float(r.mean), "tied": tied})
     return out
+
+
+def _floor(a, b) -> dict:
+    """The noise floor of two pipelines compared: the larger of their configurations' (the one that
+    moves more when the vectors move by 1e-7), as ``compare`` applies it."""
+    floors = {f"{p.algorithm}:{p.reduction}": registry.noise_floor(p.algorithm, p.reduction) for p in (a, b)}
+    worst = max(floors, key=floors.get)
+    return {"floor": floors[worst], "floor_of": worst}
+
+
+def _usage(usage: dict, model: str, dataset: str) -> dict | None:
+    """A pipeline's API cost as a record ({tokens, cost, splits, price}); None for a model that runs here."""
+    found = usage.get((model, dataset))
+    return None if found is None else asdict(found)
+
+
+def _usage_words(usage: dict | None) -> str:
+    return "" if usage is None else tables.ApiUsage(**usage).words()
 
 
 def _location(rows: pd.DataFrame, r: "Recommendation", field: str = "model_location",
@@ -418,14 +461,22 @@ def text(recommendations: list[Recommendation], left_out: str | None = None) -> 
                 f"  V-measure x100: {leaderboard.shown(r.mean)}{interval}; SD over splits {leaderboard.shown(r.sd)} "
                 f"({r.splits} splits x {r.seeds} seed{'s' if r.seeds != 1 else ''})"
                 + (f"; 0 because: {r.zero}" if r.zero else "")]
+        if r.usage is not None:
+            out.append(f"  API cost: {_usage_words(r.usage)} for the texts of the {r.usage['splits']} splits compared")
+        if r.near_chance:
+            out.append(f"  chance: AMI x100 {leaderboard.shown(r.ami)}, {100 * r.confidence:g} % interval "
+                       f"{leaderboard.shown(r.ami_low)} to {leaderboard.shown(r.ami_high)}, holds 0: these clusters "
+                       "barely beat chance (a random assignment of the same sizes scores AMI 0)")
         if r.runner_up:
             u = r.runner_up
             out.append(f"  runner-up: {u['model']}, {u['reduction']} reduction, {u['algorithm']} "
-                       f"({leaderboard.shown(u['mean'])}" + (f"; 0 because: {u['zero']}" if u.get("zero") else "") + ")")
+                       f"({leaderboard.shown(u['mean'])}" + (f"; 0 because: {u['zero']}" if u.get("zero") else "")
+                       + (f"; API cost: {_usage_words(u['usage'])}" if u.get("usage") else "") + ")")
         out.append(f"  lead: {r.lead_sentence}")
         if len(r.pipelines) > 1:
             shown = "; ".join(
                 f"{p['rank']}. {p['model']}, {p['reduction']} reduction, {p['algorithm']} {leaderboard.shown(p['mean'])}"
+                + (f" ({_usage_words(p['usage'])})" if p.get("usage") else "")
                 + ("" if p["tied"] is None else " (tied with the best)" if p["tied"] else " (behind the best: holds)")
                 for p in r.pipelines)
             tied = sum(1 for p in r.pipelines if p["tied"])

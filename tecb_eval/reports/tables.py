@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,8 @@ REFERENCE_DATASETS = {
 }
 DATASET_ORDER = list(REFERENCE_DATASETS.values())
 HEADER = ["transformer", "clustering\nalgorithm", "dimensionality\nreduction"]
+# After the dataset columns of results.csv, where an API model is among its rows (reference_layout).
+COST_COLUMNS = ["api_tokens", "api_cost"]
 REDUCTION_SPELLING = {ours: theirs for theirs, ours in REFERENCE_REDUCTIONS.items()}
 
 # The models the paper's Tables 2 and 3 are over, spelled and ordered as in the authors' CSV.
@@ -252,17 +255,37 @@ def table3(frame: pd.DataFrame, *, stats: bool = False) -> pd.DataFrame:
 
 
 def reference_layout(frame: pd.DataFrame) -> pd.DataFrame:
-    """The authors' CSV layout: transformer, algorithm, reduction, one V-measure column per dataset."""
-    means = split_means(one_version(frame))
+    """The authors' CSV layout: transformer, algorithm, reduction, one V-measure column per dataset;
+    where a model behind a paid API is among the rows, then :data:`COST_COLUMNS`: each such model's
+    tokens and cost of embedding every split of those datasets (the same on each of its rows, as its
+    vectors are made once for all configurations), empty for a model that runs here."""
+    chosen = one_version(frame)
+    means = split_means(chosen)
     wide = means.pivot_table(index=["model", "algorithm", "reduction"], columns="mteb_name", values="mean")
+    usage: dict[str, list] = {}
+    for (model, _), used in api_usage(chosen).items():
+        tokens, cost = usage.get(model, (0.0, 0.0))
+        usage[model] = [tokens + used.tokens, None if cost is None or used.cost is None else cost + used.cost]
     rows = []
     for model in sorted(means.model.unique()):
         sub = wide.loc[model]
+        tokens, cost = usage.get(model, (None, None))
         for algorithm, reduction in order_configurations(sub.index):
             values = sub.loc[(algorithm, reduction)]
             rows.append([model, algorithm, REDUCTION_SPELLING.get(reduction, reduction),
-                         *[values.get(d, np.nan) for d in dataset_columns(wide.columns)]])
-    return pd.DataFrame(rows, columns=HEADER + dataset_columns(wide.columns))
+                         *[values.get(d, np.nan) for d in dataset_columns(wide.columns)],
+                         *([np.nan if tokens is None else tokens, np.nan if cost is None else cost] if usage else [])])
+    return pd.DataFrame(rows, columns=HEADER + dataset_columns(wide.columns) + (COST_COLUMNS if usage else []))
+
+
+def cost_columns_as_text(layout: pd.DataFrame) -> pd.DataFrame:
+    """:func:`reference_layout` for a Markdown or LaTeX table, which prints every number x100: its
+    cost columns as text (tokens whole, cost to six digits; empty for a model that runs here)."""
+    out = layout.copy()
+    for column, form in zip(COST_COLUMNS, ("{:,.0f}", "{:.6g}")):
+        if column in out.columns:
+            out[column] = ["" if pd.isna(v) else form.format(v) for v in out[column]]
+    return out
 
 
 # -- the authors' results and the paper's tables ---------------------------------------------------
@@ -368,6 +391,20 @@ def shown(value, scale: float = 100.0) -> str:
     if isinstance(value, str):  # a listing (the store's versions), not figures
         return value
     return "" if pd.isna(value) else f"{value * scale:.2f}"
+
+
+def shared_ranks(values) -> list[str]:
+    """Ranks of ``values`` (0..1 scores, best first), as the tables print them: figures that print
+    alike (x100, two decimals) share the rank of the first of them, marked "=" ("1=", "1=", "3"):
+    a margin of "+0.00" is no lead, so two such models are never ranked 1 and 2."""
+    out, first, before = [], 0, None
+    figures = [shown(v) for v in values]
+    for i, figure in enumerate(figures, 1):
+        if figure != before:
+            first, before = i, figure
+        out.append(str(first))
+    counts = {r: out.count(r) for r in out}
+    return [f"{r}=" if counts[r] > 1 else r for r in out]
 
 
 def printed(table: pd.DataFrame) -> pd.DataFrame:
@@ -616,20 +653,51 @@ def tables(frame: pd.DataFrame, reference: pd.DataFrame | None = None, *, demo: 
     return out
 
 
+@dataclass(frozen=True)
+class ApiUsage:
+    """What embedding one dataset's splits cost a model behind a paid API: the tokens the provider
+    reported, summed over the splits (each split's texts once, whatever the seeds and
+    configurations), and their cost where a price was given (None: no price)."""
+
+    tokens: float
+    cost: float | None
+    splits: int
+    price: float | None = None
+
+    def words(self) -> str:
+        """The usage as a table cell or a sentence says it: "1,234 tokens, cost 0.0012"."""
+        return f"{self.tokens:,.0f} tokens" + ("" if self.cost is None else f", cost {self.cost:.6g}")
+
+
+def api_usage(frame: pd.DataFrame) -> dict[tuple[str, str], ApiUsage]:
+    """Per (model, dataset) of ``frame``'s rows of models behind a paid API (rows with ``api_tokens``),
+    their :class:`ApiUsage` over the splits the rows hold. A model that runs here has no entry: its
+    rows show no cost, never a cost of 0."""
+    if "api_tokens" not in frame.columns or frame["api_tokens"].isna().all():
+        return {}
+    rows = frame[frame["api_tokens"].notna()].drop_duplicates(["model", "mteb_name", "split"])
+    out = {}
+    for (model, dataset), group in rows.groupby(["model", "mteb_name"], sort=True):
+        cost = (float(group["api_cost"].sum()) if "api_cost" in group.columns and group["api_cost"].notna().all()
+                else None)
+        price = (float(group["price_per_million_tokens"].iloc[-1]) if cost is not None
+                 and "price_per_million_tokens" in group.columns else None)
+        out[(str(model), str(dataset))] = ApiUsage(float(group["api_tokens"].sum()), cost, len(group), price)
+    return out
+
+
 def cost_notes(frame: pd.DataFrame) -> list[str]:
     """Quality beside price, for models behind a paid API (rows with ``api_tokens``; none in older
-    stores, which get no line): per model and dataset, the tokens the provider reported for a
-    split's texts and, where a price was given, their cost, each the mean over the table's splits."""
-    if "api_tokens" not in frame.columns or frame["api_tokens"].isna().all():
-        return []
-    rows = frame[frame["api_tokens"].notna()].drop_duplicates(["model", "mteb_name", "split"])
+    stores, which get no line): per model and dataset, the tokens the provider reported for the
+    table's splits in all and, where a price was given, their cost, then the same per split (the mean)."""
     parts = []
-    for (model, dataset), group in rows.groupby(["model", "mteb_name"], sort=True):
-        text = f"{model} on {dataset} {group['api_tokens'].mean():,.0f} tokens"
-        if "api_cost" in group.columns and group["api_cost"].notna().all():
-            text += f", cost {group['api_cost'].mean():.6g}"
+    for (model, dataset), usage in api_usage(frame).items():
+        text = f"{model} on {dataset} {usage.words()} over {usage.splits} split{'s' if usage.splits != 1 else ''}"
+        text += f" (a split: {usage.tokens / usage.splits:,.0f} tokens"
+        text += ")" if usage.cost is None else f", cost {usage.cost / usage.splits:.6g})"
         parts.append(text)
-    return ["API cost of embedding a split's texts (mean over the splits): " + "; ".join(parts) + "."]
+    return ["API cost of embedding each dataset's texts (in all, and the mean per split): " + "; ".join(parts) + "."] \
+        if parts else []
 
 
 def zero_notes(frame: pd.DataFrame, keys: list[str]) -> list[str]:
