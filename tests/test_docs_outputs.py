@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_cli_here
 from docoutputs import output_blocks, shape
 
 # Lines `recommend` prints only for some data: where the leaderboard's first model differs from the
