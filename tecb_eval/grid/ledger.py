@@ -8,7 +8,7 @@ import pandas as pd
 
 
 class Ledger:
-    def __init__(self):
+    def __init__(self, task_names: dict[str, str] | None = None):
         self.encode_seconds: dict[str, float] = {}  # model name -> seconds encoding
         self.encoded_texts: dict[str, int] = {}  # model name -> texts encoded
         self.new_rows: list[dict] = []  # the cells this run computed (the rest came from the store)
@@ -21,7 +21,7 @@ class Ledger:
         self.spent: dict[str, dict] = {}  # dataset -> what this run spent and found done there
         # dataset folder name -> its MTEB task name: the summary names a dataset as the tables
         # printed beside it do (docs/datasets.md, "Two names for one dataset")
-        self.task_names: dict[str, str] = {}
+        self.task_names: dict[str, str] = dict(task_names or {})
 
     def of(self, dataset: str) -> dict:
         return self.spent.setdefault(dataset, {"stored": 0, "texts": 0, "encoded": 0,
