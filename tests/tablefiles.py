@@ -59,3 +59,23 @@ def unlabelled_corpus(folder: Path, n: int = 120) -> Path:
                         "--out", str(folder / "out"), "--quiet")
     assert done.returncode == 0, done.stderr
     return folder / "out" / "corpus-s2s"
+
+
+def german_news(n: int = 80) -> list[tuple[str, str]]:
+    """(text, label) rows of German news as people write it: apostrophes (``hat's``, ``'Tatort'``),
+    quotes (``„…"`` and ``"…"``), semicolons, commas and line breaks inside the texts; every text
+    unique, four labels. A dialect sniffer that sees a sample of such a file finds more fields under
+    ``;`` or ``'`` than under the RFC 4180 reading that the file was written in."""
+    labels = sorted(WORDS)
+    rows = []
+    for i in range(n):
+        label = labels[i % len(labels)]
+        words = WORDS[label].split()
+        shapes = [
+            f"Der Minister sagte: \"{words[i % 5]} geht vor\", so Meldung {i}. Er hat's gewusst; das war's.",
+            f"Die 'Tagesschau' meldet {i}: {words[(i + 1) % 5]} im Norden,\nim Süden; Merkel's Rede",
+            f"„{words[(i + 2) % 5]}“ – 's war einmal; Meldung {i}",
+            f"{words[(i + 3) % 5]}; {words[(i + 4) % 5]}; Meldung {i} ('Stand: heute')",
+        ]
+        rows.append((shapes[i % 4], label))
+    return rows

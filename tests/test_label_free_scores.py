@@ -115,7 +115,7 @@ def test_report_and_exports_of_a_corpus_without_labels_write_its_label_free_scor
         said = capsys.readouterr().err
         assert "CorpusClusteringS2S: without labels: the export holds the label-free scores" in said
         table = (out / "label_free.md").read_text()
-        assert "| tfidf-lsa | corpus-s2s | none | minibatch_kmeans | k=3 |" in table and "k=6" in table
+        assert "| tfidf-lsa | CorpusClusteringS2S | none | minibatch_kmeans | k=3 |" in table and "k=6" in table
         csv = (out / "label_free.csv").read_text().splitlines()
         assert len(csv) == 4 and csv[0].startswith("model,dataset,reduction,algorithm,setting,silhouette")
     assert main(["report", str(store), "--out", str(tmp_path / "site")]) == 0

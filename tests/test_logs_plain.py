@@ -194,12 +194,12 @@ def test_the_grid_writes_plain_lines_into_a_log_and_says_what_it_spent(demo_data
     assert max(len(line) for line in log.splitlines()) < 400
     assert "encoding with tfidf-lsa" in log  # what it does while no cell moves
     assert "grid cells: 3/3 cells" in log
-    summary = next(line for line in log.splitlines() if line.startswith("blurbs-clustering-s2s:"))
+    summary = next(line for line in log.splitlines() if line.startswith("BlurbsClusteringS2S:"))
     assert "3 cells computed" in summary and "encoded" in summary, summary
     again = run_eval_cli(*args, stderr_file=tmp_path / "again.log")
     assert again.returncode == 0, again.stderr
-    resumed = next(line for line in again.stderr.splitlines() if line.startswith("blurbs-clustering-s2s:"))
-    assert resumed == "blurbs-clustering-s2s: all 3 cells from the results store; nothing computed", resumed
+    resumed = next(line for line in again.stderr.splitlines() if line.startswith("BlurbsClusteringS2S:"))
+    assert resumed == "BlurbsClusteringS2S: all 3 cells from the results store; nothing computed", resumed
 
 
 @pytest.mark.slow

@@ -89,3 +89,42 @@ def test_every_markdown_summary_escapes_the_names_it_holds():
                                 evaluations=[{"pooling": "mean", "encoding": "mean pooling"}])
     _assert_inert(_rendered(text))
     assert name in html.unescape(_rendered(text))
+
+
+# What HTML would read as an entity: a terminal shows it as these characters, not as the one it names.
+ENTITY = r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z0-9]+);"
+
+
+def test_ordinary_text_with_comparisons_and_ampersands_is_markdown_as_it_is():
+    import re
+
+    from tecb_eval.files import markdown_text
+
+    for text in ("sign-flip p >= 0.05", "p < 0.05", "Tom & Jerry", "A -> B", "0 <= k < 5", "R&D, a <- b", "<=x@y.de"):
+        assert markdown_text(text) == text and not re.search(ENTITY, markdown_text(text))
+        assert html.unescape(_rendered(text).removeprefix("<p>").removesuffix("</p>")) == text
+
+
+@pytest.fixture(scope="module")
+def two_model_store(small_store, tmp_path_factory):
+    """``small_store`` with a second model whose scores differ split by split."""
+    from conftest import store_rows, write_store
+
+    rows = store_rows(small_store)
+    other = [{**r, "model": "tfidf-lsa-b", "v_measure": r["v_measure"] * (0.9 - 0.01 * i)} for i, r in enumerate(rows)]
+    return write_store(tmp_path_factory.mktemp("two-models") / "results.jsonl", rows + other)
+
+
+@pytest.mark.parametrize("argv", [["table", "{store}", "--format", "md"],
+                                  ["compare", "{store}", "--model", "tfidf-lsa", "--model", "tfidf-lsa-b",
+                                   "--resamples", "999"]], ids=["table", "compare"])
+def test_terminal_text_with_p_values_holds_no_html_entity(two_model_store, capsys, argv):
+    import re
+
+    from tecb_eval.cli import main
+
+    capsys.readouterr()
+    assert main([a.format(store=two_model_store) for a in argv]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"p (>=|<) 0\.05", out), out
+    assert not re.search(ENTITY, out), re.search(ENTITY, out).group(0)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import one_error_line, run_cli, run_cli_here, shared_file
-from tablefiles import built_texts, table_build, table_rows, write_tsv
+from tablefiles import built_texts, german_news, table_build, table_rows, write_tsv
 from tecb_data import cli, layout
 from tecb_data.build import build, build_table
 from tecb_data.errors import UserError
@@ -313,7 +313,11 @@ def _bad_inputs(tmp: Path) -> list[tuple[Path, str, str]]:
     write_jsonl(tmp / "broken.jsonl", good[:3])
     with open(tmp / "broken.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"id": "x", "title": "unterbrochen\n')
+    write_csv(tmp / "wide.csv", good)
+    with open(tmp / "wide.csv", "a", encoding="utf-8") as fh:
+        fh.write("1,2,3,4,5,6,7;8\t9|0\n")  # too wide under every delimiter: no reading parses the file
     return [
+        (tmp / "wide.csv", "label", r"wide\.csv: row 49 \(line 50\): 7 fields, the header has 6 \(delimiter ','"),
         (write_csv(tmp / "missing.csv", good), "category", r"missing\.csv: line 1 \(header\): no column 'category'"),
         (write_csv(tmp / "empty.csv", empty_label), "label", r"empty\.csv: row 6 \(line 7\), column 'label': empty label"),
         (write_jsonl(tmp / "empty.jsonl", empty_label), "label", r"empty\.jsonl: line 6, column 'label': empty label"),
@@ -382,6 +386,52 @@ def test_every_table_option_is_a_settings_field_with_its_words():
 
 
 # -- what a reader of each format could get wrong: quotes, records over several lines, long fields ---
+
+def _written_by(writer: str, path: Path, rows: list[tuple], header: list[str]) -> Path:
+    if writer == "pandas":
+        import pandas as pd
+
+        pd.DataFrame(rows, columns=header).to_csv(path, index=False)
+    else:
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            out = csv.writer(fh)
+            out.writerow(header)
+            out.writerows(rows)
+    return path
+
+
+@pytest.mark.parametrize("writer", ["pandas", "csv"])
+def test_a_csv_written_by_pandas_or_the_csv_module_reads_as_written_without_options(tmp_path, writer):
+    news = german_news()
+    for header in (["text"], ["text", "label"]):
+        path = _written_by(writer, tmp_path / f"{writer}-{len(header)}.csv", [r[:len(header)] for r in news], header)
+        source = table.TableSource(label="label" if "label" in header else None, text=("text",))
+        result, _ = table.read_table(path, source)
+        got = sorted((i.views["s2s"], i.labels.get("category")) for i in result.items)
+        want = sorted((collapse_spaces(t), l if "label" in header else None) for t, l in news)
+        assert got == want, (writer, header)
+
+
+def test_a_one_column_csv_from_pandas_builds_with_the_table_source(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "news.csv"
+    pd.DataFrame({"text": [t for t, _ in german_news()]}).to_csv(path, index=False)
+    done = run_cli_here("build", "--source", "table", "--input", str(path), "--name", "news", "--text", "text",
+                        "--out", str(tmp_path / "out"), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert built_texts(tmp_path / "out") == {collapse_spaces(t) for t, _ in german_news()}
+
+
+def test_the_sniffer_decides_only_between_readings_under_which_the_whole_file_parses():
+    # 10kGNAD's own shape, label;'text' with '' inside: both quote characters parse it, the sniffer
+    # picks the one that leaves no text wrapped in quotes.
+    tenkgnad = "".join(f"{l};'Er sagte: ''{t}'' und ging'\n" for t, l in table_rows(20))
+    assert table.choose_dialect(tenkgnad) == (";", "'")
+    # Past the sniffed sample a record splits differently under ';': only ',' parses the whole file.
+    text = "text,label\n" + "".join(f"{t} 'a;b',{l}\n" for t, l in table_rows(3000))
+    assert len(text) > table.SNIFF_CHARS and table.choose_dialect(text) == (",", '"')
+
 
 @pytest.mark.slow
 def test_a_stray_quote_in_a_tsv_joins_no_rows(tmp_path):

@@ -300,12 +300,10 @@ def _text_of(path: Path, raw: bytes, fmt: str) -> str:
         ) from None
 
 
-def sniff_dialect(sample: str, delimiters=DELIMITERS, quotechars=QUOTECHARS) -> tuple[str, str]:
-    """(delimiter, quote character) that split the sample into the most consistent rows of two or
-    more fields. csv.Sniffer takes 10kGNAD's ``label;'text'`` for space-delimited; counting how
-    consistently each candidate splits whole records, and how many fields it leaves wrapped in an
-    unconsumed quote, tells them apart."""
-    best, best_score = None, None
+def _sniff_scores(sample: str, delimiters, quotechars) -> list[tuple[tuple, tuple[str, str]]]:
+    """Each (delimiter, quote character) with how well it splits the sample: into rows of two or
+    more fields, how consistently, and how many fields it leaves wrapped in an unconsumed quote."""
+    scored = []
     for rank, (delimiter, quotechar) in enumerate((d, q) for d in delimiters for q in quotechars):
         try:
             rows = [r for r in csv.reader(io.StringIO(sample), delimiter=delimiter, quotechar=quotechar) if r]
@@ -317,10 +315,47 @@ def sniff_dialect(sample: str, delimiters=DELIMITERS, quotechars=QUOTECHARS) -> 
             continue
         width, count = Counter(len(r) for r in rows).most_common(1)[0]
         stray = sum(1 for r in rows for f in r if len(f) >= 2 and f[0] == f[-1] and f[0] in QUOTECHARS)
-        score = (width >= 2, count / len(rows), -stray, -rank)
-        if best_score is None or score > best_score:
-            best, best_score = (delimiter, quotechar), score
-    return best or (delimiters[0], quotechars[0])
+        scored.append(((width >= 2, count / len(rows), -stray, -rank), (delimiter, quotechar)))
+    return sorted(scored, reverse=True)
+
+
+def sniff_dialect(sample: str, delimiters=DELIMITERS, quotechars=QUOTECHARS) -> tuple[str, str]:
+    """(delimiter, quote character) that split the sample into the most consistent rows of two or
+    more fields. csv.Sniffer takes 10kGNAD's ``label;'text'`` for space-delimited; counting how
+    consistently each candidate splits whole records, and how many fields it leaves wrapped in an
+    unconsumed quote, tells them apart."""
+    scored = _sniff_scores(sample, delimiters, quotechars)
+    return scored[0][1] if scored else (delimiters[0], quotechars[0])
+
+
+def parses_cleanly(text: str, delimiter: str, quotechar: str, width: int | None = None) -> bool:
+    """Whether the whole text reads under this dialect, quotes doubled inside quoted fields (RFC 4180's
+    rule), with no error and every record as wide as the first (or as ``width``)."""
+    try:
+        for row in csv_reader(text, delimiter=delimiter, quotechar=quotechar, strict=True):
+            if not row:
+                continue
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                return False
+    except csv.Error:
+        return False
+    return True
+
+
+def choose_dialect(text: str, delimiters=DELIMITERS, quotechars=QUOTECHARS,
+                   width: int | None = None) -> tuple[str, str]:
+    """The (delimiter, quote character) to read a whole CSV text with. Only readings under which the
+    whole file parses are candidates: the sniffer, which sees a sample, decides between those (a
+    one-column file written by pandas or the csv module, whose texts hold apostrophes and semicolons,
+    splits into more fields under ``;`` and ``'`` in its sample, yet only its RFC 4180 reading parses).
+    When no reading parses, the sniffer's best, so the reader names the record that breaks it."""
+    scored = _sniff_scores(text[:SNIFF_CHARS], delimiters, quotechars)
+    for _, (delimiter, quotechar) in scored:
+        if parses_cleanly(text, delimiter, quotechar, width):
+            return delimiter, quotechar
+    return scored[0][1] if scored else (delimiters[0], quotechars[0])
 
 
 def delimiter_of(fmt: str, source: TableSource) -> str | None:
@@ -341,7 +376,8 @@ def _csv_rows(path: Path, source: TableSource, fmt: str) -> tuple[list[str], Ite
         delimiter, quotechar, quoting = "\t", None, csv.QUOTE_NONE
         dialect = "delimiter '\\t', no quote character (pass --quotechar '\"' if fields are quoted)"
     else:
-        delimiter, quotechar = sniff_dialect(text[:SNIFF_CHARS], delimiters, quotechars)
+        width = len(source.columns) if source.columns is not None else None
+        delimiter, quotechar = choose_dialect(text, delimiters, quotechars, width)
         quoting = csv.QUOTE_MINIMAL
         dialect = f"delimiter {delimiter!r}, quote {quotechar!r}"
     # strict: a quote never closed (a file cut mid-record) is an error, not a shorter last record

@@ -266,14 +266,14 @@ def print_tables(frame, fmt: str = DEFAULT_TABLE_FORMAT, selection: dict | None 
     table leaves them out and adds its own, so that a command printing several tables says each note
     once (the demo). None: every table carries its whole note, as the files keep it."""
     from tecb_eval.reports import tables as report
-    from tecb_eval.reports.label_free import format_label_free, label_free_table
+    from tecb_eval.reports.label_free import format_label_free, label_free_table, task_named
     from tecb_eval.reports.versions import label_table_rows, range_rows, unlabelled_rows
 
     if not frame.empty and (unlabelled_rows(frame).any() or range_rows(frame).any()):
         # Datasets without labels and k ranges: their label-free scores, the curve down the column.
         points = frame[unlabelled_rows(frame) | range_rows(frame)]
         print("Label-free scores (means over splits and seeds; '-': undefined):")
-        print(format_label_free(label_free_table(points)))
+        print(format_label_free(label_free_table(task_named(points))))
         labelled, note = label_table_rows(frame)
         if labelled.empty:
             print(note)

@@ -8,7 +8,7 @@ import pandas as pd
 
 
 class Ledger:
-    def __init__(self):
+    def __init__(self, task_names: dict[str, str] | None = None):
         self.encode_seconds: dict[str, float] = {}  # model name -> seconds encoding
         self.encoded_texts: dict[str, int] = {}  # model name -> texts encoded
         self.new_rows: list[dict] = []  # the cells this run computed (the rest came from the store)
@@ -19,6 +19,9 @@ class Ledger:
         self.shards_on: dict[str, dict[str, int]] = {}  # model -> {Dask worker address: shards it encoded}
         self.scheduler = ""  # the Dask scheduler's address, on a cluster
         self.spent: dict[str, dict] = {}  # dataset -> what this run spent and found done there
+        # dataset folder name -> its MTEB task name: the summary names a dataset as the tables
+        # printed beside it do (docs/datasets.md, "Two names for one dataset")
+        self.task_names: dict[str, str] = dict(task_names or {})
 
     def of(self, dataset: str) -> dict:
         return self.spent.setdefault(dataset, {"stored": 0, "texts": 0, "encoded": 0,
@@ -71,12 +74,13 @@ class Ledger:
         frame = pd.DataFrame(self.new_rows, columns=["dataset", "reduce_s", "cluster_s", "levels_s", "dbcv_s"])
         # Each figure is what this run spent; what it found done (results store, caches) is counted
         # beside it, so a resumed or cached run does not look slow or free.
-        for dataset, spent in sorted(self.spent.items()):
+        for dataset, spent in sorted(self.spent.items(), key=lambda item: self.task_names.get(item[0], item[0])):
             part = frame[frame.dataset == dataset]
+            shown = self.task_names.get(dataset, dataset)
             if part.empty:
-                lines.append(f"{dataset}: all {spent['stored']:,} cells from the results store; nothing computed")
+                lines.append(f"{shown}: all {spent['stored']:,} cells from the results store; nothing computed")
                 continue
-            lines.append(_dataset_line(dataset, spent, part))
+            lines.append(_dataset_line(shown, spent, part))
         if self.wall_seconds:
             lines.append("wall clock of this run: " + ", ".join(f"{phase} {s:.1f} s"
                                                                 for phase, s in self.wall_seconds.items()))

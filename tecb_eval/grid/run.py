@@ -72,7 +72,7 @@ class Grid:
         self.progress = progress
         self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
                                      timeout=scheduler_timeout)
-        self.ledger = Ledger()
+        self.ledger = Ledger({bench.name: bench.mteb_name for bench in self.plan.benchmarks})
         # On a Dask cluster the encode tasks go there too; "gpu": only to workers with Dask's GPU resource.
         self.encode_resources = {"GPU": 1} if encode_on == "gpu" else None
         self.rows: list[dict] = []

@@ -115,7 +115,7 @@ def export_all(frame, out: Path, *, reference: Path | None = None, log=print, de
     def write(folder: Path, check) -> list[Path]:
         written = []
         if not points.empty:
-            table = label_free.label_free_table(points)
+            table = label_free.label_free_table(label_free.task_named(points))
             note = report.DEMO_NOTE if demo else None
             written += [report.write_text(folder / f"{LABEL_FREE}.md", label_free.format_label_free(table, "md", note)),
                         report.write_text(folder / f"{LABEL_FREE}.csv", label_free.format_label_free(table, "csv"))]

@@ -35,6 +35,14 @@ def setting_order(setting: str) -> tuple:
     return (0, "", 0) if point is None else (1, point[0], point[1])
 
 
+def task_named(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each dataset named by its MTEB task (``NewsClusteringS2S``), as the tables and
+    notes beside a label-free table name it, rather than by its folder (``news-s2s``)."""
+    if "mteb_name" not in frame.columns:
+        return frame
+    return frame.assign(dataset=frame["mteb_name"].where(frame["mteb_name"].notna(), frame["dataset"]))
+
+
 def label_free_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per pipeline, the mean of each label-free column over its splits and seeds."""
     frame = with_setting(frame)
