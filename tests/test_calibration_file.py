@@ -1,0 +1,106 @@
+"""The calibration file `recommend --calibration` and `report --calibration` read: a regular file,
+read with a bound, its content checked; anything else is one line naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+
+from conftest import eval_error
+from tablefiles import unlabelled_corpus
+from tecb_eval.reports import calibration
+
+
+@pytest.fixture(scope="module")
+def corpus_store(tmp_path_factory):
+    from tecb_eval.cli import main
+
+    root = tmp_path_factory.mktemp("corpus-store")
+    store = root / "corpus.jsonl"
+    assert main(["run", "--data", str(unlabelled_corpus(root / "corpus")), "--model", "tfidf-lsa", "--config",
+                 "minibatch_kmeans:none", "--k", "3,6", "--results", str(store), "--cache-dir", str(root / "c"),
+                 "--quiet"]) == 0
+    return store
+
+
+def _packaged() -> dict:
+    return calibration.read_calibration()
+
+
+def _written(tmp_path, document) -> str:
+    path = tmp_path / "cal.json"
+    path.write_text(document if isinstance(document, str) else json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+def _wrong_documents():
+    good = _packaged()
+    row = good["table"][0]
+    return {
+        "unknown best": dict(good, best="nonsense"),
+        "best of a wrong type": dict(good, best=["silhouette"]),
+        "a list": [good],
+        "no table": {k: v for k, v in good.items() if k != "table"},
+        "a table of text": dict(good, table="rows"),
+        "a row's number as text": dict(good, table=[dict(row, rho="high")]),
+        "a row's criterion unknown": dict(good, table=[dict(row, criterion="vibes")]),
+        "a row's count as a float": dict(good, table=[dict(row, cells=2.5)]),
+        "datasets of text": dict(good, datasets="all"),
+        "nested too deep": "[" * 200_000,
+        "not JSON": "{",
+        "not UTF-8": b"\xff\xfe{}".decode("latin-1"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_wrong_documents()))
+def test_a_wrong_calibration_document_is_one_line_naming_it(case, corpus_store, tmp_path, capsys):
+    path = tmp_path / "cal.json"
+    document = _wrong_documents()[case]
+    if case == "not UTF-8":
+        path.write_bytes(b"\xff\xfe{}")
+    else:
+        _written(tmp_path, document)
+    line = eval_error(capsys, ["recommend", str(corpus_store), "--calibration", str(path)])
+    assert f"--calibration {path}" in line and "tecb-eval calibrate" in line
+
+
+def test_a_fifo_a_device_and_a_folder_are_refused_before_a_byte_is_read(corpus_store, tmp_path, capsys):
+    fifo = tmp_path / "cal.fifo"
+    os.mkfifo(fifo)
+
+    def unblock():
+        # Without the check the read would wait for a writer for ever: one comes after a while, so
+        # that the test fails instead of hanging.
+        threading.Event().wait(5)
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return  # no reader: the FIFO was refused
+        os.write(fd, b"{}")
+        os.close(fd)
+
+    threading.Thread(target=unblock, daemon=True).start()
+    folder = tmp_path / "calibration"
+    folder.mkdir()
+    for path, kind in ((fifo, "FIFO"), ("/dev/zero", "character device"), (folder, "folder")):
+        for command in (["recommend", str(corpus_store)],
+                        ["report", str(corpus_store), "--out", str(tmp_path / "page"), "--no-figures"]):
+            line = eval_error(capsys, [*command, "--calibration", str(path)])
+            assert f"--calibration {path}: is a {kind}" in line, line
+    assert not (tmp_path / "page").exists()
+
+
+def test_report_refuses_a_wrong_calibration_and_writes_nothing(corpus_store, tmp_path, capsys):
+    path = _written(tmp_path, dict(_packaged(), best="nonsense"))
+    line = eval_error(capsys, ["report", str(corpus_store), "--out", str(tmp_path / "page"), "--no-figures",
+                               "--calibration", path])
+    assert f"--calibration {path}" in line and "'nonsense'" in line
+    assert not (tmp_path / "page").exists()
+
+
+def test_a_calibration_calibrate_wrote_is_read_back(tmp_path):
+    document = _packaged()
+    assert calibration.read_calibration(_written(tmp_path, document)) == document
