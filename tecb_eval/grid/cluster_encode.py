@@ -39,7 +39,10 @@ from tecb_data.errors import UserError
 from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore, text_key
 from tecb_eval.models.spec import ModelSpec
+from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers, finished, watched_result
 
+# Seconds to wait for the workers to say which models they hold: a quick question for a worker that answers.
+_HOLDERS_TIMEOUT = 10.0
 ENCODE_ON = (None, "any", "gpu")  # --encode-on: any worker, or only those with Dask's GPU resource
 NEXT_MODEL_PRIORITY = -1  # the next model's shards fill the slots the current model's units leave free
 SHARDS_PER_WORKER = 8  # enough shards that a slow or lost worker, or a shard of long texts, holds up little
@@ -282,8 +285,9 @@ class ClusterEncoder:
     """Describes models and sends their missing texts to the cluster as shard tasks; the
     coordinator writes each finished shard to the embedding store."""
 
-    def __init__(self, client, log, resources: dict | None = None):
+    def __init__(self, client, log, resources: dict | None = None, silence: float = SILENCE_SECONDS):
         self.client, self.log, self.resources = client, log, resources or {}
+        self.silence = silence  # seconds without a finished shard before a silent worker is named
         self.shards: dict[str, Counter] = {}  # model name -> {worker address: shards it encoded}
         self.address = str(getattr(client.scheduler, "address", "") or "")
         self._sent: dict[tuple, ModelSpec] = {}  # a run fingerprints each model folder once
@@ -302,7 +306,8 @@ class ClusterEncoder:
 
         for attempt in range(MAX_ATTEMPTS):
             try:
-                return self.client.submit(function, *args, pure=False, resources=self.resources, **options).result()
+                future = self.client.submit(function, *args, pure=False, resources=self.resources, **options)
+                return watched_result(future, SilentWorkers(self.client, self.log, what, self.silence))
             except KilledWorker:
                 # Dask has tried it on several workers already, each of which died running it.
                 raise UserError(f"{what}: every Dask worker that tried it died (Dask gave up after several); "
@@ -371,9 +376,14 @@ class ClusterEncoder:
         """The workers that hold ``spec`` loaded, and how many workers there are."""
         key = _model_key(spec, seed)
         try:
-            held = self.client.run(held_keys, on_error="return")
-        except OSError:
-            return [], 0
+            # Bounded: a worker that stops answering (SIGSTOP) would hold this question for ever;
+            # without the answer no worker is preferred, and the wait for the shards names it.
+            held = self.client.run(held_keys, on_error="return", callback_timeout=min(self.silence, _HOLDERS_TIMEOUT))
+        except OSError:  # distributed's TimeoutError is one
+            try:
+                return [], len(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+            except OSError:
+                return [], 0
         holders = sorted(w for w, keys in held.items() if not isinstance(keys, BaseException) and key in map(tuple, keys))
         return holders, len(held)
 
@@ -433,14 +443,11 @@ class ClusterEncoder:
             self.cancel(started)  # after an error or Ctrl-C: nothing of ours keeps running
 
     def _collect(self, started: Started, store: EmbeddingStore, progress) -> None:
-        from distributed import as_completed
-
         from tecb_eval.grid.dask_executor import worker_lost
 
         spec = started.spec
-        completed = as_completed(list(started.running), loop=self.client.loop, raise_errors=False)
-        for future in completed:
-            index = started.running.pop(future)
+        watch = SilentWorkers(self.client, self.log, f"encoding with {spec.name}", self.silence)
+        for future, index in finished(started.running, watch):
             try:
                 vectors, truncated, worker = future.result()
             except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
@@ -451,7 +458,7 @@ class ClusterEncoder:
                     raise UserError(f"encoding with {spec.name}: a shard's Dask worker was lost {MAX_ATTEMPTS} times "
                                     "(out of memory?); the shards finished before are stored: rerun to resume") from None
                 self.log(f"note: encoding with {spec.name}: a shard's worker was lost; encoding it again")
-                completed.add(self._submit(started, index))
+                self._submit(started, index)
                 continue
             texts = [t for batch in started.pieces[index] for t in batch]
             if vectors.ndim != 2 or len(vectors) != len(texts):

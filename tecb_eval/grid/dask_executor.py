@@ -17,7 +17,7 @@ import struct
 import time
 
 from dask.utils import format_bytes
-from distributed import Client, KilledWorker, WorkerPlugin, as_completed
+from distributed import Client, KilledWorker, WorkerPlugin
 from distributed.client import FutureCancelledError
 
 from tecb_data.errors import UserError
@@ -26,6 +26,7 @@ from tecb_eval.files import source_digest
 from tecb_eval.grid.scheduling import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task,
                                        check_timeout, fit_or_skip, longest_first, machine_memory)
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit
+from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers, finished
 
 DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) may die 3 times
 
@@ -140,8 +141,10 @@ class MemoryBudget(WorkerPlugin):
 class DaskExecutor:
     """Units as Dask tasks on the cluster at ``address``; a split's embeddings are scattered once."""
 
-    def __init__(self, client: Client, address: str, memory_limit: int | None, log, timeout: float | None = None):
+    def __init__(self, client: Client, address: str, memory_limit: int | None, log, timeout: float | None = None,
+                 silence: float = SILENCE_SECONDS):
         self.address = address
+        self.silence = silence  # seconds without a finished unit before a silent worker is named
         self.log = log
         self.client = client
         # How long to ask a scheduler that may be gone whether it still answers: --scheduler-timeout,
@@ -203,7 +206,6 @@ class DaskExecutor:
             users[task.input_key] = users.get(task.input_key, 0) + 1
         attempts: dict[str, int] = {}
         running: dict[object, Task] = {}
-        completed = None
 
         def submit(task: Task) -> None:
             data = None if task.input_key in inputs else load_input(task.input_key)
@@ -226,19 +228,14 @@ class DaskExecutor:
                 # (a TimeoutError) are OSErrors: the cluster is gone, not this unit's fault.
                 raise self._cluster_lost(exc) from None
             running[future] = task
-            if completed is not None:
-                completed.add(future)
 
         def fill() -> None:
             while pending and len(running) < self.window:
                 submit(pending.pop(0))
 
         fill()
-        if not running:
-            return
-        completed = as_completed(list(running), loop=self.client.loop, raise_errors=False)
-        for future in completed:
-            task = running.pop(future)
+        watch = SilentWorkers(self.client, self.log, "clustering", self.silence)
+        for future, task in finished(running, watch):
             result, exc, lost = None, None, False
             try:
                 # A finished unit's result can still be lost: it lives on its worker until gathered.
