@@ -39,7 +39,7 @@ from tecb_data.errors import UserError
 from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore, text_key
 from tecb_eval.models.spec import ModelSpec
-from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers, finished, watched_result
+from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers
 
 # Seconds to wait for the workers to say which models they hold: a quick question for a worker that answers.
 _HOLDERS_TIMEOUT = 10.0
@@ -307,7 +307,8 @@ class ClusterEncoder:
         for attempt in range(MAX_ATTEMPTS):
             try:
                 future = self.client.submit(function, *args, pure=False, resources=self.resources, **options)
-                return watched_result(future, SilentWorkers(self.client, self.log, what, self.silence))
+                with SilentWorkers(self.client, self.log, what, self.silence, {future: None}):
+                    return future.result()
             except KilledWorker:
                 # Dask has tried it on several workers already, each of which died running it.
                 raise UserError(f"{what}: every Dask worker that tried it died (Dask gave up after several); "
@@ -443,36 +444,43 @@ class ClusterEncoder:
             self.cancel(started)  # after an error or Ctrl-C: nothing of ours keeps running
 
     def _collect(self, started: Started, store: EmbeddingStore, progress) -> None:
+        from distributed import as_completed
+
         from tecb_eval.grid.dask_executor import worker_lost
 
         spec = started.spec
-        watch = SilentWorkers(self.client, self.log, f"encoding with {spec.name}", self.silence)
-        for future, index in finished(started.running, watch):
-            try:
-                vectors, truncated, worker = future.result()
-            except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
-                if not (worker_lost(exc) or isinstance(exc, OSError)):
-                    raise
-                started.attempts[index] += 1
-                if started.attempts[index] >= MAX_ATTEMPTS:
-                    raise UserError(f"encoding with {spec.name}: a shard's Dask worker was lost {MAX_ATTEMPTS} times "
-                                    "(out of memory?); the shards finished before are stored: rerun to resume") from None
-                self.log(f"note: encoding with {spec.name}: a shard's worker was lost; encoding it again")
-                self._submit(started, index)
-                continue
-            texts = [t for batch in started.pieces[index] for t in batch]
-            if vectors.ndim != 2 or len(vectors) != len(texts):
-                raise ValueError(f"a worker returned shape {vectors.shape} for {len(texts)} texts")
-            rows = {text_key(t): i for i, t in enumerate(texts)}
-            # One atomic store shard per task: the store's own writer, handed the worker's vectors.
-            store.encode_missing(texts, lambda batch: vectors[[rows[text_key(t)] for t in batch]],
-                                 chunk=len(texts))
-            self.shards.setdefault(spec.name, Counter())[worker] += 1
-            counted = started.encoder.truncated
-            counted["texts"] += truncated["texts"]
-            counted["tokens"] += truncated["tokens"]
-            if progress is not None:
-                progress(len(texts))
+        completed = as_completed(list(started.running), loop=self.client.loop, raise_errors=False)
+        with SilentWorkers(self.client, self.log, f"encoding with {spec.name}", self.silence,
+                           started.running) as watch:
+            for future in completed:
+                watch.progressed()
+                index = started.running.pop(future)
+                try:
+                    vectors, truncated, worker = future.result()
+                except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, its own error is not
+                    if not (worker_lost(exc) or isinstance(exc, OSError)):
+                        raise
+                    started.attempts[index] += 1
+                    if started.attempts[index] >= MAX_ATTEMPTS:
+                        raise UserError(f"encoding with {spec.name}: a shard's Dask worker was lost {MAX_ATTEMPTS} "
+                                        "times (out of memory?); the shards finished before are stored: rerun to "
+                                        "resume") from None
+                    self.log(f"note: encoding with {spec.name}: a shard's worker was lost; encoding it again")
+                    completed.add(self._submit(started, index))
+                    continue
+                texts = [t for batch in started.pieces[index] for t in batch]
+                if vectors.ndim != 2 or len(vectors) != len(texts):
+                    raise ValueError(f"a worker returned shape {vectors.shape} for {len(texts)} texts")
+                rows = {text_key(t): i for i, t in enumerate(texts)}
+                # One atomic store shard per task: the store's own writer, handed the worker's vectors.
+                store.encode_missing(texts, lambda batch: vectors[[rows[text_key(t)] for t in batch]],
+                                     chunk=len(texts))
+                self.shards.setdefault(spec.name, Counter())[worker] += 1
+                counted = started.encoder.truncated
+                counted["texts"] += truncated["texts"]
+                counted["tokens"] += truncated["tokens"]
+                if progress is not None:
+                    progress(len(texts))
 
     def encode(self, encoder: RemoteEncoder, todo: list[str], store: EmbeddingStore, progress=None) -> None:
         """Encode ``todo`` (distinct texts the store lacks) on the cluster into ``store``."""

@@ -17,7 +17,7 @@ import struct
 import time
 
 from dask.utils import format_bytes
-from distributed import Client, KilledWorker, WorkerPlugin
+from distributed import Client, KilledWorker, WorkerPlugin, as_completed
 from distributed.client import FutureCancelledError
 
 from tecb_data.errors import UserError
@@ -25,8 +25,8 @@ from tecb_data.version import __version__
 from tecb_eval.files import source_digest
 from tecb_eval.grid.scheduling import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task,
                                        check_timeout, fit_or_skip, longest_first, machine_memory)
+from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit
-from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers, finished
 
 DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) may die 3 times
 
@@ -206,6 +206,7 @@ class DaskExecutor:
             users[task.input_key] = users.get(task.input_key, 0) + 1
         attempts: dict[str, int] = {}
         running: dict[object, Task] = {}
+        completed = None
 
         def submit(task: Task) -> None:
             data = None if task.input_key in inputs else load_input(task.input_key)
@@ -228,44 +229,51 @@ class DaskExecutor:
                 # (a TimeoutError) are OSErrors: the cluster is gone, not this unit's fault.
                 raise self._cluster_lost(exc) from None
             running[future] = task
+            if completed is not None:
+                completed.add(future)
 
         def fill() -> None:
             while pending and len(running) < self.window:
                 submit(pending.pop(0))
 
         fill()
-        watch = SilentWorkers(self.client, self.log, "clustering", self.silence)
-        for future, task in finished(running, watch):
-            result, exc, lost = None, None, False
-            try:
-                # A finished unit's result can still be lost: it lives on its worker until gathered.
-                result = future.result() if future.status == "finished" else None
-                if future.status == "error":
-                    exc = future.exception()
-            except OSError as error:
-                # Gathering failed: the worker holding the result went away (the unit runs again),
-                # or the scheduler did (nothing can run again).
-                if not self._scheduler_answers():
-                    raise self._cluster_lost(error, scheduler_answers=False) from None
-                lost = True
-            except Exception as error:  # noqa: BLE001 -- sorted into lost or not just below
-                exc = error
-            if result is None:
-                if exc is not None and not lost and not worker_lost(exc):
-                    raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
-                attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
-                if attempts[task.unit.key] >= DASK_MAX_ATTEMPTS:
-                    raise UserError(f"{task.unit.label}: its Dask worker was lost {DASK_MAX_ATTEMPTS} times "
-                                    "(out of memory?); finished cells are stored, rerun to resume") from None
-                self.log(f"note: {task.unit.label}: its worker or its input was lost; running it again")
-                inputs.pop(task.input_key, None)  # the scattered copy may have gone with the worker
-                submit(task)
-                continue
-            users[task.input_key] -= 1
-            if users[task.input_key] == 0:
-                inputs.pop(task.input_key, None)  # released on the cluster once no unit needs it
-            on_result(task.unit, result)
-            fill()
+        if not running:
+            return
+        completed = as_completed(list(running), loop=self.client.loop, raise_errors=False)
+        with SilentWorkers(self.client, self.log, "clustering", self.silence, running) as watch:
+            for future in completed:
+                watch.progressed()
+                task = running.pop(future)
+                result, exc, lost = None, None, False
+                try:
+                    # A finished unit's result can still be lost: it lives on its worker until gathered.
+                    result = future.result() if future.status == "finished" else None
+                    if future.status == "error":
+                        exc = future.exception()
+                except OSError as error:
+                    # Gathering failed: the worker holding the result went away (the unit runs again),
+                    # or the scheduler did (nothing can run again).
+                    if not self._scheduler_answers():
+                        raise self._cluster_lost(error, scheduler_answers=False) from None
+                    lost = True
+                except Exception as error:  # noqa: BLE001 -- sorted into lost or not just below
+                    exc = error
+                if result is None:
+                    if exc is not None and not lost and not worker_lost(exc):
+                        raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
+                    attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
+                    if attempts[task.unit.key] >= DASK_MAX_ATTEMPTS:
+                        raise UserError(f"{task.unit.label}: its Dask worker was lost {DASK_MAX_ATTEMPTS} times "
+                                        "(out of memory?); finished cells are stored, rerun to resume") from None
+                    self.log(f"note: {task.unit.label}: its worker or its input was lost; running it again")
+                    inputs.pop(task.input_key, None)  # the scattered copy may have gone with the worker
+                    submit(task)
+                    continue
+                users[task.input_key] -= 1
+                if users[task.input_key] == 0:
+                    inputs.pop(task.input_key, None)  # released on the cluster once no unit needs it
+                on_result(task.unit, result)
+                fill()
 
     def _scatter(self, data, everywhere: bool = False) -> list:
         """``data``'s copies on the cluster: one, or with ``everywhere`` one per worker, each sent to

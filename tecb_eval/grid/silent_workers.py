@@ -2,12 +2,12 @@
 
 A worker that stops answering (stopped with SIGSTOP or Ctrl-Z, swapping, cut off by the network)
 keeps its tasks: the scheduler drops it only after its ``worker-ttl`` (five minutes by default), and
-until then a run shows the same count for minutes without a word. While we wait, the scheduler is
-asked now and then which workers run our tasks and when each last sent its heartbeat; once nothing
-has finished for ``after`` seconds (:data:`SILENCE_SECONDS`) and a worker running one of our tasks
-has sent nothing for as long, one line names it. The wait itself goes on as Dask's does: the run
-continues when the worker answers again (which is said too), or when the scheduler drops it and
-its tasks run elsewhere.
+until then a run shows the same count for minutes without a word. While a loop waits on our tasks
+(Dask's ``as_completed``, unchanged), a thread asks the scheduler now and then which workers run
+them and when each last sent its heartbeat; once nothing has finished for ``after`` seconds
+(:data:`SILENCE_SECONDS`) and a worker running one of our tasks has sent nothing for as long, one
+line names it. The wait itself goes on as Dask's does: the run continues when the worker answers
+again (which is said too), or when the scheduler drops it and its tasks run elsewhere.
 
 The scheduler's heartbeat times are compared with earlier ones from the same scheduler, never with
 this machine's clock, so a scheduler on another machine with another time is judged alike.
@@ -15,8 +15,8 @@ this machine's clock, so a scheduler on another machine with another time is jud
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
 
 # About a minute: far longer than a worker's heartbeat (a fraction of a second to a few seconds on a
 # large cluster), shorter than the scheduler's own five minutes before it gives a worker up.
@@ -27,23 +27,43 @@ _LONGEST_CHECK = 15.0
 
 
 class SilentWorkers:
-    """What a wait on ``what`` (``"encoding with minilm-l6"``) has seen of the workers: when each
-    last changed its heartbeat, which were named as silent; it says so through ``log``."""
+    """A context that watches the workers running the futures of ``running`` (future -> anything,
+    read as the loop changes it) while a loop waits on ``what`` (``"encoding with minilm-l6"``); the
+    loop calls :meth:`progressed` for each task that finishes. Lines go through ``log``."""
 
-    def __init__(self, client, log, what: str, after: float = SILENCE_SECONDS):
+    def __init__(self, client, log, what: str, after: float = SILENCE_SECONDS, running: dict | None = None):
         if not after > 0:
             raise ValueError(f"the silence before a worker is named must be positive, got {after!r}")
         self.client, self.log, self.what, self.after = client, log, what, float(after)
+        self.running = running if running is not None else {}
         self.poll = min(self.after / _CHECKS_PER_SILENCE, _LONGEST_CHECK)
         self.last_progress = time.monotonic()
         self.heard: dict[str, tuple[object, float]] = {}  # worker -> (its last_seen, when it last changed here)
         self.named: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"tecb silent workers: {what}", daemon=True)
 
-    def progressed(self, keys) -> None:
-        """A task finished (``keys``: those still running)."""
+    def __enter__(self) -> "SilentWorkers":
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        self._stop.set()
+        self._thread.join()
+        if kind is None and self.named:  # the wait ended because a named worker answered: say so
+            self.check([])
+
+    def progressed(self) -> None:
+        """A task finished."""
         self.last_progress = time.monotonic()
-        if self.named:
-            self.check(keys)  # a named worker that answers again is said at once
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.poll):
+            try:
+                keys = [future.key for future in list(self.running)]
+            except RuntimeError:  # the loop changed ``running`` meanwhile: asked again at the next poll
+                continue
+            self.check(keys)
 
     def check(self, keys) -> None:
         """Ask the scheduler about the workers running ``keys`` (ours still running) and name those
@@ -51,7 +71,7 @@ class SilentWorkers:
         try:
             workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
             processing = self.client.processing()
-        except Exception:  # noqa: BLE001 -- a scheduler that is gone is said by the wait itself
+        except Exception:  # noqa: BLE001 -- a scheduler that is gone is said by the loop's own wait
             return
         now = time.monotonic()
         for worker, info in workers.items():
@@ -64,7 +84,7 @@ class SilentWorkers:
             elif now - self.heard[worker][1] < self.after:
                 self.named.discard(worker)
                 self.log(f"note: {self.what}: Dask worker {worker} answers again; going on")
-        if now - self.last_progress < self.after:
+        if now - self.last_progress < self.after or self._stop.is_set():
             return
         ours = {str(key) for key in keys}
         for worker in sorted(processing):
@@ -77,28 +97,3 @@ class SilentWorkers:
                          f"{worker} does not answer (no heartbeat for {silent:.0f} s or more: stopped, swapping or "
                          "cut off?); waiting for it: the run goes on when it answers, or once the scheduler gives "
                          "it up and its tasks run elsewhere")
-
-
-def finished(running: dict, watch: SilentWorkers) -> Iterator[tuple]:
-    """(future, what ``running`` held for it) for each future of ``running`` (future -> anything) as
-    it finishes, taken out of ``running``; among those finishing together in the order they were
-    submitted. A future added to ``running`` meanwhile (a task sent again) is waited on too.
-    ``watch`` is told of the waits in between."""
-    from distributed import wait
-
-    while running:
-        try:
-            done = wait(list(running), timeout=watch.poll, return_when="FIRST_COMPLETED").done
-        except TimeoutError:
-            watch.check([future.key for future in running])
-            continue
-        ready = [(future, running.pop(future)) for future in list(running) if future in done]
-        watch.progressed([future.key for future in running])
-        yield from ready
-
-
-def watched_result(future, watch: SilentWorkers):
-    """``future.result()``, waited on under ``watch``."""
-    for _ in finished({future: None}, watch):
-        pass
-    return future.result()
