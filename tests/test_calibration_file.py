@@ -104,3 +104,20 @@ def test_report_refuses_a_wrong_calibration_and_writes_nothing(corpus_store, tmp
 def test_a_calibration_calibrate_wrote_is_read_back(tmp_path):
     document = _packaged()
     assert calibration.read_calibration(_written(tmp_path, document)) == document
+
+
+def test_calibrate_out_over_a_file_it_cannot_read_as_a_calibration_is_one_line(corpus_store, tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000, encoding="utf-8")
+    line = eval_error(capsys, ["calibrate", str(corpus_store), "--out", str(deep)])
+    assert f"--out {deep}: already exists and was not written by this command" in line
+    assert deep.read_text(encoding="utf-8") == "[" * 200_000
+
+
+def test_the_outputs_of_calibrate_and_report_stay_out_of_a_corpus_dataset_folder(corpus_store, tmp_path, capsys):
+    corpus = next(corpus_store.parent.glob("corpus/out/*"))  # the dataset folder the store was run on
+    for argv in (["calibrate", str(corpus_store), "--out", str(corpus / "cal.json")],
+                 ["report", str(corpus_store), "--out", str(corpus / "page"), "--no-figures"]):
+        line = eval_error(capsys, argv)
+        assert f"lies inside the dataset folder {corpus}" in line, line
+    assert not (corpus / "cal.json").exists() and not (corpus / "page").exists()

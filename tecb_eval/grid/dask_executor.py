@@ -112,6 +112,15 @@ async def _probe(address: str, timeout: float) -> None:
     await comm.close()
 
 
+async def _scheduler_id(address: str, timeout: float) -> str | None:
+    """The id of the scheduler answering at ``address`` now: another one than a run began with is
+    a restarted scheduler, which knows none of the run's tasks."""
+    from distributed.core import rpc
+
+    async with rpc(address, timeout=timeout) as scheduler:
+        return (await asyncio.wait_for(scheduler.identity(), timeout)).get("id")
+
+
 def _tecb_on_worker() -> tuple[str, str]:
     # Pickled by reference: a worker without the package cannot even load this function.
     from tecb_data.version import __version__
@@ -166,6 +175,7 @@ class DaskExecutor:
             # cut into pieces (tecb_eval.grid.execution), so no worker waits while one clusters.
             self.slots = max(1, sum(int(info.get("nthreads") or 1) for info in workers.values()))
             self.client.register_plugin(MemoryBudget(float(self.budget - WORKER_BASELINE_BYTES)))
+            self.scheduler_id = self.client.scheduler_info().get("id")
         except BaseException:
             self.close()
             raise
@@ -308,6 +318,13 @@ class DaskExecutor:
             return False
         return True
 
+    def _scheduler_restarted(self) -> bool:
+        try:
+            now = asyncio.run(_scheduler_id(self.address, self.timeout))
+        except (OSError, TimeoutError, asyncio.TimeoutError):
+            return False
+        return now is not None and now != getattr(self, "scheduler_id", now)
+
     def _cluster_lost(self, exc: OSError, scheduler_answers: bool | None = None) -> UserError:
         """One line for a cluster that stopped taking work mid-run: its scheduler, or every worker, is gone."""
         # distributed's own text names sockets and streams, except a short one ("No valid workers found").
@@ -316,6 +333,9 @@ class DaskExecutor:
             return UserError(f"lost the Dask scheduler at {self.address} mid-run (it no longer answers); the cells "
                              "finished before are stored: restart the scheduler and its workers, then rerun the same "
                              "command to resume")
+        if self._scheduler_restarted():
+            return UserError(f"the Dask scheduler at {self.address} was restarted mid-run and knows none of this "
+                             "run's tasks; the cells finished before are stored: rerun the same command to resume")
         return UserError(f"the Dask cluster at {self.address} lost its workers mid-run and none took over ({cause}); "
                          f"the cells finished before are stored: start workers (`dask worker {self.address}`), then "
                          "rerun the same command to resume")
