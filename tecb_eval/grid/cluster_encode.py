@@ -381,10 +381,7 @@ class ClusterEncoder:
             # without the answer no worker is preferred, and the wait for the shards names it.
             held = self.client.run(held_keys, on_error="return", callback_timeout=min(self.silence, _HOLDERS_TIMEOUT))
         except OSError:  # distributed's TimeoutError is one
-            try:
-                return [], len(self.client.scheduler_info(n_workers=-1).get("workers", {}))
-            except OSError:
-                return [], 0
+            return [], _workers_known(self.client)
         holders = sorted(w for w, keys in held.items() if not isinstance(keys, BaseException) and key in map(tuple, keys))
         return holders, len(held)
 
@@ -450,8 +447,7 @@ class ClusterEncoder:
 
         spec = started.spec
         completed = as_completed(list(started.running), loop=self.client.loop, raise_errors=False)
-        with SilentWorkers(self.client, self.log, f"encoding with {spec.name}", self.silence,
-                           started.running) as watch:
+        with SilentWorkers(self.client, self.log, f"encoding with {spec.name}", self.silence, started.running) as watch:
             for future in completed:
                 watch.progressed()
                 index = started.running.pop(future)
@@ -485,6 +481,14 @@ class ClusterEncoder:
     def encode(self, encoder: RemoteEncoder, todo: list[str], store: EmbeddingStore, progress=None) -> None:
         """Encode ``todo`` (distinct texts the store lacks) on the cluster into ``store``."""
         self.finish(self.start(encoder, todo), store, progress)
+
+
+def _workers_known(client) -> int:
+    """How many workers the scheduler lists (0 if it cannot be asked)."""
+    try:
+        return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    except OSError:
+        return 0
 
 
 def _hint(holders: list[str], workers: int) -> dict:

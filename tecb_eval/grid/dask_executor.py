@@ -121,6 +121,15 @@ async def _scheduler_id(address: str, timeout: float) -> str | None:
         return (await asyncio.wait_for(scheduler.identity(), timeout)).get("id")
 
 
+def _restarted(address: str, timeout: float, known: str | None) -> bool:
+    """Whether the scheduler answering at ``address`` is another one than the run's (id ``known``)."""
+    try:
+        now = asyncio.run(_scheduler_id(address, timeout))
+    except (OSError, TimeoutError, asyncio.TimeoutError):
+        return False
+    return now is not None and now != known
+
+
 def _tecb_on_worker() -> tuple[str, str]:
     # Pickled by reference: a worker without the package cannot even load this function.
     from tecb_data.version import __version__
@@ -318,13 +327,6 @@ class DaskExecutor:
             return False
         return True
 
-    def _scheduler_restarted(self) -> bool:
-        try:
-            now = asyncio.run(_scheduler_id(self.address, self.timeout))
-        except (OSError, TimeoutError, asyncio.TimeoutError):
-            return False
-        return now is not None and now != getattr(self, "scheduler_id", now)
-
     def _cluster_lost(self, exc: OSError, scheduler_answers: bool | None = None) -> UserError:
         """One line for a cluster that stopped taking work mid-run: its scheduler, or every worker, is gone."""
         # distributed's own text names sockets and streams, except a short one ("No valid workers found").
@@ -333,7 +335,7 @@ class DaskExecutor:
             return UserError(f"lost the Dask scheduler at {self.address} mid-run (it no longer answers); the cells "
                              "finished before are stored: restart the scheduler and its workers, then rerun the same "
                              "command to resume")
-        if self._scheduler_restarted():
+        if _restarted(self.address, self.timeout, self.scheduler_id):
             return UserError(f"the Dask scheduler at {self.address} was restarted mid-run and knows none of this "
                              "run's tasks; the cells finished before are stored: rerun the same command to resume")
         return UserError(f"the Dask cluster at {self.address} lost its workers mid-run and none took over ({cause}); "
