@@ -11,6 +11,7 @@ import pytest
 
 from conftest import eval_error
 from tablefiles import unlabelled_corpus
+from tecb_data.errors import UserError
 from tecb_eval.reports import calibration
 
 
@@ -56,15 +57,22 @@ def _wrong_documents():
 
 
 @pytest.mark.parametrize("case", list(_wrong_documents()))
-def test_a_wrong_calibration_document_is_one_line_naming_it(case, corpus_store, tmp_path, capsys):
+def test_a_wrong_calibration_document_is_one_line_naming_it(case, tmp_path):
     path = tmp_path / "cal.json"
-    document = _wrong_documents()[case]
     if case == "not UTF-8":
         path.write_bytes(b"\xff\xfe{}")
     else:
-        _written(tmp_path, document)
-    line = eval_error(capsys, ["recommend", str(corpus_store), "--calibration", str(path)])
-    assert f"--calibration {path}" in line and "tecb-eval calibrate" in line
+        _written(tmp_path, _wrong_documents()[case])
+    with pytest.raises(UserError) as refused:
+        calibration.read_calibration(path)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(f"--calibration {path}: ") and "tecb-eval calibrate" in line
+
+
+def test_recommend_refuses_a_wrong_calibration_in_one_line(corpus_store, tmp_path, capsys):
+    path = _written(tmp_path, dict(_packaged(), best="nonsense"))
+    line = eval_error(capsys, ["recommend", str(corpus_store), "--calibration", path])
+    assert f"--calibration {path}" in line and "'nonsense'" in line
 
 
 def test_a_fifo_a_device_and_a_folder_are_refused_before_a_byte_is_read(corpus_store, tmp_path, capsys):
