@@ -38,8 +38,8 @@ import numpy as np
 from tecb_data.errors import UserError
 from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore, text_key
-from tecb_eval.models.spec import ModelSpec
 from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers
+from tecb_eval.models.spec import ModelSpec
 
 # Seconds to wait for the workers to say which models they hold: a quick question for a worker that answers.
 _HOLDERS_TIMEOUT = 10.0
