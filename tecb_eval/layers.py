@@ -46,6 +46,8 @@ COMMAND = "tecb-eval layers"  # the marker of a sweep's output folder
 CONFIGURATION = ("minibatch_kmeans", "none")  # the grid's Table-2 cell: k-means on the embeddings
 LAYERS_CSV, SPLITS_CSV, FIGURE, SUMMARY_MD = "layers.csv", "splits.csv", "figure.png", "summary.md"
 METRICS = ("v_measure", "ami", "ari", "homogeneity", "completeness")
+# Far above the layers of any model (the deepest public transformers have about a hundred).
+MAX_LAYERS = 1_000
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
@@ -67,6 +69,10 @@ def parse_layers(layers) -> list[int] | None:
             high = int(match.group(2)) if match.group(2) is not None else low
             if high < low:
                 raise UserError(f"layers {layers!r}: the range {part.strip()} runs backwards; write {high}-{low}")
+            # Counted from the bounds before a list is made: 0-300000000 is a typo, not a sweep.
+            if len(found) + high - low + 1 > MAX_LAYERS:
+                raise UserError(f"layers {layers!r}: {len(found) + high - low + 1:,} layers; no model has more than "
+                                f"{MAX_LAYERS:,}; name the layers of your model, e.g. 0-12")
             found.extend(range(low, high + 1))
         layers = found
     try:

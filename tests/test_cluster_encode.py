@@ -423,3 +423,41 @@ def test_a_models_one_unit_is_cut_into_pieces_so_no_worker_waits(folder, cluster
     columns = ORDER + METRICS + ["v_measure_levels", "dbcv"]
     columns = [c for c in columns if c in whole.columns]
     assert whole[columns].equals(pieces[columns])
+
+
+def test_a_stopped_worker_is_named_and_the_encoding_goes_on_when_it_answers(tiny_model, cluster, tmp_path):
+    from tecb_eval.grid.cluster_encode import ClusterEncoder
+    from tecb_eval.models.spec import model_spec
+
+    silence = 2.0  # seconds: the minute of a real run, short for the test
+    said: list[str] = []
+    with distributed.Client(cluster.scheduler_address, timeout=10) as client:
+        # Opened (torch imported, the model loaded) before any worker stops: a load is no silence.
+        remote = ClusterEncoder(client, log=lambda m: None).describe(model_spec(tiny_model), 42)
+        encoder = ClusterEncoder(client, log=said.append, silence=silence)
+        pids = client.run(os.getpid)
+        texts = [f"Satz Nummer {i}" for i in range(96)]
+        store = EmbeddingStore(tmp_path / "cache", remote.identity)
+        for pid in pids.values():  # every worker: whichever gets the shards is stopped
+            os.kill(pid, signal.SIGSTOP)
+
+        def wake_once_named():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any("does not answer" in line for line in said):
+                time.sleep(0.05)
+            for pid in pids.values():
+                os.kill(pid, signal.SIGCONT)
+
+        waker = threading.Thread(target=wake_once_named, daemon=True)
+        waker.start()
+        try:
+            encoder.encode(remote, texts, store)
+        finally:
+            for pid in pids.values():
+                os.kill(pid, signal.SIGCONT)
+            waker.join(timeout=60)
+    named = [line for line in said if "does not answer" in line]
+    assert named and all("encoding with" in line and any(w in line for w in pids) for line in named), said
+    again = [line for line in said if "answers again" in line]
+    assert again and all(any(w in line for w in pids) for line in again), said
+    assert EmbeddingStore(tmp_path / "cache", remote.identity).embeddings().rows(texts).shape[0] == len(texts)

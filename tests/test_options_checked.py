@@ -307,11 +307,12 @@ def _dask_cli(module: str, *args: str) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("lost", ["scheduler", "worker"])
+@pytest.mark.parametrize("lost", ["scheduler", "worker", "restarted"])
 @pytest.mark.slow
 def test_a_cluster_lost_mid_run_is_one_line_and_keeps_the_finished_cells(data, tmp_path, capsys, lost):
     """A scheduler, and a worker without a nanny (nothing restarts it), each in its own process;
-    one of them is killed once the first cells are stored."""
+    one of them is killed once the first cells are stored ("restarted": the scheduler, and a new
+    one started at once at its address, which its worker rejoins)."""
     import distributed  # the [test] extra: a missing package is a failure, not a skip
     address = f"tcp://127.0.0.1:{_free_port()}"
     scheduler = _dask_cli("dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
@@ -325,8 +326,13 @@ def test_a_cluster_lost_mid_run_is_one_line_and_keeps_the_finished_cells(data, t
     def kill_after_the_first_cells():
         # The worker holds the first unit it starts once 2 cells are stored (an event, not a race
         # with the grid's speed); then the scheduler or that worker is killed.
+        nonlocal scheduler
         if wait_for_claim(claim, grid_ended) is not None:
-            (scheduler if lost == "scheduler" else worker).send_signal(signal.SIGKILL)
+            (worker if lost == "worker" else scheduler).send_signal(signal.SIGKILL)
+            if lost == "restarted":
+                scheduler.wait(timeout=30)
+                scheduler = _dask_cli("dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                      "--no-dashboard")
             killed.append(lost)
 
     try:
@@ -358,8 +364,11 @@ def test_a_cluster_lost_mid_run_is_one_line_and_keeps_the_finished_cells(data, t
     errors = [line for line in err if line.startswith("tecb-eval: error: ")]
     assert code == 2 and len(errors) == 1 and not any("Traceback" in line for line in err), err
     assert all(line.startswith(("tecb-eval: error: ", "note: ")) for line in err), err
-    expected = "lost the Dask scheduler" if lost == "scheduler" else "lost its workers mid-run"
-    assert expected in errors[0] and address in errors[0] and "rerun the same command to resume" in errors[0]
+    # A restarted scheduler is said as such once it answers; until then it is a lost one.
+    expected = {"scheduler": ("lost the Dask scheduler",), "worker": ("lost its workers mid-run",),
+                "restarted": ("was restarted mid-run and knows none of this run's tasks", "lost the Dask scheduler")}
+    assert any(words in errors[0] for words in expected[lost]), errors
+    assert address in errors[0] and "rerun the same command to resume" in errors[0]
     assert took < 300  # bounded: --scheduler-timeout 3, not a hang (generous for a loaded machine)
     kept = _rows(results)  # every stored line is a whole row
     # Fewer than the whole grid (10 splits x 2 configurations): the run stopped mid-way.

@@ -6,6 +6,7 @@ handler and flush."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -88,6 +89,29 @@ def test_a_closed_stdout_ends_run_and_table_quietly_with_141(demo_datasets, tmp_
     for argv in (["table", str(results)], ["table", str(results), "--format", "csv"]):
         done = _with_closed_stdout(argv, tmp_path)
         assert done.returncode == 141 and done.stderr == "", (argv, done.stderr)
+
+
+@pytest.mark.slow
+def test_a_closed_stdout_ends_calibrate_and_recommend_quietly_with_141(blurbs_folder, tmp_path):
+    from tecb_eval.cli import main
+
+    from tablefiles import unlabelled_corpus
+
+    labelled, corpus = tmp_path / "lab.jsonl", tmp_path / "corpus.jsonl"
+    common = ["--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--config", "agglomerative:pca",
+              "--cache-dir", str(tmp_path / "c"), "--quiet"]
+    assert main(["run", "--data", str(blurbs_folder), *common, "--k", "2:10:4", "--limit-splits", "3",
+                 "--results", str(labelled)]) == 0
+    assert main(["run", "--data", str(unlabelled_corpus(tmp_path / "corpus")), *common, "--k", "3,6",
+                 "--results", str(corpus)]) == 0
+    out = tmp_path / "cal.json"
+    for argv in (["calibrate", str(labelled), "--resamples", "50", "--out", str(out)],
+                 ["recommend", str(corpus), "--resamples", "50"],
+                 ["recommend", str(corpus), "--format", "json", "--resamples", "50"]):
+        done = _with_closed_stdout(argv, tmp_path)
+        # stderr may carry the progress line of a slow machine ("choosing one version ... (5 s so far)").
+        assert done.returncode == 141 and "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
+    assert not out.exists() or json.loads(out.read_text())  # whole, or not begun
 
 
 @pytest.mark.parametrize("command", [["table"], ["recommend"], ["report", "--out", "{out}"]])

@@ -43,8 +43,19 @@ def csv_reader(text: str, **dialect):
 
 
 def collapse_spaces(text: str) -> str:
-    """Runs of whitespace (newlines, tabs, non-breaking spaces) as one space, trimmed."""
-    return _SPACES.sub(" ", text).strip()
+    """Runs of whitespace (newlines, tabs, non-breaking spaces) as one space, trimmed; the empty
+    text if nothing of it is visible (see :func:`is_visible`)."""
+    collapsed = _SPACES.sub(" ", text).strip()
+    return collapsed if is_visible(collapsed) else ""
+
+
+def is_visible(text: str) -> bool:
+    """Whether a reader sees anything of ``text``: a text of format characters (zero-width space,
+    word joiner, BOM, soft hyphen, bidi controls, ...), other Default_Ignorable code points and
+    blanks only is an empty text. Folded as labels are (:func:`tecb_data.labels.normalise`)."""
+    from tecb_data.labels import normalise
+
+    return bool(normalise(text)[0])
 
 
 @dataclass

@@ -20,7 +20,7 @@ from xml.etree import ElementTree
 from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.recipes import Item
-from tecb_data.sources import InputFile, SourceResult
+from tecb_data.sources import InputFile, SourceResult, is_visible
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 FILE_PATTERN = re.compile(r"^blurbs_[a-z_]+\.txt(\.gz)?$")
@@ -81,9 +81,11 @@ def _parse_book(record: str, location: str) -> Book | None:
     title = (element.findtext("title") or "").strip()
     if not isbn:
         raise MalformedRecord(location, "book without <isbn>")
-    if not title:
+    if not is_visible(title):
         raise MalformedRecord(location, f"book {isbn} without <title>")
     blurb = (element.findtext("body") or "").strip()
+    if not is_visible(blurb):
+        blurb = ""
     paths = []
     for category in element.iter("category"):
         topics = []

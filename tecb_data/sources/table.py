@@ -766,8 +766,9 @@ def _unique_ids(path: Path, source: TableSource, records: list[_Record], removal
 
 
 def _duplicate_key(record: _Record) -> tuple:
-    # Whitespace is collapsed already; NFC makes a composed and a decomposed umlaut the same text.
-    return tuple(unicodedata.normalize("NFC", record.texts[view]) for view in sorted(record.texts))
+    # Folded as labels are: a composed and a decomposed umlaut, or a text with a zero-width space
+    # or a soft hyphen in it, are the same text to a reader.
+    return tuple(spellings.normalise(record.texts[view])[0] for view in sorted(record.texts))
 
 
 def _unusable(record: _Record, source: TableSource) -> tuple | None:

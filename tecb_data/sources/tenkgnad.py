@@ -132,7 +132,7 @@ def _read_csv(path: Path) -> tuple[list[Item], dict]:
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not a 10kGNAD csv file (not UTF-8 text at byte {exc.start})") from None
     rows: dict[str, tuple[str, str]] = {}
-    duplicates = 0
+    duplicates = empty = 0
     # strict: a quote that is never closed (a file cut mid-record) is an error, not a shorter last article
     reader = csv_reader(text, delimiter=";", quotechar="'", strict=True)
     while True:
@@ -155,6 +155,9 @@ def _read_csv(path: Path) -> tuple[list[Item], dict]:
         label, body = row[0].strip(), collapse_spaces(row[1])
         if label not in CATEGORIES:
             raise UserError(f"{path}:{number}: unknown category {label!r}; expected one of {', '.join(CATEGORIES)}")
+        if not body:
+            empty += 1
+            continue
         article_id = hashlib.blake2b(body.encode("utf-8"), digest_size=8).hexdigest()
         if article_id in rows:
             duplicates += 1
@@ -167,7 +170,9 @@ def _read_csv(path: Path) -> tuple[list[Item], dict]:
         Item(id=article_id, views={"p2p": body}, labels={"category": label}, path=(label,))
         for article_id, (label, body) in rows.items()
     ]
-    return items, {"articles_read": len(items) + duplicates, "duplicate_texts": duplicates, "selected": len(items)}
+    # Counted only when it happens, as the database's skipped articles are.
+    return items, {"articles_read": len(items) + duplicates + empty, "duplicate_texts": duplicates,
+                   **({"skipped_empty_text": empty} if empty else {}), "selected": len(items)}
 
 
 def read(path: Path, progress=None) -> SourceResult:

@@ -272,11 +272,15 @@ def print_tables(frame, fmt: str = DEFAULT_TABLE_FORMAT, selection: dict | None 
     if not frame.empty and (unlabelled_rows(frame).any() or range_rows(frame).any()):
         # Datasets without labels and k ranges: their label-free scores, the curve down the column.
         points = frame[unlabelled_rows(frame) | range_rows(frame)]
-        print("Label-free scores (means over splits and seeds; '-': undefined):")
-        print(format_label_free(label_free_table(task_named(points))))
+        heading = "Label-free scores (means over splits and seeds; '-': undefined):"
+        if fmt == "csv":  # a CSV stays data only: what it says goes to stderr
+            print(heading, file=sys.stderr)
+        print(format_label_free(label_free_table(task_named(points)), fmt, note=None if fmt == "csv" else heading))
         labelled, note = label_table_rows(frame)
         if labelled.empty:
-            print(note)
+            if fmt == "latex":  # a comment, as the tables' own notes are
+                note = "\n".join(f"% {line}" for line in note.splitlines())
+            print(note, file=sys.stderr if fmt == "csv" else sys.stdout)
             return
     # The same tables as `table` and `export` write: one version, its seeds' spread, the markers.
     for table, note in report.tables(frame, selection=selection).values():

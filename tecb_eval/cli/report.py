@@ -110,12 +110,15 @@ def _cmd_calibrate(args) -> int:
 
 
 def _is_calibration(path: Path) -> bool:
-    import json
+    """Whether ``path`` holds a calibration (an earlier ``--out``), read as a calibration is read:
+    bounded, and checked."""
+    from tecb_eval.reports.calibration import read_calibration
 
     try:
-        return {"date", "best", "table"} <= set(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        read_calibration(path)
+    except UserError:
         return False
+    return True
 
 
 def _write_json(path: Path, document: dict) -> None:

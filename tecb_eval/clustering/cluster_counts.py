@@ -18,8 +18,11 @@ MAX_POINTS = 200  # more points than this is a typo (5:5000), not a curve anyone
 
 def parse_range(text, option: str) -> tuple[int, ...]:
     """``"5:60"``, ``"2:10:2"``, ``"5,10,20"``, ``"10"`` or a sequence of ints -> the sorted values,
-    checked; one line otherwise."""
-    if not isinstance(text, str):
+    checked; one line otherwise. A range's points are counted from its bounds before any is made:
+    ``2:300000000:1`` is refused as too many points, not built."""
+    if isinstance(text, range):
+        text = f"{text.start}:{text.stop - 1}:{text.step}" if text.step > 0 else ",".join(map(str, text))
+    elif not isinstance(text, str):
         text = ",".join(str(int(v)) for v in text)
     text = text.strip()
     how = f"{option} {text!r}: give A:B (every {DEFAULT_STEP}th value from A to B), A:B:STEP, a list 5,10,20 or one number"
@@ -32,19 +35,19 @@ def parse_range(text, option: str) -> tuple[int, ...]:
             step = parts[2] if len(parts) == 3 else DEFAULT_STEP
             if step < 1:
                 raise UserError(f"{option} {text!r}: the step must be 1 or more")
-            values = list(range(start, stop + 1, step))
+            values = range(start, stop + 1, step)  # lazy: its length and ends come from the bounds
         else:
-            values = [int(p) for p in text.split(",") if p.strip()]
+            values = sorted({int(p) for p in text.split(",") if p.strip()})
     except ValueError:
         raise UserError(how) from None
     if not values:
         raise UserError(f"{option} {text!r}: an empty range (its start lies above its end); give A:B with A <= B")
-    if min(values) < 2:
-        raise UserError(f"{option} {text!r}: {min(values)} is too small; a clustering needs 2 or more "
+    if values[0] < 2:
+        raise UserError(f"{option} {text!r}: {values[0]} is too small; a clustering needs 2 or more "
                         f"({'clusters' if option == '--k' else 'texts per cluster'})")
-    if len(set(values)) > MAX_POINTS:
-        raise UserError(f"{option} {text!r}: {len(set(values))} points; give at most {MAX_POINTS} (a larger step)")
-    return tuple(sorted(set(values)))
+    if len(values) > MAX_POINTS:
+        raise UserError(f"{option} {text!r}: {len(values):,} points; give at most {MAX_POINTS} (a larger step)")
+    return tuple(values)
 
 
 def setting_name(parameter: str, value: int) -> str:

@@ -37,9 +37,12 @@ import numpy as np
 from tecb_data.errors import UserError
 from tecb_eval.files import short_hash
 from tecb_eval.grid.cache import ENCODE_CHUNK, EmbeddingStore, text_key
+from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers
 from tecb_eval.models.kinds.common import Encoder
 from tecb_eval.models.spec import ModelSpec
 
+# Seconds to wait for the workers to say which models they hold: a quick question for a worker that answers.
+_HOLDERS_TIMEOUT = 10.0
 ENCODE_ON = (None, "any", "gpu")  # --encode-on: any worker, or only those with Dask's GPU resource
 NEXT_MODEL_PRIORITY = -1  # the next model's shards fill the slots the current model's units leave free
 SHARDS_PER_WORKER = 8  # enough shards that a slow or lost worker, or a shard of long texts, holds up little
@@ -146,8 +149,9 @@ class ClusterEncoder:
     """Describes models and sends their missing texts to the cluster as shard tasks; the
     coordinator writes each finished shard to the embedding store."""
 
-    def __init__(self, client, log, resources: dict | None = None):
+    def __init__(self, client, log, resources: dict | None = None, silence: float = SILENCE_SECONDS):
         self.client, self.log, self.resources = client, log, resources or {}
+        self.silence = silence  # seconds without a finished shard before a silent worker is named
         self.shards: dict[str, Counter] = {}  # model name -> {worker address: shards it encoded}
         self.address = str(getattr(client.scheduler, "address", "") or "")
         self._sent: dict[tuple, ModelSpec] = {}  # a run fingerprints each model folder once
@@ -168,7 +172,9 @@ class ClusterEncoder:
 
         for attempt in range(MAX_ATTEMPTS):
             try:
-                return self.client.submit(function, *args, pure=False, resources=self.resources, **options).result()
+                future = self.client.submit(function, *args, pure=False, resources=self.resources, **options)
+                with SilentWorkers(self.client, self.log, what, self.silence, {future: None}):
+                    return future.result()
             except KilledWorker:
                 # Dask has tried it on several workers already, each of which died running it.
                 raise UserError(f"{what}: every Dask worker that tried it died (Dask gave up after several); "
@@ -237,9 +243,12 @@ class ClusterEncoder:
         """The workers that hold ``spec`` loaded, and how many workers there are."""
         key = worker_side().model_key(spec, seed)
         try:
-            held = self.client.run(worker_side().held_keys, on_error="return")
-        except OSError:
-            return [], 0
+            # Bounded: a worker that stops answering (SIGSTOP) would hold this question for ever;
+            # without the answer no worker is preferred, and the wait for the shards names it.
+            held = self.client.run(worker_side().held_keys, on_error="return",
+                                   callback_timeout=min(self.silence, _HOLDERS_TIMEOUT))
+        except OSError:  # distributed's TimeoutError is one
+            return [], _workers_known(self.client)
         holders = sorted(w for w, keys in held.items() if not isinstance(keys, BaseException) and key in map(tuple, keys))
         return holders, len(held)
 
@@ -305,37 +314,48 @@ class ClusterEncoder:
 
         spec = started.spec
         completed = as_completed(list(started.running), loop=self.client.loop, raise_errors=False)
-        for future in completed:
-            index = started.running.pop(future)
-            try:
-                vectors, truncated, worker = future.result()
-            except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, the task's own error is not
-                if not (worker_lost(exc) or isinstance(exc, OSError)):
-                    raise
-                started.attempts[index] += 1
-                if started.attempts[index] >= MAX_ATTEMPTS:
-                    raise UserError(f"encoding with {spec.name}: a shard's Dask worker was lost {MAX_ATTEMPTS} times "
-                                    "(out of memory?); the shards finished before are stored: rerun to resume") from None
-                self.log(f"note: encoding with {spec.name}: a shard's worker was lost; encoding it again")
-                completed.add(self._submit(started, index))
-                continue
-            texts = [t for batch in started.pieces[index] for t in batch]
-            if vectors.ndim != 2 or len(vectors) != len(texts):
-                raise ValueError(f"a worker returned shape {vectors.shape} for {len(texts)} texts")
-            rows = {text_key(t): i for i, t in enumerate(texts)}
-            # One atomic store shard per task: the store's own writer, handed the worker's vectors.
-            store.encode_missing(texts, lambda batch: vectors[[rows[text_key(t)] for t in batch]],
-                                 chunk=len(texts))
-            self.shards.setdefault(spec.name, Counter())[worker] += 1
-            counted = started.encoder.truncated
-            counted["texts"] += truncated["texts"]
-            counted["tokens"] += truncated["tokens"]
-            if progress is not None:
-                progress(len(texts))
+        with SilentWorkers(self.client, self.log, f"encoding with {spec.name}", self.silence, started.running) as watch:
+            for future in completed:
+                watch.progressed()
+                index = started.running.pop(future)
+                try:
+                    vectors, truncated, worker = future.result()
+                except Exception as exc:  # noqa: BLE001 -- a lost worker is retried, its own error is not
+                    if not (worker_lost(exc) or isinstance(exc, OSError)):
+                        raise
+                    started.attempts[index] += 1
+                    if started.attempts[index] >= MAX_ATTEMPTS:
+                        raise UserError(f"encoding with {spec.name}: a shard's Dask worker was lost {MAX_ATTEMPTS} "
+                                        "times (out of memory?); the shards finished before are stored: rerun to "
+                                        "resume") from None
+                    self.log(f"note: encoding with {spec.name}: a shard's worker was lost; encoding it again")
+                    completed.add(self._submit(started, index))
+                    continue
+                texts = [t for batch in started.pieces[index] for t in batch]
+                if vectors.ndim != 2 or len(vectors) != len(texts):
+                    raise ValueError(f"a worker returned shape {vectors.shape} for {len(texts)} texts")
+                rows = {text_key(t): i for i, t in enumerate(texts)}
+                # One atomic store shard per task: the store's own writer, handed the worker's vectors.
+                store.encode_missing(texts, lambda batch: vectors[[rows[text_key(t)] for t in batch]],
+                                     chunk=len(texts))
+                self.shards.setdefault(spec.name, Counter())[worker] += 1
+                counted = started.encoder.truncated
+                counted["texts"] += truncated["texts"]
+                counted["tokens"] += truncated["tokens"]
+                if progress is not None:
+                    progress(len(texts))
 
     def encode(self, encoder: RemoteEncoder, todo: list[str], store: EmbeddingStore, progress=None) -> None:
         """Encode ``todo`` (distinct texts the store lacks) on the cluster into ``store``."""
         self.finish(self.start(encoder, todo), store, progress)
+
+
+def _workers_known(client) -> int:
+    """How many workers the scheduler lists (0 if it cannot be asked)."""
+    try:
+        return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    except OSError:
+        return 0
 
 
 def _hint(holders: list[str], workers: int) -> dict:

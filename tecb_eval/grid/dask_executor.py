@@ -25,6 +25,7 @@ from tecb_data.version import __version__
 from tecb_eval.files import source_digest
 from tecb_eval.grid.scheduling import (DASK_CONNECT_TIMEOUT, DEFAULT_MEMORY_SHARE, LoadInput, OnResult, Task,
                                        check_timeout, fit_or_skip, longest_first, machine_memory)
+from tecb_eval.grid.silent_workers import SILENCE_SECONDS, SilentWorkers
 from tecb_eval.grid.work import WORKER_BASELINE_BYTES, run_unit
 
 DASK_MAX_ATTEMPTS = 4  # per unit: its worker (or the worker holding its input) may die 3 times
@@ -111,6 +112,24 @@ async def _probe(address: str, timeout: float) -> None:
     await comm.close()
 
 
+async def _scheduler_id(address: str, timeout: float) -> str | None:
+    """The id of the scheduler answering at ``address`` now: another one than a run began with is
+    a restarted scheduler, which knows none of the run's tasks."""
+    from distributed.core import rpc
+
+    async with rpc(address, timeout=timeout) as scheduler:
+        return (await asyncio.wait_for(scheduler.identity(), timeout)).get("id")
+
+
+def _restarted(address: str, timeout: float, known: str | None) -> bool:
+    """Whether the scheduler answering at ``address`` is another one than the run's (id ``known``)."""
+    try:
+        now = asyncio.run(_scheduler_id(address, timeout))
+    except (OSError, TimeoutError, asyncio.TimeoutError):
+        return False
+    return now is not None and now != known
+
+
 def _tecb_on_worker() -> tuple[str, str]:
     # Pickled by reference: a worker without the package cannot even load this function.
     from tecb_data.version import __version__
@@ -140,8 +159,10 @@ class MemoryBudget(WorkerPlugin):
 class DaskExecutor:
     """Units as Dask tasks on the cluster at ``address``; a split's embeddings are scattered once."""
 
-    def __init__(self, client: Client, address: str, memory_limit: int | None, log, timeout: float | None = None):
+    def __init__(self, client: Client, address: str, memory_limit: int | None, log, timeout: float | None = None,
+                 silence: float = SILENCE_SECONDS):
         self.address = address
+        self.silence = silence  # seconds without a finished unit before a silent worker is named
         self.log = log
         self.client = client
         # How long to ask a scheduler that may be gone whether it still answers: --scheduler-timeout,
@@ -163,6 +184,7 @@ class DaskExecutor:
             # cut into pieces (tecb_eval.grid.execution), so no worker waits while one clusters.
             self.slots = max(1, sum(int(info.get("nthreads") or 1) for info in workers.values()))
             self.client.register_plugin(MemoryBudget(float(self.budget - WORKER_BASELINE_BYTES)))
+            self.scheduler_id = self.client.scheduler_info().get("id")
         except BaseException:
             self.close()
             raise
@@ -237,38 +259,40 @@ class DaskExecutor:
         if not running:
             return
         completed = as_completed(list(running), loop=self.client.loop, raise_errors=False)
-        for future in completed:
-            task = running.pop(future)
-            result, exc, lost = None, None, False
-            try:
-                # A finished unit's result can still be lost: it lives on its worker until gathered.
-                result = future.result() if future.status == "finished" else None
-                if future.status == "error":
-                    exc = future.exception()
-            except OSError as error:
-                # Gathering failed: the worker holding the result went away (the unit runs again),
-                # or the scheduler did (nothing can run again).
-                if not self._scheduler_answers():
-                    raise self._cluster_lost(error, scheduler_answers=False) from None
-                lost = True
-            except Exception as error:  # noqa: BLE001 -- sorted into lost or not just below
-                exc = error
-            if result is None:
-                if exc is not None and not lost and not worker_lost(exc):
-                    raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
-                attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
-                if attempts[task.unit.key] >= DASK_MAX_ATTEMPTS:
-                    raise UserError(f"{task.unit.label}: its Dask worker was lost {DASK_MAX_ATTEMPTS} times "
-                                    "(out of memory?); finished cells are stored, rerun to resume") from None
-                self.log(f"note: {task.unit.label}: its worker or its input was lost; running it again")
-                inputs.pop(task.input_key, None)  # the scattered copy may have gone with the worker
-                submit(task)
-                continue
-            users[task.input_key] -= 1
-            if users[task.input_key] == 0:
-                inputs.pop(task.input_key, None)  # released on the cluster once no unit needs it
-            on_result(task.unit, result)
-            fill()
+        with SilentWorkers(self.client, self.log, "clustering", self.silence, running) as watch:
+            for future in completed:
+                watch.progressed()
+                task = running.pop(future)
+                result, exc, lost = None, None, False
+                try:
+                    # A finished unit's result can still be lost: it lives on its worker until gathered.
+                    result = future.result() if future.status == "finished" else None
+                    if future.status == "error":
+                        exc = future.exception()
+                except OSError as error:
+                    # Gathering failed: the worker holding the result went away (the unit runs again),
+                    # or the scheduler did (nothing can run again).
+                    if not self._scheduler_answers():
+                        raise self._cluster_lost(error, scheduler_answers=False) from None
+                    lost = True
+                except Exception as error:  # noqa: BLE001 -- sorted into lost or not just below
+                    exc = error
+                if result is None:
+                    if exc is not None and not lost and not worker_lost(exc):
+                        raise exc  # the unit's own error (a bug, bad data): not something a rerun fixes
+                    attempts[task.unit.key] = attempts.get(task.unit.key, 0) + 1
+                    if attempts[task.unit.key] >= DASK_MAX_ATTEMPTS:
+                        raise UserError(f"{task.unit.label}: its Dask worker was lost {DASK_MAX_ATTEMPTS} times "
+                                        "(out of memory?); finished cells are stored, rerun to resume") from None
+                    self.log(f"note: {task.unit.label}: its worker or its input was lost; running it again")
+                    inputs.pop(task.input_key, None)  # the scattered copy may have gone with the worker
+                    submit(task)
+                    continue
+                users[task.input_key] -= 1
+                if users[task.input_key] == 0:
+                    inputs.pop(task.input_key, None)  # released on the cluster once no unit needs it
+                on_result(task.unit, result)
+                fill()
 
     def _scatter(self, data, everywhere: bool = False) -> list:
         """``data``'s copies on the cluster: one, or with ``everywhere`` one per worker, each sent to
@@ -311,6 +335,9 @@ class DaskExecutor:
             return UserError(f"lost the Dask scheduler at {self.address} mid-run (it no longer answers); the cells "
                              "finished before are stored: restart the scheduler and its workers, then rerun the same "
                              "command to resume")
+        if _restarted(self.address, self.timeout, self.scheduler_id):
+            return UserError(f"the Dask scheduler at {self.address} was restarted mid-run and knows none of this "
+                             "run's tasks; the cells finished before are stored: rerun the same command to resume")
         return UserError(f"the Dask cluster at {self.address} lost its workers mid-run and none took over ({cause}); "
                          f"the cells finished before are stored: start workers (`dask worker {self.address}`), then "
                          "rerun the same command to resume")

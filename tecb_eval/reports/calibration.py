@@ -27,7 +27,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from tecb_data import seeding
+from tecb_data import inputs, seeding
 from tecb_data.errors import UserError
 from tecb_eval.clustering.label_free import CRITERIA, CRITERION_NAMES
 from tecb_eval.reports.label_free import with_setting
@@ -176,19 +176,73 @@ def document(table: pd.DataFrame, frame: pd.DataFrame, *, when: str | None = Non
     }
 
 
+# The document's rows as ``shown_table``, ``weak`` and ``recommend`` read them.
+_STATISTICS = ("rho", "rho_low", "rho_high", "tau", "tau_low", "tau_high", "regret", "regret_low", "regret_high")
+_REWRITE = "write one with `tecb-eval calibrate STORE --out FILE`"
+
+
 def read_calibration(path=None) -> dict:
-    """A calibration document: ``path`` (one `tecb-eval calibrate --out` wrote) or the packaged one."""
+    """A calibration document: ``path`` (one `tecb-eval calibrate --out` wrote) or the packaged one.
+    A named file is read as every input of a user's is (a regular file, bounded:
+    :func:`tecb_data.inputs.read_text`) and its content checked (:func:`check_calibration`), so
+    that a wrong file is one line naming it."""
+    if path is None:
+        text = resources.files("tecb_eval").joinpath(PACKAGED).read_text(encoding="utf-8")
+        return check_calibration(json.loads(text), PACKAGED)
+    what = f"--calibration {path}"
     try:
-        if path is None:
-            text = resources.files("tecb_eval").joinpath(PACKAGED).read_text(encoding="utf-8")
-        else:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        found = json.loads(text)
-        pd.DataFrame(found["table"])[["scope", "criterion", "rho", "rho_low", "rho_high", "regret"]]
-        return found
+        text = inputs.read_text(path, what=what)
     except FileNotFoundError:
-        raise UserError(f"{path or PACKAGED}: no such calibration file; write one with `tecb-eval calibrate STORE "
-                        "--out FILE`") from None
-    except (ValueError, KeyError, TypeError):
-        raise UserError(f"{path or PACKAGED}: not a calibration written by `tecb-eval calibrate --out`") from None
+        raise UserError(f"{what}: no such calibration file; {_REWRITE}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what}: not UTF-8 text (byte {exc.start}), not a calibration; {_REWRITE}") from None
+    except OSError as exc:
+        raise UserError(f"{what}: cannot read it ({exc.strerror or exc}); {_REWRITE}") from None
+    try:
+        found = json.loads(text)
+    except RecursionError:
+        raise UserError(f"{what}: JSON nested deeper than Python reads, not a calibration; {_REWRITE}") from None
+    except ValueError as exc:
+        raise UserError(f"{what}: not JSON ({exc}); {_REWRITE}") from None
+    return check_calibration(found, what)
+
+
+def check_calibration(found, what: str) -> dict:
+    """``found`` if it is a calibration document as :func:`document` writes it (the keys and types
+    its readers use, ``best`` and every row's criterion known), else a UserError naming ``what``."""
+    def wrong(problem: str) -> UserError:
+        return UserError(f"{what}: not a calibration written by `tecb-eval calibrate --out` ({problem}); {_REWRITE}")
+
+    def number(value) -> bool:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+    if not isinstance(found, dict):
+        raise wrong(f"a JSON {type(found).__name__}, expected an object")
+    def known(name) -> bool:
+        return isinstance(name, str) and name in CRITERIA
+
+    if not known(found.get("best")):
+        raise wrong(f"best is {found.get('best')!r}, expected one of {', '.join(CRITERIA)}")
+    table = found.get("table")
+    if not isinstance(table, list) or not table:
+        raise wrong("no table of criteria")
+    for n, row in enumerate(table, start=1):
+        if not isinstance(row, dict):
+            raise wrong(f"table row {n} is not an object")
+        if not isinstance(row.get("scope"), str):
+            raise wrong(f"table row {n}: scope is not text")
+        if not known(row.get("criterion")):
+            raise wrong(f"table row {n}: criterion {row.get('criterion')!r} is none of {', '.join(CRITERIA)}")
+        bad = next((k for k in _STATISTICS if not number(row.get(k))), None)
+        if bad is not None:
+            raise wrong(f"table row {n}: {bad} is {row.get(bad)!r}, expected a number")
+        bad = next((k for k in ("cells", "pipelines") if type(row.get(k)) is not int), None)
+        if bad is not None:
+            raise wrong(f"table row {n}: {bad} is {row.get(bad)!r}, expected a whole number")
+    if not isinstance(found.get("date", ""), str):
+        raise wrong("date is not text")
+    datasets = found.get("datasets", [])
+    if not isinstance(datasets, list) or not all(isinstance(d, dict) and isinstance(d.get("mteb_name"), str)
+                                                 for d in datasets):
+        raise wrong("datasets is not a list of {mteb_name: ...}")
+    return found

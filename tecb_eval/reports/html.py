@@ -227,6 +227,8 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     inputs = [*stores, reference, calibration, *figure_folders]
     check_output(out, REPORT, inputs=inputs)  # before anything is read
     extra = _check_extra(list(figure_folders))
+    # A calibration named is read first, as every other input: a wrong one is one line before any work.
+    named_calibration = _calibration(calibration) if calibration is not None else None
     ref = tables.read_reference(reference) if reference is not None else None
     frame = leaderboard.combined([versions.read_store(s) for s in stores])
     labelled, points, unlabelled = label_free.label_free_points(frame, selection)
@@ -234,7 +236,7 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
         log(one_line(f"{', '.join(unlabelled)}: without labels: the report shows its label-free scores; the "
                      "leaderboards and model pages rank by V-measure and leave it out"))
     corpora = label_free.corpus_sections(points)
-    calibrated = _calibration(calibration) if corpora else None
+    calibrated = (named_calibration or _calibration(None)) if corpora else None
     for corpus in corpora:
         corpus["slug"] = leaderboard.slug(corpus["dataset"])
     if labelled.empty:

@@ -13,7 +13,7 @@ import pandas as pd
 from tecb_eval.clustering.cluster_counts import parse_setting
 from tecb_eval.clustering.label_free import CRITERION_NAMES
 from tecb_eval.files import markdown_text
-from tecb_eval.reports.tables import csv_safe
+from tecb_eval.reports.tables import csv_safe, format_table
 
 PIPELINE = ["model", "dataset", "reduction", "algorithm", "setting"]
 COLUMNS = ("silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", "size_balance", "stability_ari",
@@ -72,16 +72,17 @@ def _shown(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def format_label_free(table: pd.DataFrame, fmt: str = "text", note: str | None = None) -> str:
-    """The table as plain text, Markdown or CSV.
+    """The table as plain text, Markdown, LaTeX or CSV.
 
-    Text and Markdown show 3 decimals (one for counts, noise and Calinski-Harabasz) and an undefined
-    mean as '-'; CSV keeps the means as numbers, an undefined one empty, every text cell quoted
-    against spreadsheet formulas.
+    Text, Markdown and LaTeX show 3 decimals (one for counts, noise and Calinski-Harabasz) and an
+    undefined mean as '-'; CSV keeps the means as numbers, an undefined one empty, every text cell
+    quoted against spreadsheet formulas.
 
     Args:
         table (pandas.DataFrame): A table from :func:`label_free_table`.
-        fmt (str): ``"text"``, ``"md"`` or ``"csv"``.
-        note (str | None): Lines above the table in Markdown (one paragraph each); left out otherwise.
+        fmt (str): ``"text"``, ``"md"``, ``"latex"`` or ``"csv"``.
+        note (str | None): Lines above the table in Markdown (one paragraph each) and as ``%``
+            comments in LaTeX; left out otherwise.
 
     Returns:
         str: The table as text.
@@ -95,8 +96,11 @@ def format_label_free(table: pd.DataFrame, fmt: str = "text", note: str | None =
         buffer = io.StringIO()
         csv_safe(table.reset_index()).to_csv(buffer, index=False, float_format="%.6f", lineterminator="\n")
         return buffer.getvalue()
+    if fmt == "latex":
+        # The V-measure tables' LaTeX (escaping, rules); the cells are text already, shown as they are.
+        return format_table(_shown(table).set_index(PIPELINE), "latex", note=note)
     if fmt != "md":
-        raise ValueError(f"label-free table format {fmt!r}: text, md or csv")
+        raise ValueError(f"label-free table format {fmt!r}: text, md, latex or csv")
     shown = _shown(table)
     lines = [part for line in (note or "").splitlines() for part in (markdown_text(line), "")]
     lines += ["| " + " | ".join(map(markdown_text, shown.columns)) + " |",

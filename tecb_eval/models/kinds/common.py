@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -17,8 +18,9 @@ from tecb_data.seeding import DEFAULT_SEED
 DEFAULT_BATCH_SIZE = 32
 # The authors encoded with the models' own limits; 512 is BERT's, and what the paper's mean pooling saw.
 DEFAULT_MAX_LENGTH = 512
-# Files whose content decides what a checkpoint computes; hashed into its identity.
-_IDENTITY_SUFFIXES = (".json", ".safetensors", ".bin", ".txt", ".model", ".pt")
+# Files whose content decides what a checkpoint computes; hashed into its identity (the ONNX and
+# OpenVINO exports are what a model loaded with that backend computes).
+_IDENTITY_SUFFIXES = (".json", ".safetensors", ".bin", ".txt", ".model", ".pt", ".onnx", ".onnx_data", ".xml")
 
 
 @runtime_checkable
@@ -159,18 +161,42 @@ def package_version(dist: str) -> str:
 
 
 def folder_digest(folder: Path) -> str:
-    """A short content hash of a model folder (weights, configs, vocabularies), sorted by path."""
+    """A short content hash of a model folder (weights, configs, vocabularies), sorted by path.
+
+    It covers every file a load can open: symlinked files and symlinked subfolders are followed
+    (a sentence-transformers module or a transformer folder linked in from elsewhere is read by
+    the load like any other), each file named by its path inside ``folder`` and hashed by the
+    content it resolves to. A link back to a folder above it is skipped: the load never needs it
+    and following it would never end."""
     digest = hashlib.blake2b(digest_size=10)
-    files = sorted(
-        p for p in Path(folder).rglob("*")
-        if p.is_file() and p.suffix in _IDENTITY_SUFFIXES and ".cache" not in p.parts
-    )
-    for path in files:
-        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+    for relative, path in _identity_files(Path(folder)):
+        digest.update("/".join(relative).encode("utf-8") + b"\0")
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 22), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def _identity_files(folder: Path) -> list[tuple[tuple[str, ...], str]]:
+    """(path inside ``folder`` as parts, path to open) of each identity file, sorted by parts."""
+    found = []
+    # A folder's resolved path is compared with its ancestors' only: two links to one folder are
+    # two modules the load reads twice, while a link to an ancestor is a cycle.
+    pending = [((), str(folder), frozenset({os.path.realpath(folder)}))]
+    while pending:
+        relative, where, ancestors = pending.pop()
+        with os.scandir(where) as entries:
+            for entry in entries:
+                parts = (*relative, entry.name)
+                if entry.name == ".cache":  # huggingface_hub's download bookkeeping, not the model
+                    continue
+                if entry.is_dir(follow_symlinks=True):
+                    real = os.path.realpath(entry.path)
+                    if real not in ancestors:
+                        pending.append((parts, entry.path, ancestors | {real}))
+                elif entry.is_file(follow_symlinks=True) and Path(entry.name).suffix in _IDENTITY_SUFFIXES:
+                    found.append((parts, entry.path))
+    return sorted(found)
 
 
 def identity_parts(identity: str) -> dict:
