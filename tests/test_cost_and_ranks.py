@@ -100,7 +100,17 @@ def test_recommend_shows_cost_of_the_pick_and_runner_up_and_a_shared_rank(tied_s
     best = record["recommendations"][0]
     assert best["model"] == API and best["usage"]["tokens"] == tokens
     assert best["runner_up"]["usage"] is None  # tfidf-lsa runs here: no cost, not 0
-    assert [p["rank"] for p in best["pipelines"][:2]] == ["1=", "1="]
+    # JSON readers sort and compare ranks as numbers: the shared rank is 1 for both, flagged as shared.
+    assert [(p["rank"], p["rank_tied"]) for p in best["pipelines"][:2]] == [(1, True), (1, True)]
+    assert all(type(p["rank"]) is int and type(p["rank_tied"]) is bool for p in best["pipelines"])
+
+
+def test_shared_ranks_as_numbers_for_machine_readable_outputs_and_as_text_for_people():
+    from tecb_eval.reports import tables
+
+    values = [0.41234, 0.41231, 0.40, 0.39, 0.39001]
+    assert tables.shared_rank_numbers(values) == [(1, True), (1, True), (3, False), (4, True), (4, True)]
+    assert tables.shared_ranks(values) == ["1=", "1=", "3", "4=", "4="]
 
 
 def test_a_pick_whose_ami_interval_holds_zero_is_said_to_barely_beat_chance(small_store, tmp_path):

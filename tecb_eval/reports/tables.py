@@ -397,14 +397,18 @@ def shared_ranks(values) -> list[str]:
     """Ranks of ``values`` (0..1 scores, best first), as the tables print them: figures that print
     alike (x100, two decimals) share the rank of the first of them, marked "=" ("1=", "1=", "3"):
     a margin of "+0.00" is no lead, so two such models are never ranked 1 and 2."""
+    return [f"{rank}=" if tied else str(rank) for rank, tied in shared_rank_numbers(values)]
+
+
+def shared_rank_numbers(values) -> list[tuple[int, bool]]:
+    """:func:`shared_ranks` for machine-readable outputs: per value its rank as a number and whether
+    another value shares it ((1, True), (1, True), (3, False))."""
     out, first, before = [], 0, None
-    figures = [shown(v) for v in values]
-    for i, figure in enumerate(figures, 1):
+    for i, figure in enumerate((shown(v) for v in values), 1):
         if figure != before:
             first, before = i, figure
-        out.append(str(first))
-    counts = {r: out.count(r) for r in out}
-    return [f"{r}=" if counts[r] > 1 else r for r in out]
+        out.append(first)
+    return [(rank, out.count(rank) > 1) for rank in out]
 
 
 def printed(table: pd.DataFrame) -> pd.DataFrame:
