@@ -298,11 +298,13 @@ def read_reference(path: Path) -> pd.DataFrame:
 
     The published file was saved from a spreadsheet that auto-incremented the model names of two
     blocks (``...-mpnet-base-v2``, ``-v3``, ... ``-v15``): each model is a block of the 14 paper
-    configurations, so a block takes the name on its first row. Anything that is not that file
-    (another CSV, a results store, a binary file) is a one-line :class:`UserError` naming it.
+    configurations, so a block takes the name on its first row. A ``results.csv`` that ``export``
+    wrote reads the same way: its columns named by MTEB task, an empty cell where a model did not
+    run a dataset, and its API cost columns left unread. Anything else (another CSV, a results
+    store, a binary file) is a one-line :class:`UserError` naming it.
 
     Args:
-        path (Path): The authors' ``tecb-de-full-results.csv``.
+        path (Path): The authors' ``tecb-de-full-results.csv``, or a ``results.csv`` of ours.
 
     Returns:
         pandas.DataFrame: Rows ``(model, algorithm, reduction, mteb_name, v_measure)``.
@@ -330,10 +332,14 @@ def read_reference(path: Path) -> pd.DataFrame:
         raise _not_reference(path, "empty")
     (_, header), body = records[0], records[1:]
     expected = [" ".join(h.split()) for h in HEADER]
-    if [" ".join(h.split()) for h in header[:3]] != expected or not header[3:] \
-            or not set(header[3:]) <= set(REFERENCE_DATASETS):
+    # A results.csv of ours names its columns by MTEB task and may end in an API model's cost: a
+    # reference is V-measures, so those columns are left unread.
+    named = {**{d: d for d in DATASET_ORDER}, **REFERENCE_DATASETS}
+    read = len(header) - len(COST_COLUMNS) if header[-len(COST_COLUMNS):] == COST_COLUMNS else len(header)
+    if [" ".join(h.split()) for h in header[:3]] != expected or not header[3:read] \
+            or not set(header[3:read]) <= set(named):
         raise _not_reference(path, f"its header should be {', '.join(expected)} and the authors' dataset columns")
-    datasets = [REFERENCE_DATASETS[c] for c in header[3:]]
+    datasets = [named[c] for c in header[3:read]]
     block = len(PAPER_CONFIGURATIONS)
     rows = []
     for start in range(0, len(body), block):
@@ -346,7 +352,9 @@ def read_reference(path: Path) -> pd.DataFrame:
         for (line, r), (algorithm, reduction) in zip(chunk, configs):
             if len(r) != len(header):
                 raise _not_reference(path, f"line {line}: {len(r)} cells, the header has {len(header)}")
-            for dataset, value in zip(datasets, r[3:]):
+            for dataset, value in zip(datasets, r[3:read]):
+                if not value.strip():
+                    continue  # a results.csv of ours leaves a dataset the model did not run empty
                 try:
                     v_measure = float(value)
                 except ValueError:
