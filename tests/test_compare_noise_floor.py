@@ -62,7 +62,7 @@ def test_the_compare_table_has_the_floor_column():
 
 
 def test_the_manual_gives_each_floor_where_it_compares_models():
-    from conftest import REPO
+    from helpers import REPO
 
     page = (REPO / "docs" / "comparing.md").read_text(encoding="utf-8")
     assert "bench/bench_reduction_noise_floor.py" in page

@@ -100,7 +100,17 @@ def test_recommend_shows_cost_of_the_pick_and_runner_up_and_a_shared_rank(tied_s
     best = record["recommendations"][0]
     assert best["model"] == API and best["usage"]["tokens"] == tokens
     assert best["runner_up"]["usage"] is None  # tfidf-lsa runs here: no cost, not 0
-    assert [p["rank"] for p in best["pipelines"][:2]] == ["1=", "1="]
+    # JSON readers sort and compare ranks as numbers: the shared rank is 1 for both, flagged as shared.
+    assert [(p["rank"], p["rank_tied"]) for p in best["pipelines"][:2]] == [(1, True), (1, True)]
+    assert all(type(p["rank"]) is int and type(p["rank_tied"]) is bool for p in best["pipelines"])
+
+
+def test_shared_ranks_as_numbers_for_machine_readable_outputs_and_as_text_for_people():
+    from tecb_eval.reports import tables
+
+    values = [0.41234, 0.41231, 0.40, 0.39, 0.39001]
+    assert tables.shared_rank_numbers(values) == [(1, True), (1, True), (3, False), (4, True), (4, True)]
+    assert tables.shared_ranks(values) == ["1=", "1=", "3", "4=", "4="]
 
 
 def test_a_pick_whose_ami_interval_holds_zero_is_said_to_barely_beat_chance(small_store, tmp_path):
@@ -114,3 +124,30 @@ def test_a_pick_whose_ami_interval_holds_zero_is_said_to_barely_beat_chance(smal
     assert "barely beat chance" in text, text
     assert "barely beat chance" not in run(["recommend", str(write_rows(tmp_path / "clear.jsonl", read_rows(small_store))),
                                             "--resamples", "99"])
+
+
+def test_a_results_csv_with_cost_columns_is_read_back_as_a_reference(small_store, tmp_path):
+    from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS
+    from tecb_eval.clustering.registry import TABLE2_CONFIGURATION
+    from tecb_eval.reports import tables
+
+    # Every paper configuration, as a full grid writes them: a reference is blocks of all 14.
+    base = [r for r in read_rows(small_store) if (r["algorithm"], r["reduction"]) == TABLE2_CONFIGURATION]
+    rows = [{**r, "algorithm": a, "reduction": d, "v_measure": r["v_measure"] * (1 - i / 100)}
+            for i, (a, d) in enumerate(PAPER_CONFIGURATIONS) for r in base]
+    # The API model also ran a dataset the local one did not: its column (an MTEB task name the
+    # authors' file spells otherwise) is empty on the local model's rows.
+    other = [{**r, "mteb_name": "TenKGnadClusteringS2S", "dataset": "tenkgnad-s2s",
+              "dataset_fingerprint": "f" * len(r["dataset_fingerprint"])} for r in rows]
+    store = write_rows(tmp_path / "results.jsonl", rows + api_copy(rows + other, API))
+    results_csv = tmp_path / "results.csv"
+    results_csv.write_text(run(["table", str(store), "--table", "full", "--format", "csv"]), encoding="utf-8")
+    written = list(csv.DictReader(io.StringIO(results_csv.read_text(encoding="utf-8"))))
+    assert list(written[0])[-2:] == ["api_tokens", "api_cost"]
+    reference = tables.read_reference(results_csv)
+    expected = [(r["transformer"], column, float(r[column])) for r in written
+                for column in ("BlurbsClusteringS2S", "TenKGnadClusteringS2S") if r[column]]
+    assert len(expected) == 3 * len(PAPER_CONFIGURATIONS)  # the local model has no TenKGnad cells
+    got = list(zip(reference.model, reference.mteb_name, reference.v_measure))
+    assert [g[:2] for g in got] == [e[:2] for e in expected]
+    assert [g[2] for g in got] == pytest.approx([e[2] for e in expected])

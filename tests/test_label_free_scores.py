@@ -121,7 +121,7 @@ def test_report_and_exports_of_a_corpus_without_labels_write_its_label_free_scor
     assert main(["report", str(store), "--out", str(tmp_path / "site")]) == 0
     assert "CorpusClusteringS2S: without labels: the report shows its label-free scores" in capsys.readouterr().err
     page = (tmp_path / "site" / "index.html").read_text()
-    assert "corpus-s2s: label-free scores" in page and "<td>k=6</td>" in page and "<td>hdbscan</td>" in page
+    assert "CorpusClusteringS2S: label-free scores" in page and "<td>k=6</td>" in page and "<td>hdbscan</td>" in page
 
 
 @pytest.fixture(scope="module")

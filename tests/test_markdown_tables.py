@@ -108,7 +108,7 @@ def test_ordinary_text_with_comparisons_and_ampersands_is_markdown_as_it_is():
 @pytest.fixture(scope="module")
 def two_model_store(small_store, tmp_path_factory):
     """``small_store`` with a second model whose scores differ split by split."""
-    from conftest import store_rows, write_store
+    from helpers import store_rows, write_store
 
     rows = store_rows(small_store)
     other = [{**r, "model": "tfidf-lsa-b", "v_measure": r["v_measure"] * (0.9 - 0.01 * i)} for i, r in enumerate(rows)]

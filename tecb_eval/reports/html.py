@@ -157,7 +157,7 @@ def _corpus_figures(corpus: dict, folder: Path, demo: bool) -> list[dict]:
                  "means over splits and seeds" + (f"\n{tables.DEMO_TITLE}" if demo and corpus["synthetic"] else ""))
         if figures.plot_label_free_curves(corpus["points"], parameter, inside(folder, name, what="a dataset's name"),
                                           title) is not None:
-            out.append({"file": name, "caption": f"{corpus['dataset']}: each label-free criterion, the stability "
+            out.append({"file": name, "caption": f"{corpus['mteb_name']}: each label-free criterion, the stability "
                         f"(its band: the mean 5th to 95th percentile of the reruns' agreement) and the noise over "
                         f"{parameter}, one line per model / reduction / algorithm"})
     return out
@@ -265,9 +265,9 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
         "models_elsewhere": 0,
         "legend": tables.legend("2", chosen) if not chosen.empty else "",
         "averages": leaderboard.averages(boards),
-        "label_free": label_free.label_free_sections(points),
+        "label_free": label_free.label_free_sections(label_free.task_named(points)),
         # A dataset without labels has a page of its own (corpora/<slug>.html), linked from its section.
-        "corpus_pages": {c["dataset"]: f"corpora/{c['slug']}.html" for c in corpora},
+        "corpus_pages": {c["mteb_name"]: f"corpora/{c['slug']}.html" for c in corpora},
     }
     env = _environment()
     written = []

@@ -61,8 +61,10 @@ class Recommendation:
     # A corpus without labels: the label-free criterion the pipeline was ranked by, and its mean.
     criterion: str | None = None
     criterion_value: float | None = None
-    # The best TOP_PIPELINES pipelines of any model, best first: rank, model, algorithm, reduction,
-    # mean, and tied (True: its difference to the best does not hold; None for the best itself).
+    # The best TOP_PIPELINES pipelines of any model, best first: rank (a number, shared by figures
+    # that print alike), rank_tied (another pipeline shares that rank: the text shows "1="), model,
+    # algorithm, reduction, mean, and tied (True: its difference to the best does not hold; None for
+    # the best itself).
     pipelines: list[dict] = field(default_factory=list)
     compared_pipelines: int = 0
     table2_leader: str | None = None  # the model the leaderboard ranks first (Table 2's configuration)
@@ -252,8 +254,8 @@ def _ranked_pipelines(ranked, compared: pd.DataFrame, best_scores: pd.Series, da
     rows = {key: g for key, g in compared.groupby(["model", "algorithm", "reduction"], sort=False) if key in keys}
     out = []
     shown = ranked[:TOP_PIPELINES]
-    ranks = tables.shared_ranks([r.mean for r in shown])
-    for rank, (r, printed) in enumerate(zip(shown, ranks), 1):
+    ranks = tables.shared_rank_numbers([r.mean for r in shown])
+    for rank, (r, (shared, rank_tied)) in enumerate(zip(shown, ranks), 1):
         tied = None
         if rank > 1:
             result = compare.paired_difference(
@@ -261,8 +263,8 @@ def _ranked_pipelines(ranked, compared: pd.DataFrame, best_scores: pd.Series, da
                 model_a="best", model_b=_name(r.model, r.algorithm, r.reduction), confidence=confidence,
                 resamples=resamples, seed=seed, independent=independent, **_floor(ranked[0], r))
             tied = not result.holds
-        out.append({"rank": printed, "model": r.model, "algorithm": r.algorithm, "reduction": r.reduction,
-                    "mean": float(r.mean), "tied": tied})
+        out.append({"rank": shared, "rank_tied": rank_tied, "model": r.model, "algorithm": r.algorithm,
+                    "reduction": r.reduction, "mean": float(r.mean), "tied": tied})
     return out
 
 
@@ -475,7 +477,8 @@ def text(recommendations: list[Recommendation], left_out: str | None = None) -> 
         out.append(f"  lead: {r.lead_sentence}")
         if len(r.pipelines) > 1:
             shown = "; ".join(
-                f"{p['rank']}. {p['model']}, {p['reduction']} reduction, {p['algorithm']} {leaderboard.shown(p['mean'])}"
+                f"{p['rank']}{'=' if p['rank_tied'] else ''}. {p['model']}, {p['reduction']} reduction, "
+                f"{p['algorithm']} {leaderboard.shown(p['mean'])}"
                 + (f" ({_usage_words(p['usage'])})" if p.get("usage") else "")
                 + ("" if p["tied"] is None else " (tied with the best)" if p["tied"] else " (behind the best: holds)")
                 for p in r.pipelines)

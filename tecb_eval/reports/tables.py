@@ -298,11 +298,13 @@ def read_reference(path: Path) -> pd.DataFrame:
 
     The published file was saved from a spreadsheet that auto-incremented the model names of two
     blocks (``...-mpnet-base-v2``, ``-v3``, ... ``-v15``): each model is a block of the 14 paper
-    configurations, so a block takes the name on its first row. Anything that is not that file
-    (another CSV, a results store, a binary file) is a one-line :class:`UserError` naming it.
+    configurations, so a block takes the name on its first row. A ``results.csv`` that ``export``
+    wrote reads the same way: its columns named by MTEB task, an empty cell where a model did not
+    run a dataset, and its API cost columns left unread. Anything else (another CSV, a results
+    store, a binary file) is a one-line :class:`UserError` naming it.
 
     Args:
-        path (Path): The authors' ``tecb-de-full-results.csv``.
+        path (Path): The authors' ``tecb-de-full-results.csv``, or a ``results.csv`` of ours.
 
     Returns:
         pandas.DataFrame: Rows ``(model, algorithm, reduction, mteb_name, v_measure)``.
@@ -330,10 +332,14 @@ def read_reference(path: Path) -> pd.DataFrame:
         raise _not_reference(path, "empty")
     (_, header), body = records[0], records[1:]
     expected = [" ".join(h.split()) for h in HEADER]
-    if [" ".join(h.split()) for h in header[:3]] != expected or not header[3:] \
-            or not set(header[3:]) <= set(REFERENCE_DATASETS):
+    # A results.csv of ours names its columns by MTEB task and may end in an API model's cost: a
+    # reference is V-measures, so those columns are left unread.
+    named = {**{d: d for d in DATASET_ORDER}, **REFERENCE_DATASETS}
+    read = len(header) - len(COST_COLUMNS) if header[-len(COST_COLUMNS):] == COST_COLUMNS else len(header)
+    if [" ".join(h.split()) for h in header[:3]] != expected or not header[3:read] \
+            or not set(header[3:read]) <= set(named):
         raise _not_reference(path, f"its header should be {', '.join(expected)} and the authors' dataset columns")
-    datasets = [REFERENCE_DATASETS[c] for c in header[3:]]
+    datasets = [named[c] for c in header[3:read]]
     block = len(PAPER_CONFIGURATIONS)
     rows = []
     for start in range(0, len(body), block):
@@ -346,7 +352,9 @@ def read_reference(path: Path) -> pd.DataFrame:
         for (line, r), (algorithm, reduction) in zip(chunk, configs):
             if len(r) != len(header):
                 raise _not_reference(path, f"line {line}: {len(r)} cells, the header has {len(header)}")
-            for dataset, value in zip(datasets, r[3:]):
+            for dataset, value in zip(datasets, r[3:read]):
+                if not value.strip():
+                    continue  # a results.csv of ours leaves a dataset the model did not run empty
                 try:
                     v_measure = float(value)
                 except ValueError:
@@ -397,14 +405,18 @@ def shared_ranks(values) -> list[str]:
     """Ranks of ``values`` (0..1 scores, best first), as the tables print them: figures that print
     alike (x100, two decimals) share the rank of the first of them, marked "=" ("1=", "1=", "3"):
     a margin of "+0.00" is no lead, so two such models are never ranked 1 and 2."""
+    return [f"{rank}=" if tied else str(rank) for rank, tied in shared_rank_numbers(values)]
+
+
+def shared_rank_numbers(values) -> list[tuple[int, bool]]:
+    """:func:`shared_ranks` for machine-readable outputs: per value its rank as a number and whether
+    another value shares it ((1, True), (1, True), (3, False))."""
     out, first, before = [], 0, None
-    figures = [shown(v) for v in values]
-    for i, figure in enumerate(figures, 1):
+    for i, figure in enumerate((shown(v) for v in values), 1):
         if figure != before:
             first, before = i, figure
-        out.append(str(first))
-    counts = {r: out.count(r) for r in out}
-    return [f"{r}=" if counts[r] > 1 else r for r in out]
+        out.append(first)
+    return [(rank, out.count(rank) > 1) for rank in out]
 
 
 def printed(table: pd.DataFrame) -> pd.DataFrame:
