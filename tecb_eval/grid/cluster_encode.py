@@ -145,6 +145,13 @@ class Started:
     attempts: list = field(default_factory=list)
 
 
+def _offering(client, resources: dict) -> list[str]:
+    """The workers that offer every resource encode tasks ask for."""
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    return sorted(w for w, info in workers.items()
+                  if all(float((info.get("resources") or {}).get(k, 0)) >= v for k, v in resources.items()))
+
+
 class ClusterEncoder:
     """Describes models and sends their missing texts to the cluster as shard tasks; the
     coordinator writes each finished shard to the embedding store."""
@@ -193,17 +200,11 @@ class ClusterEncoder:
                                         f"({type(exc).__name__}); rerun to resume") from None
                     raise
 
-    def _offering(self) -> list[str]:
-        """The workers that offer every resource encode tasks ask for."""
-        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
-        return sorted(w for w, info in workers.items()
-                      if all(float((info.get("resources") or {}).get(k, 0)) >= v for k, v in self.resources.items()))
-
     def wait_for_resources(self, timeout: float, address: str, poll: float = 0.5) -> None:
         """Encode tasks that ask for a resource (``--encode-on gpu``: Dask's ``GPU``) which no worker
         offers would wait on the scheduler for ever: one line at once, then at most ``timeout``
         seconds (``--scheduler-timeout``) for such a worker to join, else one line and no run."""
-        if not self.resources or self._offering():
+        if not self.resources or _offering(self.client, self.resources):
             return
         wanted = ", ".join(f"{k}={v:g}" for k, v in sorted(self.resources.items()))
         self.log(f"no Dask worker at {address} offers the resource {wanted} that --encode-on gpu asks for; "
@@ -211,7 +212,7 @@ class ClusterEncoder:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
-            if self._offering():
+            if _offering(self.client, self.resources):
                 return
         raise UserError(f"no Dask worker at {address} offers the resource {wanted} after {timeout:g} s: start one "
                         f"with `dask worker {address} --resources GPU=1` on a machine with a GPU, or leave "
