@@ -138,7 +138,7 @@ def _write_json(path: Path, document: dict) -> None:
 
 
 def register(commands) -> None:
-    from tecb_eval.clustering.label_free import CRITERIA
+    from tecb_eval.clustering.criteria import CRITERIA
 
     report = commands.add_parser(
         "report", help="write a static HTML site of results stores (leaderboards, per-model pages)",

@@ -29,7 +29,7 @@ import pandas as pd
 
 from tecb_data import seeding
 from tecb_data.errors import UserError
-from tecb_eval.clustering.label_free import CRITERIA, CRITERION_NAMES
+from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
 from tecb_eval.reports.label_free import with_setting
 
 PIPELINE = ["model", "reduction", "algorithm", "setting"]

@@ -161,7 +161,7 @@ def _corpus_figures(corpus: dict, folder: Path, demo: bool) -> list[dict]:
 
 def _calibration(path: Path | None) -> dict:
     """The calibration a page of a dataset without labels shows: its table as text and what it says."""
-    from tecb_eval.clustering.label_free import CRITERION_NAMES
+    from tecb_eval.clustering.criteria import CRITERION_NAMES
     from tecb_eval.reports import calibration as calib
 
     found = calib.read_calibration(path)

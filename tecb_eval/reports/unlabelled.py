@@ -18,7 +18,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 from tecb_eval.clustering.cluster_counts import parse_setting
-from tecb_eval.clustering.label_free import CRITERIA, CRITERION_NAMES
+from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
 from tecb_eval.files import one_line
 from tecb_eval.reports import calibration as calib
 from tecb_eval.reports.label_free import with_setting
