@@ -76,14 +76,20 @@ def _recommend_unlabelled(args, store) -> bool:
         return False
     chosen, left_out = select(store[unlabelled_rows(store)], points=True, like_with_like=False, **selection(args))
     found = calibration.read_calibration(args.calibration)
-    for dataset in wanted:
-        print(unlabelled.text(unlabelled.recommend_unlabelled(chosen, dataset, criterion=args.criterion,
-                                                              calibration=found)), end="")
+    records = [unlabelled.recommend_unlabelled(chosen, dataset, criterion=args.criterion, calibration=found)
+               for dataset in wanted]
+    others = [d for d in asked if d not in corpora]
+    note = (f"note: {', '.join(others)} have labels: run `tecb-eval recommend` with --data for them alone"
+            if others else None)
+    if args.format == "json":
+        print(unlabelled.as_json(records, left_out, note), end="")
+        return True
+    for record in records:
+        print(unlabelled.text(record), end="")
     if left_out:
         print(left_out)
-    others = [d for d in asked if d not in corpora]
-    if others:
-        print(f"note: {', '.join(others)} have labels: run `tecb-eval recommend` with --data for them alone")
+    if note:
+        print(note)
     return True
 
 
@@ -97,14 +103,21 @@ def _cmd_calibrate(args) -> int:
         # Before any work: never a file the command did not write, never its input.
         check_output_file(args.out, option="--out", inputs=[args.results], outputs=[], ours=_is_calibration)
     frame, left_out = select(read_store(args.results), points=True, like_with_like=False, **selection(args))
-    table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed)
+    cells = calibration.cell_statistics(frame)
+    table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, cells=cells)
     print(calibration.format_table(table))
     print(calibration.NOTE)
-    print(f"best-calibrated criterion: {calibration.best_criterion(table)}")
+    held = calibration.held_out(cells)
+    if len(held):
+        print("\nleave one dataset out: the criterion chosen on the other datasets, on the one left out")
+        print(calibration.format_held_out(held))
+    v_table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, target="v_measure")
+    document = calibration.document(table, frame, cells=cells, v_table=v_table)
+    print(f"best-calibrated criterion: {document['best']} (lowest mean AMI regret over the datasets)")
     if left_out:
         print(left_out)
     if args.out is not None:
-        _write_json(args.out, calibration.document(table, frame))
+        _write_json(args.out, document)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
@@ -183,9 +196,10 @@ def register(commands) -> None:
     recommend.add_argument("--seed", type=int, default=DEFAULT_SEED,
                            help="seed of the bootstrap and permutations, a non-negative integer "
                                 f"(default {DEFAULT_SEED})")
-    recommend.add_argument("--criterion", choices=list(CRITERIA),
-                           help="a corpus without labels: rank by this label-free criterion (default: the one the "
-                                "calibration found best)")
+    recommend.add_argument("--criterion", metavar="NAME",
+                           help="a corpus without labels: rank by this label-free criterion (one of "
+                                f"{', '.join(CRITERIA)}), or by a rank average of two (rank:A+B) (default: the one "
+                                "the calibration chose, leaving one dataset out)")
     recommend.add_argument("--calibration", type=Path, metavar="FILE",
                            help="a corpus without labels: the calibration `tecb-eval calibrate --out` wrote on your own "
                                 "labelled store (default: the one shipped, measured on our labelled German data)")

@@ -23,25 +23,40 @@ MAX_K = 60
 MAX_POINTS = 2000
 # Fewer texts than this: no graph worth an eigengap (each text's neighbours are most of the corpus).
 MIN_POINTS = 3 * NEIGHBOURS
+# A component this small is solved densely (every eigenvalue, exactly).
+DENSE_NODES = 200
 
 
 def laplacian_spectrum(X: np.ndarray, count: int, seed: int, *names: str, neighbours: int = NEIGHBOURS) -> np.ndarray:
     """The ``count`` smallest eigenvalues (ascending) of the normalised Laplacian of the symmetric
     cosine ``neighbours``-NN graph of the rows of ``X``."""
+    from scipy import linalg
     from scipy.sparse import csgraph, identity
     from scipy.sparse.linalg import eigsh
     from sklearn.neighbors import kneighbors_graph
 
     graph = kneighbors_graph(X, neighbours, mode="connectivity", metric="cosine", include_self=False)
-    graph = graph.maximum(graph.T).astype(np.float64)
-    laplacian = csgraph.laplacian(graph.tocsr(), normed=True)
-    n = laplacian.shape[0]
-    count = min(count, n - 1)
-    # The largest eigenvalues of I - L (Lanczos finds the ends of the spectrum fast) are 1 minus the smallest of L.
-    start = seeding.rng(seed, "spectrum", *names).uniform(0.5, 1.5, size=n)
-    values = eigsh(identity(n, format="csr") - laplacian, k=count, which="LA", v0=start,
-                   return_eigenvectors=False, tol=1e-8)
-    return np.sort(np.clip(1.0 - values, 0.0, 2.0))
+    graph = graph.maximum(graph.T).astype(np.float64).tocsr()
+    count = min(count, graph.shape[0])
+    # The spectrum of a graph is the union of its connected components' spectra. Each component is
+    # solved on its own: Lanczos finds one vector per eigenvalue, so the k zero eigenvalues of k
+    # components at once would come out as fewer.
+    parts, component = csgraph.connected_components(graph, directed=False)
+    values = []
+    for part in range(parts):
+        nodes = np.flatnonzero(component == part)
+        laplacian = csgraph.laplacian(graph[nodes][:, nodes], normed=True)
+        n = len(nodes)
+        if n <= DENSE_NODES:
+            values.append(linalg.eigh(laplacian.toarray(), eigvals_only=True))
+            continue
+        # The largest eigenvalues of I - L (Lanczos finds the ends of the spectrum fast) are 1
+        # minus the smallest of L.
+        start = seeding.rng(seed, "spectrum", *names, str(part)).uniform(0.5, 1.5, size=n)
+        found = eigsh(identity(n, format="csr") - laplacian, k=min(count, n - 1), which="LA", v0=start,
+                      return_eigenvectors=False, tol=1e-10)
+        values.append(1.0 - found)
+    return np.sort(np.clip(np.concatenate(values), 0.0, 2.0))[:count]
 
 
 def eigengap_k(values: np.ndarray, max_k: int = MAX_K) -> int:

@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 
 from tecb_data.errors import UserError
+
 from tecb_eval.clustering.cluster_counts import parse_setting
+from tecb_eval.clustering.consensus import decode, require_assignments, with_consensus
 from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
 from tecb_eval.files import one_line
 from tecb_eval.reports import calibration as calib
@@ -28,10 +31,37 @@ PIPELINE = ["model", "reduction", "algorithm", "setting"]
 RUNNERS_UP = 3
 
 
+def check_criterion(criterion: str) -> str:
+    """A criterion of the registry, or a rank average of two or more (``rank:a+b``); one line otherwise."""
+    names = calib.parts(criterion)
+    if not all(n in CRITERIA for n in names) or (criterion.startswith(calib.COMBINED) and len(names) < 2):
+        raise UserError(f"--criterion {criterion}: choose one of {', '.join(CRITERIA)}, or a rank average of two "
+                        "such as rank:calinski_harabasz+consensus")
+    return criterion
+
+
 def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
     """The pipelines of one dataset, best first by ``criterion`` (its mean over splits and seeds,
-    pointed so that higher is better); a pipeline where it is undefined everywhere is left out."""
+    pointed so that higher is better; a rank average ranks the pipelines by each part's mean and
+    averages the ranks); a pipeline where it is undefined everywhere is left out."""
     rows = with_setting(rows)
+    if "consensus" in calib.parts(criterion):
+        require_assignments(rows, f"--criterion {criterion}")
+        rows = with_consensus(rows)
+    if criterion.startswith(calib.COMBINED):
+        from scipy import stats
+
+        tables = [ranking(rows, part).set_index(PIPELINE) for part in calib.parts(criterion)]
+        joined = pd.concat([t.pointed.rename(str(i)) for i, t in enumerate(tables)], axis=1, join="inner")
+        if joined.empty:
+            raise UserError(f"--criterion {criterion}: no pipeline has every part of it; choose another --criterion")
+        table = pd.DataFrame({"score": np.mean([stats.rankdata(joined[c]) for c in joined.columns], axis=0)},
+                             index=joined.index)
+        table["splits"] = tables[0].splits.reindex(joined.index).to_numpy()
+        table["pointed"] = table.score
+        table = table.reset_index()
+        order = table.sort_values(PIPELINE, kind="stable").index
+        return table.loc[order].sort_values("pointed", ascending=False, kind="stable").reset_index(drop=True)
     if criterion not in rows.columns:
         if criterion.startswith("stability"):
             raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores; run "
@@ -55,7 +85,7 @@ def _calibration_of(found: dict, criterion: str) -> dict:
         mine = table[table.criterion == criterion]
     if mine.empty:
         return {}
-    row = mine.iloc[0].to_dict()
+    row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in mine.iloc[0].to_dict().items()}
     row["weak"] = calib.weak(row)
     row["against"] = calib.against(row)
     return row
@@ -65,8 +95,8 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
                          calibration: dict) -> dict:
     """The recommendation for the corpus ``dataset`` (an MTEB name) as a record: the criterion, its
     calibration, the ranked pipelines, and the BERTopic snippet of the first."""
-    if criterion is not None and criterion not in CRITERIA:
-        raise UserError(f"--criterion {criterion}: choose one of {', '.join(CRITERIA)}")
+    if criterion is not None:
+        check_criterion(criterion)
     chosen = criterion or calibration["best"]
     rows = frame[frame.mteb_name == dataset]
     ranked = ranking(rows, chosen)
@@ -90,13 +120,43 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
         model_location=newest.get("model_location") if isinstance(newest.get("model_location"), str) else None,
         api_key_env=newest.get("api_key_env") if isinstance(newest.get("api_key_env"), str) else None)
     r.bertopic = bertopic_snippet(r)
-    return {"dataset": dataset, "criterion": chosen, "criterion_name": CRITERION_NAMES[chosen],
+    return {"dataset": dataset, "criterion": chosen, "criterion_name": calib.title(chosen),
             "named_by_user": criterion is not None, "calibration": _calibration_of(calibration, chosen),
+            "held_out": calib.trust_of(calibration, chosen), "target": calibration.get("target", "v_measure"),
+            "spectral_k": spectral_k_of(of_best), "topics": largest_topics(newest),
             "best_criterion": calibration["best"],
             "calibrated_on": calibration.get("datasets", []), "calibration_date": calibration.get("date"),
             "pipelines": ranked[PIPELINE + ["score", "splits"]].to_dict("records"),
             "noise_fraction": r.noise_fraction, "stability": stability_of(of_best), "bertopic": r.bertopic,
             "setting": best.setting or "default"}
+
+
+TOPICS_SHOWN = 5
+
+
+def spectral_k_of(rows: pd.DataFrame) -> int | None:
+    """The spectrum's number of clusters of a pipeline's splits (their median), None where not measured."""
+    if "spectral_k" not in rows.columns:
+        return None
+    values = pd.to_numeric(rows["spectral_k"], errors="coerce").dropna()
+    return int(round(float(values.median()))) if len(values) else None
+
+
+def cluster_topics(row, limit: int | None = TOPICS_SHOWN) -> list[dict]:
+    """The clusters of one row, largest first (ties by cluster number), each with its size and top
+    words: ``limit`` of them (None: all); [] where the row kept no assignment or no topic words."""
+    words_text, kept = row.get("topic_words"), row.get("assignment")
+    if not isinstance(words_text, str) or not isinstance(kept, str):
+        return []
+    words = json.loads(words_text)
+    labels = decode(kept)
+    clusters, sizes = np.unique(labels[labels != -1], return_counts=True)
+    order = sorted(zip(clusters.tolist(), sizes.tolist()), key=lambda cs: (-cs[1], cs[0]))
+    return [{"cluster": int(c), "size": int(n), "words": words.get(str(c), [])} for c, n in order[:limit]]
+
+
+def largest_topics(row) -> list[dict]:
+    return cluster_topics(row, TOPICS_SHOWN)
 
 
 def stability_of(rows: pd.DataFrame) -> dict | None:
@@ -147,9 +207,22 @@ def text(found: dict) -> str:
            f"    {found['criterion_name']}: {best['score']:.4f} (mean over {best['splits']} split(s)); noise "
            f"fraction {found['noise_fraction']:.2f}",
            "    " + stability_words(found.get("stability"))]
+    if found.get("spectral_k") is not None:
+        out.append(f"    the spectrum suggests about {found['spectral_k']} clusters (the eigengap of a cosine "
+                   "k-NN graph of the pick's vectors)")
+    for topic in found.get("topics", []):
+        out.append(f"    cluster {topic['cluster']} ({topic['size']} texts): {', '.join(topic['words'][:10])}")
+    target = calib.TARGETS.get(found.get("target"), "V-measure")
+    held = found.get("held_out")
+    if held:
+        shown = "; ".join(f"{r['held_out']}: regret {r['regret']:.2f}, rho {r['rho']:+.2f}, k error {r['k_error']:.2f}"
+                          for r in held["rows"])
+        out.append(f"  trust (left out of the choice, {found['calibration_date']}): chosen on the other datasets, "
+                   f"on the one left out it lost {target} x100 points against the best pipeline as follows: {shown}")
     if c:
-        out.append(f"  calibration ({found['calibration_date']}, on {on}): Spearman rho {c['rho']:+.2f} "
-                   f"[{c['rho_low']:+.2f}, {c['rho_high']:+.2f}] with V-measure; regret {c['regret']:.2f} V-measure "
+        out.append(f"  calibration ({found['calibration_date']}, on {on}, in-sample): Spearman rho "
+                   f"{calib.interval_text(c['rho'], c.get('rho_low'), c.get('rho_high'))} with {target}; regret "
+                   f"{calib.interval_text(c['regret'], None, None, signed=False).split(' (')[0]} {target} "
                    f"x100 points against the best pipeline")
         if c["weak"]:
             out.append("  weak: the interval of rho holds 0, so on labelled data this criterion's ranking could not "
@@ -166,3 +239,13 @@ def text(found: dict) -> str:
                    f"{_setting_words(other['setting'])} ({other['score']:.4f})")
     out += ["  BERTopic:", *("    " + line if line else "" for line in found["bertopic"].splitlines()), ""]
     return "\n".join(one_line(line) for line in out) + "\n"
+
+
+def as_json(records: list[dict], left_out: str | None = None, note: str | None = None) -> str:
+    """The recommendations for corpora without labels as one JSON object, as ``recommend --format json``
+    prints it: ``left_out``, ``note`` and one record per dataset (no NaN: a missing figure is null)."""
+    from tecb_eval.reports.recommend import _jsonable
+
+    return json.dumps({"labelled": False, "left_out": left_out, "note": note,
+                       "recommendations": _jsonable(records)}, indent=2, ensure_ascii=False, allow_nan=False,
+                      default=lambda v: v.item() if hasattr(v, "item") else str(v)) + "\n"
