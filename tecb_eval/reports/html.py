@@ -173,6 +173,25 @@ def _calibration(path: Path | None) -> dict:
             "has_stability": any(str(row.get("criterion", "")).startswith("stability") for row in found["table"])}
 
 
+def _pick(corpus: dict, path: Path | None) -> dict:
+    """What ``recommend`` picks for a corpus, as its page names it: the pick, the criterion, the
+    clusters of the pick and of its first runner-ups, and which table rows to highlight; or why
+    there is no pick (``pick_note``)."""
+    from tecb_eval.reports import calibration as calib, unlabelled
+
+    try:
+        record = unlabelled.recommend_unlabelled(corpus["points"], corpus["mteb_name"],
+                                                 calibration=calib.read_calibration(path))
+    except UserError as exc:
+        return {"pick": None, "pick_note": str(exc), "pick_clusters": [], "pick_rows": []}
+    best = record["pipelines"][0]
+    shown = [best["model"], best["reduction"], best["algorithm"], best["setting"] or "default"]
+    return {"pick": {**best, "criterion": record["criterion_name"], "setting_words": unlabelled.setting_words(
+                best["setting"]), "spectral_k": record.get("spectral_k")},
+            "pick_note": None, "pick_clusters": unlabelled.pipelines_with_clusters(corpus["points"], record),
+            "pick_rows": [i for i, row in enumerate(corpus["rows"]) if [str(v) for v in row[:4]] == shown]}
+
+
 def _check_extra(extra: list[Path]) -> list[Path]:
     for folder in extra:
         if Path(folder).exists() and not Path(folder).is_dir():
@@ -233,6 +252,7 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     calibrated = _calibration(calibration) if corpora else None
     for corpus in corpora:
         corpus["slug"] = leaderboard.slug(corpus["dataset"])
+        corpus.update(_pick(corpus, calibration))
     if labelled.empty:
         frame = labelled  # nothing a leaderboard ranks: the report is the label-free table alone
     selection_ = ranking.shared_selection(frame, **(selection or {}))

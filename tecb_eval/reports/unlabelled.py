@@ -176,7 +176,7 @@ def stability_of(rows: pd.DataFrame) -> dict | None:
     return out
 
 
-def _setting_words(setting: str) -> str:
+def setting_words(setting: str) -> str:
     point = parse_setting(setting)
     if point is None:
         return "its own setting"
@@ -203,7 +203,7 @@ def text(found: dict) -> str:
     out = [f"{found['dataset']} (no labels: ranked by {found['criterion_name']}"
            + (", the criterion you named)" if found["named_by_user"] else ", the best-calibrated criterion)"),
            f"  best pipeline: {best['model']}, {best['reduction']} reduction, {best['algorithm']} with "
-           f"{_setting_words(best['setting'])}",
+           f"{setting_words(best['setting'])}",
            f"    {found['criterion_name']}: {best['score']:.4f} (mean over {best['splits']} split(s)); noise "
            f"fraction {found['noise_fraction']:.2f}",
            "    " + stability_words(found.get("stability"))]
@@ -236,7 +236,7 @@ def text(found: dict) -> str:
     shown = RUNNERS_UP if c and not (c.get("weak") or c.get("against")) else RUNNERS_UP + 2
     for other in found["pipelines"][1:1 + shown]:
         out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
-                   f"{_setting_words(other['setting'])} ({other['score']:.4f})")
+                   f"{setting_words(other['setting'])} ({other['score']:.4f})")
     out += ["  BERTopic:", *("    " + line if line else "" for line in found["bertopic"].splitlines()), ""]
     return "\n".join(one_line(line) for line in out) + "\n"
 
@@ -249,3 +249,52 @@ def as_json(records: list[dict], left_out: str | None = None, note: str | None =
     return json.dumps({"labelled": False, "left_out": left_out, "note": note,
                        "recommendations": _jsonable(records)}, indent=2, ensure_ascii=False, allow_nan=False,
                       default=lambda v: v.item() if hasattr(v, "item") else str(v)) + "\n"
+
+
+EXAMPLES = 3
+
+
+def _split_texts(row) -> list[str] | None:
+    """The texts of a row's split, in the order the grid clustered them; None where its dataset
+    cannot be read here (moved, or a Hub build not at hand)."""
+    from tecb_eval.benchmark import load_dataset
+
+    location = row.get("dataset_location")
+    if not isinstance(location, str):
+        return None
+    try:
+        bench = load_dataset(location)
+    except UserError:
+        return None
+    found = next((s for s in bench.splits if s.name == row.get("split")), None)
+    return None if found is None else list(found.texts)
+
+
+def pipelines_with_clusters(rows: pd.DataFrame, record: dict, runners: int = RUNNERS_UP,
+                            examples: int = EXAMPLES) -> list[dict]:
+    """The pick of ``record`` and its first ``runners`` runner-ups, each with every cluster of its
+    newest row (largest first): its size, its top words and its first ``examples`` texts. A
+    pipeline whose rows kept no assignment or topic words has no clusters (``clusters`` empty)."""
+    rows = with_setting(rows)
+    out = []
+    texts_of: dict = {}
+    for rank, pipeline in enumerate(record["pipelines"][:1 + runners]):
+        mine = rows[(rows.model == pipeline["model"]) & (rows.reduction == pipeline["reduction"])
+                    & (rows.algorithm == pipeline["algorithm"]) & (rows.setting == pipeline["setting"])]
+        if mine.empty:
+            continue
+        newest = mine.iloc[-1]
+        clusters = cluster_topics(newest, None)
+        if clusters:
+            key = (newest.get("dataset_location"), newest.get("split"))
+            if key not in texts_of:
+                texts_of[key] = _split_texts(newest)
+            texts = texts_of[key]
+            labels = decode(newest["assignment"])
+            for c in clusters:
+                members = np.flatnonzero(labels == c["cluster"])[:examples]
+                c["examples"] = [texts[i] for i in members] if texts is not None and len(texts) == len(labels) else []
+        out.append({"rank": rank, "pick": rank == 0, "model": pipeline["model"], "reduction": pipeline["reduction"],
+                    "algorithm": pipeline["algorithm"], "setting": setting_words(pipeline["setting"]),
+                    "score": pipeline["score"], "clusters": clusters})
+    return out
