@@ -143,3 +143,21 @@ def test_a_calibration_from_one_split_prints_no_nan_and_recommend_and_report_use
     assert found["labelled"] is False and found["recommendations"][0]["criterion"] == "rank:size_balance+consensus"
     assert main(["report", str(corpus_store), "--out", str(tmp_path / "site"), "--calibration", str(out)]) == 0
     assert "one split: no interval" in (tmp_path / "site" / "corpora" / "corpus-s2s.html").read_text()
+
+
+def test_recommend_on_a_labelled_store_of_k_ranges_names_the_pick_with_its_k(tmp_path, capsys):
+    from tablefiles import table_build, table_rows, write_tsv
+    from tecb_eval.cli import main
+
+    assert table_build(write_tsv(tmp_path / "t.tsv", table_rows(120)), tmp_path / "out").returncode == 0
+    store = tmp_path / "r.jsonl"
+    assert main(["run", "--data", str(tmp_path / "out" / "news-s2s"), "--model", "tfidf-lsa", "--config",
+                 "minibatch_kmeans:none", "--k", "2,4,8", "--limit-splits", "2", "--results", str(store),
+                 "--cache-dir", str(tmp_path / "c"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["recommend", str(store)]) == 0
+    said = capsys.readouterr().out
+    assert "ranked by AMI" in said and "minibatch_kmeans with k = " in said and "the labels number 4" in said
+    assert main(["recommend", str(store), "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)["recommendations"][0]
+    assert found["setting"].startswith("k=") and found["labels"] == [4]

@@ -48,6 +48,8 @@ def _cmd_recommend(args) -> int:
         return 0
     if args.criterion is not None:
         raise UserError("--criterion ranks a corpus without labels; these datasets have labels, ranked by V-measure")
+    if _recommend_ranges(args, store):
+        return 0
     # The report's leaderboard and recommend compare the same rows: every model on the cells they share.
     chosen = shared_selection(store, **selection(args))
     frame = recommend.rows_to_recommend(chosen)
@@ -90,6 +92,27 @@ def _recommend_unlabelled(args, store) -> bool:
         print(left_out)
     if note:
         print(note)
+    return True
+
+
+def _recommend_ranges(args, store) -> bool:
+    """A labelled store whose rows are all points of k / min_cluster_size ranges: each dataset's
+    pipelines at each point ranked by V-measure, the first with its k; True when it answered."""
+    from tecb_eval.reports import unlabelled
+    from tecb_eval.reports.versions import label_table_rows, range_rows, select, unlabelled_rows
+
+    labelled = store[~unlabelled_rows(store)]
+    if labelled.empty or not label_table_rows(labelled)[0].empty or not range_rows(labelled).any():
+        return False
+    chosen, left_out = select(labelled, points=True, like_with_like=False, **selection(args))
+    records = [unlabelled.recommend_points(chosen, dataset)
+               for dataset in (args.data or sorted(chosen.mteb_name.unique()))]
+    if args.format == "json":
+        print(unlabelled.as_json(records, left_out).replace('"labelled": false', '"labelled": true', 1), end="")
+    else:
+        print("".join(unlabelled.points_text(r) for r in records), end="")
+        if left_out:
+            print(left_out)
     return True
 
 

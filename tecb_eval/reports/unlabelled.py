@@ -298,3 +298,47 @@ def pipelines_with_clusters(rows: pd.DataFrame, record: dict, runners: int = RUN
                     "algorithm": pipeline["algorithm"], "setting": setting_words(pipeline["setting"]),
                     "score": pipeline["score"], "clusters": clusters})
     return out
+
+
+def recommend_points(frame: pd.DataFrame, dataset: str) -> dict:
+    """A labelled dataset whose rows are points of k / min_cluster_size ranges: the pipelines at each
+    point (model, reduction, algorithm, setting) ranked by their mean AMI over splits and seeds
+    (V-measure beside it: across k, V-measure grows with the number of clusters and AMI, corrected
+    for chance, does not), the first with its setting, the spectrum's k and its largest clusters."""
+    rows = with_setting(frame[frame.mteb_name == dataset])
+    if rows.empty:
+        raise UserError(f"--data {dataset}: not in the results; they hold {', '.join(sorted(frame.mteb_name.unique()))}")
+    scored = rows.assign(v=pd.to_numeric(rows.v_measure, errors="coerce"),
+                         a=pd.to_numeric(rows.get("ami"), errors="coerce") if "ami" in rows.columns else np.nan)
+    table = scored.groupby(PIPELINE, sort=True).agg(score=("a", "mean"), v_measure=("v", "mean"),
+                                                    splits=("split", "nunique")).reset_index()
+    table = table[table.score.notna()].sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+    if table.empty:
+        raise UserError(f"{dataset}: no pipeline has an AMI in these results")
+    best = table.iloc[0]
+    mine = rows[(rows.model == best.model) & (rows.reduction == best.reduction) & (rows.algorithm == best.algorithm)
+                & (rows.setting == best.setting)]
+    labels = sorted({int(n) for n in pd.to_numeric(mine.get("n_labels"), errors="coerce").dropna()}) if (
+        "n_labels" in mine.columns) else []
+    return {"dataset": dataset, "criterion": "ami", "criterion_name": "AMI (labels)",
+            "pipelines": table[PIPELINE + ["score", "v_measure", "splits"]].to_dict("records"), "labels": labels,
+            "setting": best.setting or "default", "spectral_k": spectral_k_of(mine), "topics": largest_topics(mine.iloc[-1])}
+
+
+def points_text(found: dict) -> str:
+    """:func:`recommend_points`'s record as a user reads it."""
+    best = found["pipelines"][0]
+    out = [f"{found['dataset']} (labelled; its rows are points of k / min_cluster_size ranges: ranked by AMI, "
+           "which is corrected for chance; V-measure grows with k)",
+           f"  best pipeline: {best['model']}, {best['reduction']} reduction, {best['algorithm']} with "
+           f"{setting_words(best['setting'])}",
+           f"    AMI x100: {100 * best['score']:.2f}, V-measure x100: {100 * best['v_measure']:.2f} (means over "
+           f"{best['splits']} split(s)); the labels number {', '.join(map(str, found['labels'])) or 'unknown'}"]
+    if found.get("spectral_k") is not None:
+        out.append(f"    the spectrum suggests about {found['spectral_k']} clusters")
+    for topic in found.get("topics", []):
+        out.append(f"    cluster {topic['cluster']} ({topic['size']} texts): {', '.join(topic['words'][:10])}")
+    for other in found["pipelines"][1:1 + RUNNERS_UP]:
+        out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
+                   f"{setting_words(other['setting'])} (AMI x100 {100 * other['score']:.2f})")
+    return "\n".join(one_line(line) for line in out) + "\n\n"
