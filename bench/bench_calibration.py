@@ -43,6 +43,7 @@ def main() -> int:
     parser.add_argument("--stability", type=int, default=0,
                         help="reruns per cell for the stability criterion (tecb-eval run --stability; 0: none)")
     parser.add_argument("--store", type=Path, help="keep the grid's results here (a second call reuses them)")
+    parser.add_argument("--figure", type=Path, help="draw V-measure and AMI over k (docs/unlabelled.md's figure) here")
     parser.add_argument("--write", action="store_true", help="write tecb_eval/data/calibration.json")
     args = parser.parse_args()
 
@@ -76,14 +77,35 @@ def main() -> int:
             return code
         print(f"grid: {time.perf_counter() - started:.0f} s", file=sys.stderr)
         frame, _ = select(read_store(results), points=True, like_with_like=False)
-        table = calibration.calibrate(frame)
-        print(calibration.format_table(table))
+        started = time.perf_counter()
+        cells = calibration.cell_statistics(frame)
+        print(f"criteria across partitions and the statistics: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        table = calibration.calibrate(frame, cells=cells)
+        v_table = calibration.calibrate(frame, target="v_measure")
+        singles = table[~table.criterion.str.startswith(calibration.COMBINED)]
+        print("In-sample, against AMI (single criteria; the file holds the rank averages too):")
+        print(calibration.format_table(singles))
+        print("\nIn-sample, against V-measure (single criteria):")
+        print(calibration.format_table(v_table[~v_table.criterion.str.startswith(calibration.COMBINED)]))
         print(calibration.NOTE)
-        document = calibration.document(table, frame)
+        held = calibration.held_out(cells)
+        print("\nLeave one dataset out (chosen on the other two by mean AMI regret; figures on the one left out):")
+        print(calibration.format_held_out(held))
+        document = calibration.document(table, frame, cells=cells, v_table=v_table)
+        spectrum = calibration.spectrum_errors(frame)
+        print("\nThe spectrum's number of clusters (median over the cells) against the labels:")
+        for row in spectrum.itertuples(index=False):
+            print(f"  {row.mteb_name}: about {row.spectral_k:.0f} clusters, {row.labels:.0f} labels, "
+                  f"|k - labels| / labels {row.k_error:.2f} (mean over cells)")
         document["configuration"] = {"models": args.models, "configs": args.configs, "k": args.k,
                                      "min_cluster_size": args.min_cluster_size, "limit_splits": args.limit_splits,
-                                     "views": args.views, "stability": args.stability}
-        print(f"best-calibrated criterion: {document['best']}")
+                                     "views": args.views, "stability": args.stability,
+                                     "subsample": (f"the first {args.limit_splits} splits of each dataset"
+                                                   if args.limit_splits else "every split")}
+        print(f"\nchosen on all three datasets (what recommend ranks by): {calibration.title(document['best'])}")
+        if args.figure:
+            v_measure_figure(frame, args.figure)
+            print(f"wrote {args.figure}", file=sys.stderr)
         if args.write:
             import json
 
@@ -91,6 +113,37 @@ def main() -> int:
             path.write_text(json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def v_measure_figure(frame, path: Path) -> None:
+    """V-measure and AMI (x100) over k for k-means without reduction, one panel per dataset, one
+    line per model (means over the splits), the number of labels marked: V-measure climbs with k
+    where AMI, corrected for chance, peaks near the labels."""
+    import pandas as pd
+
+    from tecb_eval.clustering.cluster_counts import parse_setting
+    from tecb_eval.reports.figures import new_figure
+    from tecb_eval.reports.label_free import with_setting
+
+    rows = with_setting(frame)
+    rows = rows[(rows.algorithm == "minibatch_kmeans") & (rows.reduction == "none")].copy()
+    rows["k"] = [p[1] if p and p[0] == "k" else None for p in map(parse_setting, rows.setting)]
+    rows = rows[rows.k.notna()]
+    datasets = sorted(rows.mteb_name.unique())
+    fig, axes = new_figure(1, len(datasets), figsize=(4.6 * len(datasets), 3.6), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        mine = rows[rows.mteb_name == dataset]
+        for model, line in mine.groupby("model", sort=True):
+            means = line.groupby("k")[["v_measure", "ami"]].mean()
+            ax.plot(means.index, 100 * means.v_measure, marker="o", markersize=3, label=f"{model} V-measure")
+            ax.plot(means.index, 100 * means.ami, marker="s", markersize=3, linestyle="--", label=f"{model} AMI")
+        labels = pd.to_numeric(mine.n_labels, errors="coerce").median()
+        ax.axvline(labels, color="#555555", linewidth=1)
+        ax.set_title(f"{dataset}\n(line: {labels:.0f} labels, median over splits)", fontsize=9)
+        ax.set_xlabel("k")
+        ax.set_ylabel("x100")
+    axes[0][0].legend(fontsize=7)
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -128,7 +128,10 @@ def _cmd_calibrate(args) -> int:
     frame, left_out = select(read_store(args.results), points=True, like_with_like=False, **selection(args))
     cells = calibration.cell_statistics(frame)
     table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, cells=cells)
-    print(calibration.format_table(table))
+    chosen = calibration.choose(cells)
+    # The single criteria and the one chosen; the file holds every rank average too.
+    print(calibration.format_table(table[~table.criterion.str.startswith(calibration.COMBINED)
+                                         | (table.criterion == chosen)]))
     print(calibration.NOTE)
     held = calibration.held_out(cells)
     if len(held):
