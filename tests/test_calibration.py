@@ -161,3 +161,23 @@ def test_recommend_on_a_labelled_store_of_k_ranges_names_the_pick_with_its_k(tmp
     assert main(["recommend", str(store), "--format", "json"]) == 0
     found = json.loads(capsys.readouterr().out)["recommendations"][0]
     assert found["setting"].startswith("k=") and found["labels"] == [4]
+
+
+def test_recommend_names_the_pipelines_its_criterion_cannot_tell_apart_as_a_group(tmp_path, capsys):
+    from tecb_eval.cli import main
+    from tecb_eval.reports import unlabelled
+
+    corpus, store = unlabelled_corpus(tmp_path / "corpus"), tmp_path / "r.jsonl"
+    assert main(["run", "--data", str(corpus), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--k",
+                 "3,4,5,6", "--seeds", "1,2,3", "--stability", "0", "--results", str(store), "--cache-dir",
+                 str(tmp_path / "c"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["recommend", str(store), "--criterion", "silhouette"]) == 0
+    said = capsys.readouterr().out
+    assert "cannot be told apart from the pick (within two standard errors over 3 splits and seeds): " in said
+    assert "treat them as one group" in said
+    # The spread is the criterion's own: a pipeline more than two standard errors behind is not in the group.
+    ranked = pd.DataFrame({"model": ["a", "b", "c"], "reduction": "none", "algorithm": "x", "setting": "",
+                           "score": [1.0, 0.99, 0.5], "pointed": [1.0, 0.99, 0.5], "sd": [0.02, 0.02, 0.02],
+                           "n": [4, 4, 4], "splits": 1})
+    assert [m["model"] for m in unlabelled.indistinguishable(ranked)["members"]] == ["b"]

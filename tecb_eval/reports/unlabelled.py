@@ -31,6 +31,26 @@ PIPELINE = ["model", "reduction", "algorithm", "setting"]
 RUNNERS_UP = 3
 
 
+def indistinguishable(ranked: pd.DataFrame) -> dict:
+    """The pipelines the criterion cannot tell apart from the first, by its own spread over the
+    splits and seeds each pipeline ran on: those whose mean lies within two standard errors (the
+    larger of the two pipelines') of the first's. ``{"members": [...], "spread": words}``; no
+    members where there is no spread to judge by (one split and one seed, or a rank average)."""
+    if "sd" not in ranked.columns or ranked.empty:
+        return {"members": [], "spread": "a rank average has no spread of its own"}
+    first = ranked.iloc[0]
+    if not (first.n >= 2 and math.isfinite(first.sd)):
+        return {"members": [], "spread": "one split and one seed: no spread to tell pipelines apart (run the grid "
+                                         "with --seeds 1,2,3 to measure it)"}
+    error = ranked.sd.fillna(0) / np.sqrt(ranked.n.clip(lower=1))
+    margin = 2 * np.maximum(error, error.iloc[0])
+    close = (first.pointed - ranked.pointed) <= margin
+    members = ranked[close].iloc[1:]
+    return {"members": [{"model": r.model, "reduction": r.reduction, "algorithm": r.algorithm, "setting": r.setting,
+                         "score": float(r.score)} for r in members.itertuples()],
+            "spread": f"within two standard errors over {int(first.n)} splits and seeds"}
+
+
 def check_criterion(criterion: str) -> str:
     """A criterion of the registry, or a rank average of two or more (``rank:a+b``); one line otherwise."""
     names = calib.parts(criterion)
@@ -69,7 +89,8 @@ def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
         raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores "
                         "(rows written before label-free scores, or no density clustering for DBCV); rerun the grid")
     scored = rows.assign(score=pd.to_numeric(rows[criterion], errors="coerce"))
-    table = scored.groupby(PIPELINE, sort=True).agg(score=("score", "mean"), splits=("split", "nunique"))
+    table = scored.groupby(PIPELINE, sort=True).agg(score=("score", "mean"), splits=("split", "nunique"),
+                                                    sd=("score", "std"), n=("score", "count"))
     table = table[table.score.notna()]
     if table.empty:
         raise UserError(f"{CRITERION_NAMES[criterion]} is undefined on every pipeline of these results (one cluster "
@@ -127,6 +148,7 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
             "best_criterion": calibration["best"],
             "calibrated_on": calibration.get("datasets", []), "calibration_date": calibration.get("date"),
             "pipelines": ranked[PIPELINE + ["score", "splits"]].to_dict("records"),
+            "tied": indistinguishable(ranked),
             "noise_fraction": r.noise_fraction, "stability": stability_of(of_best), "bertopic": r.bertopic,
             "setting": best.setting or "default"}
 
@@ -233,6 +255,15 @@ def text(found: dict) -> str:
                        f"best-calibrated criterion instead (`--criterion {found['best_criterion']}`)")
     else:
         out.append(f"  calibration: none for {found['criterion_name']} on {on}; its ranking is untested")
+    tied = found.get("tied") or {"members": []}
+    if tied["members"]:
+        names = "; ".join(f"{t['model']}, {t['reduction']} reduction, {t['algorithm']} with "
+                          f"{setting_words(t['setting'])}" for t in tied["members"])
+        out.append(f"  cannot be told apart from the pick ({tied['spread']}): {names}; treat them as one group")
+    elif tied.get("spread", "").startswith("within"):
+        out.append(f"  ties: no other pipeline lies {tied['spread']} of the pick")
+    elif tied.get("spread"):
+        out.append(f"  ties: {tied['spread']}")
     shown = RUNNERS_UP if c and not (c.get("weak") or c.get("against")) else RUNNERS_UP + 2
     for other in found["pipelines"][1:1 + shown]:
         out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
