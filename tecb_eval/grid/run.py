@@ -187,11 +187,9 @@ def run_grid(
     metrics: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
     encode_on: str | None = None,
-    k=None,
-    min_cluster_size=None,
+    k=None, min_cluster_size=None,
     stability: int | None = None,
-    stability_fraction: float = DEFAULT_FRACTION,
-    topics: bool | None = None,
+    stability_fraction: float = DEFAULT_FRACTION, topics: bool | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -263,8 +261,7 @@ def run_grid(
             None: the registry's default.
         stability (int | None): Reruns per cell (``--stability``); None: 5 without labels, else 0.
         stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1).
-        topics (bool | None): Topic words, NPMI and topic diversity per cell (``--topics``); None: on
-            for a corpus without labels, off for labelled data.
+        topics (bool | None): Topic words, NPMI and diversity (``--topics``); None: only without labels.
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.

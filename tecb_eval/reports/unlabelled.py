@@ -275,10 +275,10 @@ def text(found: dict) -> str:
 def as_json(records: list[dict], left_out: str | None = None, note: str | None = None) -> str:
     """The recommendations for corpora without labels as one JSON object, as ``recommend --format json``
     prints it: ``left_out``, ``note`` and one record per dataset (no NaN: a missing figure is null)."""
-    from tecb_eval.reports.recommend import _jsonable
+    from tecb_eval.reports.recommend import jsonable
 
     return json.dumps({"labelled": False, "left_out": left_out, "note": note,
-                       "recommendations": _jsonable(records)}, indent=2, ensure_ascii=False, allow_nan=False,
+                       "recommendations": jsonable(records)}, indent=2, ensure_ascii=False, allow_nan=False,
                       default=lambda v: v.item() if hasattr(v, "item") else str(v)) + "\n"
 
 
