@@ -317,11 +317,14 @@ def document(table: pd.DataFrame, frame: pd.DataFrame, *, when: str | None = Non
 
 
 def trust_of(found: dict, criterion: str) -> dict | None:
-    """The held-out figures of ``criterion`` in a calibration document: where it was the choice on
-    the other datasets, its regret, rho and k error on each dataset left out; None where the
-    document holds no such figures for it."""
-    rows = [r for r in found.get("held_out", []) if r.get("chosen") == criterion]
-    return {"rows": rows} if rows else None
+    """The held-out figures of the way ``criterion`` was chosen, in a calibration document: per
+    dataset left out, what the choice made on the others (``criterion`` itself, or another
+    criterion: ``same`` says which) lost there; None where the document holds none or
+    ``criterion`` is not the document's choice (a criterion the user named was not chosen)."""
+    rows = found.get("held_out", [])
+    if not rows or criterion != found.get("best"):
+        return None
+    return {"rows": [{**r, "same": r.get("chosen") == criterion} for r in rows]}
 
 
 def read_calibration(path=None) -> dict:

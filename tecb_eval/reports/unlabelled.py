@@ -237,10 +237,14 @@ def text(found: dict) -> str:
     target = calib.TARGETS.get(found.get("target"), "V-measure")
     held = found.get("held_out")
     if held:
-        shown = "; ".join(f"{r['held_out']}: regret {r['regret']:.2f}, rho {r['rho']:+.2f}, k error {r['k_error']:.2f}"
-                          for r in held["rows"])
-        out.append(f"  trust (left out of the choice, {found['calibration_date']}): chosen on the other datasets, "
-                   f"on the one left out it lost {target} x100 points against the best pipeline as follows: {shown}")
+        shown = "; ".join(
+            f"{r['held_out']}: regret {r['regret']:.2f}, rho {r['rho']:+.2f}, k error {r['k_error']:.2f}"
+            + ("" if r["same"] else f" (the choice there: {calib.title(r['chosen'])})") for r in held["rows"])
+        worst = max(r["regret"] for r in held["rows"])
+        out.append(f"  trust (each dataset left out of the choice, {found['calibration_date']}): the criterion chosen "
+                   f"on the other datasets lost, on the one left out, {target} x100 points against its best pipeline: "
+                   f"{shown}" + (f"; up to {worst:.1f} points: compare the runner-ups' topics before acting on the pick"
+                                 if worst > 5 else ""))
     if c:
         out.append(f"  calibration ({found['calibration_date']}, on {on}, in-sample): Spearman rho "
                    f"{calib.interval_text(c['rho'], c.get('rho_low'), c.get('rho_high'))} with {target}; regret "
