@@ -138,12 +138,17 @@ def test_recommend_and_the_corpus_page_show_stability_and_no_v_measure(corpus, t
     said = capsys.readouterr().out
     assert "ranked by stability (ARI), the criterion you named" in said
     assert "over 5 reruns on 80% subsamples" in said
-    # The shipped calibration measured stability against V-measure: it ranks against it, and says so.
+    # The shipped calibration ran without --stability: ranking by it is untested, and said so.
+    assert "calibration: none for stability (ARI)" in said and "its ranking is untested" in said
+    # A criterion the shipped calibration found ranking against AMI is said to.
     shipped = json.loads((Path(tecb_eval.__file__).parent / "data" / "calibration.json").read_text(encoding="utf-8"))
-    row = next(r for r in shipped["table"] if r["criterion"] == "stability_ari" and r["scope"] == "all datasets")
-    assert f"Spearman rho {row['rho']:+.2f} [{row['rho_low']:+.2f}, {row['rho_high']:+.2f}] with V-measure" in said
-    assert row["rho_high"] < 0 and (f"  against: the whole interval of rho lies below 0, so on labelled data this "
-                                    f"criterion ranked pipelines against V-measure") in said
+    row = next(r for r in shipped["table"] if r["scope"] == "all datasets" and not r["criterion"].startswith("rank:")
+               and r["rho_high"] is not None and r["rho_high"] < 0)
+    assert main(["recommend", str(store), "--criterion", row["criterion"]]) == 0
+    said = capsys.readouterr().out
+    assert f"Spearman rho {row['rho']:+.2f} [{row['rho_low']:+.2f}, {row['rho_high']:+.2f}] with AMI" in said
+    assert ("  against: the whole interval of rho lies below 0, so on labelled data this criterion ranked pipelines "
+            "against AMI") in said
     assert f"(`--criterion {shipped['best']}`)" in said
     assert main(["report", str(store), "--out", str(tmp_path / "site")]) == 0
     index = (tmp_path / "site" / "index.html").read_text()

@@ -255,7 +255,7 @@ def text(found: dict) -> str:
                        "be told from chance; treat the pick as a guess and try the runner-ups too")
         elif c["against"]:
             out.append(f"  against: the whole interval of rho lies below 0, so on labelled data this criterion ranked "
-                       f"pipelines against V-measure and its pick tends to be one of the worse; rank by the "
+                       f"pipelines against {target} and its pick tends to be one of the worse; rank by the "
                        f"best-calibrated criterion instead (`--criterion {found['best_criterion']}`)")
     else:
         out.append(f"  calibration: none for {found['criterion_name']} on {on}; its ranking is untested")
