@@ -131,3 +131,19 @@ def test_npmi_matches_gensim_on_real_news_with_long_texts():
     model = CoherenceModel(topics=listed, texts=corpus.tokens, dictionary=Dictionary(corpus.tokens),
                            coherence="c_npmi", processes=1)
     assert topics.npmi(corpus, listed) == pytest.approx(model.get_coherence(), abs=1e-12)
+
+
+def test_a_calibration_naming_an_unknown_criterion_and_a_store_without_its_scores_are_one_line(tmp_path):
+    import pandas as pd
+
+    from tecb_eval.reports import calibration, unlabelled
+
+    shipped = calibration.read_calibration()
+    bad = tmp_path / "cal.json"
+    bad.write_text(json.dumps({**shipped, "best": "rank:npmi+nonsense"}), encoding="utf-8")
+    with pytest.raises(UserError, match="its chosen criterion 'rank:npmi\\+nonsense' is not one this tecb knows"):
+        calibration.read_calibration(bad)
+    rows = pd.DataFrame({"model": ["m", "m"], "reduction": "none", "algorithm": "a", "setting": ["k=2", "k=3"],
+                         "split": "all", "silhouette": [0.1, 0.2]})
+    with pytest.raises(UserError, match="criterion npmi: the results hold no topic coherence .* with --topics"):
+        unlabelled.ranking(rows, "npmi")

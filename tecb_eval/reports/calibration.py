@@ -337,9 +337,13 @@ def read_calibration(path=None) -> dict:
                 text = fh.read()
         found = json.loads(text)
         pd.DataFrame(found["table"])[["scope", "criterion", "rho", "rho_low", "rho_high", "regret"]]
-        return found
+        unknown = [p for p in parts(str(found["best"])) if p not in CRITERIA]
     except FileNotFoundError:
         raise UserError(f"{path or PACKAGED}: no such calibration file; write one with `tecb-eval calibrate STORE "
                         "--out FILE`") from None
     except (ValueError, KeyError, TypeError):
         raise UserError(f"{path or PACKAGED}: not a calibration written by `tecb-eval calibrate --out`") from None
+    if unknown:
+        raise UserError(f"{path or PACKAGED}: its chosen criterion {found['best']!r} is not one this tecb knows "
+                        f"({', '.join(unknown)}); write the file again with this tecb's `tecb-eval calibrate`")
+    return found

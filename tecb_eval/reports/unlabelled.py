@@ -21,7 +21,7 @@ from tecb_data.errors import UserError
 
 from tecb_eval.clustering.cluster_counts import parse_setting
 from tecb_eval.clustering.consensus import decode, require_assignments, with_consensus
-from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
+from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES, criterion as criterion_entry
 from tecb_eval.files import one_line
 from tecb_eval.reports import calibration as calib
 from tecb_eval.reports.label_free import with_setting
@@ -82,12 +82,13 @@ def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
         table = table.reset_index()
         order = table.sort_values(PIPELINE, kind="stable").index
         return table.loc[order].sort_values("pointed", ascending=False, kind="stable").reset_index(drop=True)
-    if criterion not in rows.columns:
-        if criterion.startswith("stability"):
-            raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores; run "
-                            "the grid again with --stability N (e.g. 5) to measure it")
-        raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores "
-                        "(rows written before label-free scores, or no density clustering for DBCV); rerun the grid")
+    if criterion not in rows.columns or not pd.to_numeric(rows[criterion], errors="coerce").notna().any():
+        how = {"reruns": "run the grid again with --stability N (e.g. 5) to measure it",
+               "texts": "run the grid again with --topics to compute them"}.get(
+            criterion_entry(criterion).needs, "rows written before this criterion, or no density clustering for DBCV; "
+                                              "rerun the grid")
+        raise UserError(f"criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores; {how}, or "
+                        "rank by another --criterion")
     scored = rows.assign(score=pd.to_numeric(rows[criterion], errors="coerce"))
     table = scored.groupby(PIPELINE, sort=True).agg(score=("score", "mean"), splits=("split", "nunique"),
                                                     sd=("score", "std"), n=("score", "count"))
