@@ -18,6 +18,7 @@ from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import setting_name
+from tecb_eval.clustering.criteria import needing
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
 from tecb_eval.clustering.stability import (DEFAULT_FRACTION, UNLABELLED_RUNS, check_fraction, check_runs,
                                             subsample_size)
@@ -144,8 +145,11 @@ class Plan:
         return 0 if getattr(bench, "labelled", True) else UNLABELLED_RUNS
 
     def topics_for(self, bench) -> bool:
-        """Whether the cells of ``bench`` get topic words, their coherence and diversity."""
-        return (not getattr(bench, "labelled", True)) if self.topics is None else self.topics
+        """Whether the cells of ``bench`` get topic words, their coherence and diversity: as asked,
+        else without labels, or where the registry says a labelled run needs them."""
+        if self.topics is not None:
+            return self.topics
+        return not getattr(bench, "labelled", True) or any(c.labelled_default for c in needing("texts"))
 
     def stability_missing(self, row: dict, bench) -> bool:
         """Whether a stored row lacks the stability ``--stability N`` asks for (another N or share,
