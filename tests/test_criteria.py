@@ -147,3 +147,23 @@ def test_a_calibration_naming_an_unknown_criterion_and_a_store_without_its_score
                          "split": "all", "silhouette": [0.1, 0.2]})
     with pytest.raises(UserError, match="criterion npmi: the results hold no topic coherence .* with --topics"):
         unlabelled.ranking(rows, "npmi")
+
+
+def test_every_row_keeps_its_assignment_and_a_store_without_them_is_one_line_for_consensus(tmp_path, capsys):
+    from conftest import eval_error
+    from tablefiles import unlabelled_corpus
+    from tecb_eval.cli import main
+
+    corpus, store = unlabelled_corpus(tmp_path / "corpus"), tmp_path / "r.jsonl"
+    assert main(["run", "--data", str(corpus), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--k",
+                 "3,5", "--stability", "0", "--results", str(store), "--cache-dir", str(tmp_path / "c"),
+                 "--quiet"]) == 0
+    rows = [json.loads(line) for line in store.read_text().splitlines()]
+    assert all(len(consensus.decode(r["assignment"])) == r["n_samples"] for r in rows)
+    assert all(r["spectral_k"] is None or r["spectral_k"] >= 2 for r in rows) and all("npmi" in r for r in rows)
+    capsys.readouterr()
+    assert main(["recommend", str(store), "--criterion", "consensus"]) == 0
+    assert "ranked by consensus (weighted AMI)" in capsys.readouterr().out
+    older = tmp_path / "older.jsonl"
+    older.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "assignment"}) + "\n" for r in rows))
+    assert "keep no cluster assignments" in eval_error(capsys, ["recommend", str(older), "--criterion", "consensus"])
