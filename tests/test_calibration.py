@@ -129,6 +129,8 @@ def test_a_calibration_from_one_split_prints_no_nan_and_recommend_and_report_use
     assert main(["calibrate", str(labelled), "--out", str(out), "--resamples", "200"]) == 0
     printed = capsys.readouterr().out
     assert "nan" not in printed.lower() and "one split: no interval" in printed
+    # What calibration needs and the labelled run left out by default is said, with the option that gives it.
+    assert "not calibrated: the labelled run had no topic words; run it again with --topics" in printed
     assert "NaN" not in out.read_text()
     corpus = unlabelled_corpus(tmp_path / "corpus")
     assert main(["run", "--data", str(corpus), *common, "--k", "3,6", "--results", str(corpus_store)]) == 0

@@ -140,6 +140,8 @@ def _cmd_calibrate(args) -> int:
     v_table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, target="v_measure")
     document = calibration.document(table, frame, cells=cells, v_table=v_table)
     print(f"best-calibrated criterion: {document['best']} (lowest mean AMI regret over the datasets)")
+    for line in calibration.missing_criteria(frame):
+        print(line)
     if left_out:
         print(left_out)
     if args.out is not None:

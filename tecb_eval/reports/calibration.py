@@ -126,6 +126,26 @@ def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
                                       "pipelines"])
 
 
+def missing_criteria(frame: pd.DataFrame) -> list[str]:
+    """A line for each kind of criterion the labelled rows cannot calibrate, and what run gives it."""
+    from tecb_eval.clustering.criteria import needing
+
+    def has(name: str) -> bool:
+        return name in frame.columns and pd.to_numeric(frame[name], errors="coerce").notna().any()
+
+    out = []
+    texts = [c for c in needing("texts") if not has(c.name)]
+    if texts:
+        out.append(f"note: {', '.join(c.title for c in texts)} not calibrated: the labelled run had no topic words; "
+                   "run it again with --topics (a labelled run leaves them out unless asked)")
+    if "assignment" not in frame.columns or not frame["assignment"].map(lambda v: isinstance(v, str)).any():
+        out.append("note: consensus not calibrated: the rows keep no cluster assignments; run the grid again with this "
+                   "tecb")
+    if not any(has(c.name) for c in needing("reruns")):
+        out.append("note: stability not calibrated: run the labelled grid with --stability N to calibrate it")
+    return out
+
+
 def spectrum_errors(frame: pd.DataFrame) -> pd.DataFrame:
     """Per dataset: the spectrum's number of clusters (its median over the cells) and |k - labels| / labels."""
     rows = labelled_rows(frame)
