@@ -418,5 +418,7 @@ def test_a_corpus_page_names_and_highlights_the_pick_and_fits_1280_px(page, tmp_
     assert highlighted.count() == 1 and pick.startswith(" ".join(highlighted.locator("td").all_inner_texts()[:1]))
     # The pick and 3 runner-ups, each with every cluster: its top words and up to 3 example texts.
     assert page.locator("details.clusters").count() == 4
+    # The shipped calibration's held-out figures, the dataset left out by dataset left out.
+    assert page.locator("table.held-out tbody tr").count() == 3
     first = page.locator("details.clusters").first.locator("tbody tr")
     assert first.count() >= 2 and 1 <= first.first.locator("p.example").count() <= 3

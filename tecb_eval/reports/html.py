@@ -161,14 +161,20 @@ def _corpus_figures(corpus: dict, folder: Path, demo: bool) -> list[dict]:
 
 def _calibration(path: Path | None) -> dict:
     """The calibration a page of a dataset without labels shows: its table as text and what it says."""
-    from tecb_eval.clustering.criteria import CRITERION_NAMES
     from tecb_eval.reports import calibration as calib
 
     found = calib.read_calibration(path)
-    shown = calib.shown_table(pd.DataFrame(found["table"]))
+    table = pd.DataFrame(found["table"])
+    # The single criteria and the one chosen; the file holds every rank average of two as well.
+    table = table[~table.criterion.str.startswith(calib.COMBINED) | (table.criterion == found.get("best"))]
+    shown = calib.shown_table(table.reset_index(drop=True))
     return {"columns": list(shown.columns), "rows": shown.values.tolist(), "date": found.get("date"),
             "on": [d["mteb_name"] for d in found.get("datasets", [])],
-            "best": CRITERION_NAMES.get(found.get("best"), found.get("best")),
+            "best": calib.title(str(found.get("best"))),
+            # Leave one dataset out: what the choice made on the other datasets lost on the one left out.
+            "held_out": [[r["held_out"], calib.title(r["chosen"]), f"{r['regret']:.2f}", f"{r['rho']:+.2f}",
+                          f"{r['k_error']:.2f}"] for r in found.get("held_out", [])
+                         if all(isinstance(r.get(k), (int, float)) for k in ("regret", "rho", "k_error"))],
             "source": "shipped with tecb" if path is None else f"from {Path(path).name}", "note": calib.NOTE,
             "has_stability": any(str(row.get("criterion", "")).startswith("stability") for row in found["table"])}
 
