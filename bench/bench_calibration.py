@@ -1,16 +1,19 @@
-"""The calibration of the label-free criteria on our labelled data, as the package ships it.
+"""The calibration of the label-free criteria on real labelled data, as the package ships it.
 
 Builds the GermEval 2019 dev Blurbs S2S and P2P datasets (``tecb-data build --source blurbs``) and
-the demo TenKGnad, runs the grid on them (models, configurations and a k / min_cluster_size range
-as given), calibrates every label-free criterion against V-measure (``tecb-eval calibrate``),
-prints the table and writes ``tecb_eval/data/calibration.json`` (its date, the builds'
-fingerprints, the models and algorithms) with ``--write``.
+the real 10kGNAD test set (``../shared/data/10kgnad/test.csv`` through the table source, its
+article text as the P2P view), runs the grid on them with topic words (``--topics``; models,
+configurations and a k / min_cluster_size range as given), calibrates every label-free criterion
+and the rank-average combinations against AMI and V-measure, leaving one dataset out
+(``tecb-eval calibrate``), prints the tables and writes ``tecb_eval/data/calibration.json`` (its
+date, the builds' fingerprints, the models, algorithms and splits) with ``--write``.
 
     python bench/bench_calibration.py --write                       # the full configuration
-    python bench/bench_calibration.py --models tfidf-lsa,minilm-l6 --limit-splits 3 --write
+    python bench/bench_calibration.py --limit-splits 3 --store /tmp/calibration.jsonl --write
 
-The full configuration (three offline models, all four algorithms on none/PCA/UMAP, every split)
-takes hours on two cores; the options cut it down, and the file says what it was measured on.
+``--store`` keeps the grid's results (and reuses them on a second call); without it they go with
+a temporary folder. Every split of every dataset takes hours on two cores; ``--limit-splits``
+cuts it down, and the file says which splits it was measured on.
 """
 
 from __future__ import annotations
@@ -22,28 +25,30 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchdata import BLURBS_DEV, REPO  # noqa: E402
+from benchdata import BLURBS_DEV, REPO, SHARED  # noqa: E402
 
-FULL_MODELS = "minilm-l6,use-multilingual,tfidf-lsa"
-FULL_CONFIGS = ("minibatch_kmeans:none,minibatch_kmeans:umap,agglomerative:none,agglomerative:umap,"
-                "hdbscan:umap,dbstream:umap")
+TENKGNAD_TEST = SHARED / "data" / "10kgnad" / "test.csv"
+FULL_MODELS = "minilm-l6,tfidf-lsa"
+FULL_CONFIGS = "minibatch_kmeans:none,agglomerative:none,minibatch_kmeans:pca,hdbscan:pca"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=FULL_MODELS)
     parser.add_argument("--configs", default=FULL_CONFIGS)
-    parser.add_argument("--k", default="5:40:5")
-    parser.add_argument("--min-cluster-size", default="5,15,40")
+    parser.add_argument("--k", default="4:40:4")
+    parser.add_argument("--min-cluster-size", default="5,10,20")
     parser.add_argument("--limit-splits", type=int, default=0, help="first N splits of each dataset (0: all)")
     parser.add_argument("--views", default="s2s,p2p")
-    parser.add_argument("--stability", type=int, default=5,
+    parser.add_argument("--stability", type=int, default=0,
                         help="reruns per cell for the stability criterion (tecb-eval run --stability; 0: none)")
+    parser.add_argument("--store", type=Path, help="keep the grid's results here (a second call reuses them)")
+    parser.add_argument("--figure", type=Path, help="draw V-measure and AMI over k (docs/unlabelled.md's figure) here")
     parser.add_argument("--write", action="store_true", help="write tecb_eval/data/calibration.json")
     args = parser.parse_args()
 
-    from tecb_data.build import build
-    from tecb_data.demo import demo_input
+    from tecb_data.build import build, build_table
+    from tecb_data.sources.table import TableSettings
     from tecb_eval.cli import main as eval_main
     from tecb_eval.reports import calibration
     from tecb_eval.reports.versions import read_store, select
@@ -52,9 +57,12 @@ def main() -> int:
         tmp = Path(tmp)
         views = tuple(args.views.split(","))
         built = [f for f, _ in build("blurbs", BLURBS_DEV, tmp / "data", views=views)]
-        built += [f for f, _ in build("tenkgnad", demo_input("tenkgnad"), tmp / "data", views=("p2p",))]
-        results = tmp / "results.jsonl"
-        argv = ["run", "--results", str(results), "--cache-dir", str(tmp / "cache"), "--quiet",
+        news = TableSettings(name="tenkgnad-test", label="label", text_p2p="text", columns="label,text", delimiter=";",
+                             quotechar="'", input_format="csv")
+        built += [f for f, _ in build_table(TENKGNAD_TEST, tmp / "data", news)]
+        results = args.store or tmp / "results.jsonl"
+        cache = (args.store.parent / (args.store.name + ".cache")) if args.store else tmp / "cache"
+        argv = ["run", "--results", str(results), "--cache-dir", str(cache), "--quiet", "--topics",
                 "--k", args.k, "--min-cluster-size", args.min_cluster_size, "--limit-splits", str(args.limit_splits),
                 "--stability", str(args.stability)]
         for folder in built:
@@ -69,14 +77,35 @@ def main() -> int:
             return code
         print(f"grid: {time.perf_counter() - started:.0f} s", file=sys.stderr)
         frame, _ = select(read_store(results), points=True, like_with_like=False)
-        table = calibration.calibrate(frame)
-        print(calibration.format_table(table))
+        started = time.perf_counter()
+        cells = calibration.cell_statistics(frame)
+        print(f"criteria across partitions and the statistics: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        table = calibration.calibrate(frame, cells=cells)
+        v_table = calibration.calibrate(frame, target="v_measure")
+        singles = table[~table.criterion.str.startswith(calibration.COMBINED)]
+        print("In-sample, against AMI (single criteria; the file holds the rank averages too):")
+        print(calibration.format_table(singles))
+        print("\nIn-sample, against V-measure (single criteria):")
+        print(calibration.format_table(v_table[~v_table.criterion.str.startswith(calibration.COMBINED)]))
         print(calibration.NOTE)
-        document = calibration.document(table, frame)
+        held = calibration.held_out(cells)
+        print("\nLeave one dataset out (chosen on the other two by mean AMI regret; figures on the one left out):")
+        print(calibration.format_held_out(held))
+        document = calibration.document(table, frame, cells=cells, v_table=v_table)
+        spectrum = calibration.spectrum_errors(frame)
+        print("\nThe spectrum's number of clusters (median over the cells) against the labels:")
+        for row in spectrum.itertuples(index=False):
+            print(f"  {row.mteb_name}: about {row.spectral_k:.0f} clusters, {row.labels:.0f} labels, "
+                  f"|k - labels| / labels {row.k_error:.2f} (mean over cells)")
         document["configuration"] = {"models": args.models, "configs": args.configs, "k": args.k,
                                      "min_cluster_size": args.min_cluster_size, "limit_splits": args.limit_splits,
-                                     "views": args.views, "stability": args.stability}
-        print(f"best-calibrated criterion: {document['best']}")
+                                     "views": args.views, "stability": args.stability,
+                                     "subsample": (f"the first {args.limit_splits} splits of each dataset"
+                                                   if args.limit_splits else "every split")}
+        print(f"\nchosen on all three datasets (what recommend ranks by): {calibration.title(document['best'])}")
+        if args.figure:
+            v_measure_figure(frame, args.figure)
+            print(f"wrote {args.figure}", file=sys.stderr)
         if args.write:
             import json
 
@@ -84,6 +113,37 @@ def main() -> int:
             path.write_text(json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def v_measure_figure(frame, path: Path) -> None:
+    """V-measure and AMI (x100) over k for k-means without reduction, one panel per dataset, one
+    line per model (means over the splits), the number of labels marked: V-measure climbs with k
+    where AMI, corrected for chance, peaks near the labels."""
+    import pandas as pd
+
+    from tecb_eval.clustering.cluster_counts import parse_setting
+    from tecb_eval.reports.figures import new_figure
+    from tecb_eval.reports.label_free import with_setting
+
+    rows = with_setting(frame)
+    rows = rows[(rows.algorithm == "minibatch_kmeans") & (rows.reduction == "none")].copy()
+    rows["k"] = [p[1] if p and p[0] == "k" else None for p in map(parse_setting, rows.setting)]
+    rows = rows[rows.k.notna()]
+    datasets = sorted(rows.mteb_name.unique())
+    fig, axes = new_figure(1, len(datasets), figsize=(4.6 * len(datasets), 3.6), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        mine = rows[rows.mteb_name == dataset]
+        for model, line in mine.groupby("model", sort=True):
+            means = line.groupby("k")[["v_measure", "ami"]].mean()
+            ax.plot(means.index, 100 * means.v_measure, marker="o", markersize=3, label=f"{model} V-measure")
+            ax.plot(means.index, 100 * means.ami, marker="s", markersize=3, linestyle="--", label=f"{model} AMI")
+        labels = pd.to_numeric(mine.n_labels, errors="coerce").median()
+        ax.axvline(labels, color="#555555", linewidth=1)
+        ax.set_title(f"{dataset}\n(line: {labels:.0f} labels, median over splits)", fontsize=9)
+        ax.set_xlabel("k")
+        ax.set_ylabel("x100")
+    axes[0][0].legend(fontsize=7)
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -398,3 +398,27 @@ def test_no_sideways_scroll_at_1280_px_and_figures_at_their_own_size(site, mixed
     code = page.locator("footer td code[title]").first
     assert len(code.get_attribute("title")) == 64 and len(code.inner_text()) == 12
     page.screenshot(path=str(tmp_path / "index-1280.png"), full_page=True)
+
+
+def test_a_corpus_page_names_and_highlights_the_pick_and_fits_1280_px(page, tmp_path):
+    from tablefiles import unlabelled_corpus
+    from tecb_eval.cli import main
+
+    corpus, store = unlabelled_corpus(tmp_path / "corpus"), tmp_path / "r.jsonl"
+    assert main(["run", "--data", str(corpus), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
+                 "--config", "agglomerative:none", "--config", "hdbscan:pca", "--k", "3,4,6,8", "--results", str(store),
+                 "--cache-dir", str(tmp_path / "c"), "--quiet"]) == 0
+    assert main(["report", str(store), "--out", str(tmp_path / "site"), "--no-figures"]) == 0
+    _open(page, tmp_path / "site" / "corpora" / "corpus-s2s.html")
+    scroll, client = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert scroll <= client, (scroll, client)
+    pick = page.locator("p.pick-line").inner_text()
+    assert "ranked first by" in pick and "The spectrum suggests about" in pick
+    highlighted = page.locator("tr.pick")
+    assert highlighted.count() == 1 and pick.startswith(" ".join(highlighted.locator("td").all_inner_texts()[:1]))
+    # The pick and 3 runner-ups, each with every cluster: its top words and up to 3 example texts.
+    assert page.locator("details.clusters").count() == 4
+    # The shipped calibration's held-out figures, the dataset left out by dataset left out.
+    assert page.locator("table.held-out tbody tr").count() == 3
+    first = page.locator("details.clusters").first.locator("tbody tr")
+    assert first.count() >= 2 and 1 <= first.first.locator("p.example").count() <= 3

@@ -138,19 +138,24 @@ def test_recommend_and_the_corpus_page_show_stability_and_no_v_measure(corpus, t
     said = capsys.readouterr().out
     assert "ranked by stability (ARI), the criterion you named" in said
     assert "over 5 reruns on 80% subsamples" in said
-    # The shipped calibration measured stability against V-measure: it ranks against it, and says so.
+    # The shipped calibration ran without --stability: ranking by it is untested, and said so.
+    assert "calibration: none for stability (ARI)" in said and "its ranking is untested" in said
+    # A criterion the shipped calibration found ranking against AMI is said to.
     shipped = json.loads((Path(tecb_eval.__file__).parent / "data" / "calibration.json").read_text(encoding="utf-8"))
-    row = next(r for r in shipped["table"] if r["criterion"] == "stability_ari" and r["scope"] == "all datasets")
-    assert f"Spearman rho {row['rho']:+.2f} [{row['rho_low']:+.2f}, {row['rho_high']:+.2f}] with V-measure" in said
-    assert row["rho_high"] < 0 and (f"  against: the whole interval of rho lies below 0, so on labelled data this "
-                                    f"criterion ranked pipelines against V-measure") in said
+    row = next(r for r in shipped["table"] if r["scope"] == "all datasets" and not r["criterion"].startswith("rank:")
+               and r["rho_high"] is not None and r["rho_high"] < 0)
+    assert main(["recommend", str(store), "--criterion", row["criterion"]]) == 0
+    said = capsys.readouterr().out
+    assert f"Spearman rho {row['rho']:+.2f} [{row['rho_low']:+.2f}, {row['rho_high']:+.2f}] with AMI" in said
+    assert ("  against: the whole interval of rho lies below 0, so on labelled data this criterion ranked pipelines "
+            "against AMI") in said
     assert f"(`--criterion {shipped['best']}`)" in said
     assert main(["report", str(store), "--out", str(tmp_path / "site")]) == 0
     index = (tmp_path / "site" / "index.html").read_text()
     assert 'href="corpora/corpus-s2s.html"' in index
     page = (tmp_path / "site" / "corpora" / "corpus-s2s.html").read_text()
     assert "stability (ARI)</th>" in page and "ARI 5th pct</th>" in page and "noise %</th>" in page
-    assert "run again 5 times" in page and "Spearman rho [interval]</th>" in page
+    assert "run again 5 times" in page and "Spearman rho with " in page
     assert "V-measure x100</th>" not in page and "v_measure" not in page and "Table 2" not in page
     assert (tmp_path / "site" / "figures" / "corpus-corpus-s2s-k.png").stat().st_size > 10_000
     assert 'src="../figures/corpus-corpus-s2s-k.png"' in page
@@ -162,7 +167,7 @@ def test_calibration_measures_stability_where_rows_carry_it():
     rows = [{"mteb_name": "D", "split": f"s{s}", "seed": 42, "model": "m", "reduction": "none", "algorithm": "a",
              "setting": f"k={k}", "labelled": True, "v_measure": 0.1 * k + 0.01 * s, "stability_ari": 0.1 * k,
              "silhouette": -0.1 * k} for s in range(3) for k in range(1, 5)]
-    table = calibrate(pd.DataFrame(rows), resamples=50)
+    table = calibrate(pd.DataFrame(rows), resamples=50, target="v_measure")
     stab = table[(table.scope == "all datasets") & (table.criterion == "stability_ari")].iloc[0]
     assert stab.rho == pytest.approx(1.0) and stab.regret == pytest.approx(0.0)
     assert "stability_ami" not in set(table.criterion)  # not carried by these rows: not measured

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -52,6 +53,7 @@ def _run_grid(args, models, datasets, configurations=None):
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
+        topics=getattr(args, "topics", None),
         **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
            else {}),
     )
@@ -197,6 +199,10 @@ def register(commands) -> None:
                           "run again from the caches")
     run.add_argument("--stability-fraction", type=float, metavar="F",
                      help="the share of the texts each --stability rerun clusters, above 0 and at most 1 (default 0.8)")
+    run.add_argument("--topics", action=argparse.BooleanOptionalAction, default=None,
+                     help="store each cell's topic words (c-TF-IDF), their NPMI coherence and topic diversity "
+                          "(default: on for a corpus without labels, off on labelled data; `tecb-eval calibrate` "
+                          "needs them on labelled data)")
     format_option(run, "format of the tables printed")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "
                                               "folder or an earlier export's, replaced whole")

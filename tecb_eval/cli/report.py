@@ -48,6 +48,8 @@ def _cmd_recommend(args) -> int:
         return 0
     if args.criterion is not None:
         raise UserError("--criterion ranks a corpus without labels; these datasets have labels, ranked by V-measure")
+    if _recommend_ranges(args, store):
+        return 0
     # The report's leaderboard and recommend compare the same rows: every model on the cells they share.
     chosen = shared_selection(store, **selection(args))
     frame = recommend.rows_to_recommend(chosen)
@@ -76,14 +78,41 @@ def _recommend_unlabelled(args, store) -> bool:
         return False
     chosen, left_out = select(store[unlabelled_rows(store)], points=True, like_with_like=False, **selection(args))
     found = calibration.read_calibration(args.calibration)
-    for dataset in wanted:
-        print(unlabelled.text(unlabelled.recommend_unlabelled(chosen, dataset, criterion=args.criterion,
-                                                              calibration=found)), end="")
+    records = [unlabelled.recommend_unlabelled(chosen, dataset, criterion=args.criterion, calibration=found)
+               for dataset in wanted]
+    others = [d for d in asked if d not in corpora]
+    note = (f"note: {', '.join(others)} have labels: run `tecb-eval recommend` with --data for them alone"
+            if others else None)
+    if args.format == "json":
+        print(unlabelled.as_json(records, left_out, note), end="")
+        return True
+    for record in records:
+        print(unlabelled.text(record), end="")
     if left_out:
         print(left_out)
-    others = [d for d in asked if d not in corpora]
-    if others:
-        print(f"note: {', '.join(others)} have labels: run `tecb-eval recommend` with --data for them alone")
+    if note:
+        print(note)
+    return True
+
+
+def _recommend_ranges(args, store) -> bool:
+    """A labelled store whose rows are all points of k / min_cluster_size ranges: each dataset's
+    pipelines at each point ranked by V-measure, the first with its k; True when it answered."""
+    from tecb_eval.reports import unlabelled
+    from tecb_eval.reports.versions import label_table_rows, range_rows, select, unlabelled_rows
+
+    labelled = store[~unlabelled_rows(store)]
+    if labelled.empty or not label_table_rows(labelled)[0].empty or not range_rows(labelled).any():
+        return False
+    chosen, left_out = select(labelled, points=True, like_with_like=False, **selection(args))
+    records = [unlabelled.recommend_points(chosen, dataset)
+               for dataset in (args.data or sorted(chosen.mteb_name.unique()))]
+    if args.format == "json":
+        print(unlabelled.as_json(records, left_out).replace('"labelled": false', '"labelled": true', 1), end="")
+    else:
+        print("".join(unlabelled.points_text(r) for r in records), end="")
+        if left_out:
+            print(left_out)
     return True
 
 
@@ -97,14 +126,26 @@ def _cmd_calibrate(args) -> int:
         # Before any work: never a file the command did not write, never its input.
         check_output_file(args.out, option="--out", inputs=[args.results], outputs=[], ours=_is_calibration)
     frame, left_out = select(read_store(args.results), points=True, like_with_like=False, **selection(args))
-    table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed)
-    print(calibration.format_table(table))
+    cells = calibration.cell_statistics(frame)
+    table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, cells=cells)
+    chosen = calibration.choose(cells)
+    # The single criteria and the one chosen; the file holds every rank average too.
+    print(calibration.format_table(table[~table.criterion.str.startswith(calibration.COMBINED)
+                                         | (table.criterion == chosen)]))
     print(calibration.NOTE)
-    print(f"best-calibrated criterion: {calibration.best_criterion(table)}")
+    held = calibration.held_out(cells)
+    if len(held):
+        print("\nleave one dataset out: the criterion chosen on the other datasets, on the one left out")
+        print(calibration.format_held_out(held))
+    v_table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, target="v_measure")
+    document = calibration.document(table, frame, cells=cells, v_table=v_table)
+    print(f"best-calibrated criterion: {document['best']} (lowest mean AMI regret over the datasets)")
+    for line in calibration.missing_criteria(frame):
+        print(line)
     if left_out:
         print(left_out)
     if args.out is not None:
-        _write_json(args.out, calibration.document(table, frame))
+        _write_json(args.out, document)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
@@ -141,7 +182,7 @@ def _write_json(path: Path, document: dict) -> None:
 
 
 def register(commands) -> None:
-    from tecb_eval.clustering.label_free import CRITERIA
+    from tecb_eval.clustering.criteria import CRITERIA
 
     report = commands.add_parser(
         "report", help="write a static HTML site of results stores (leaderboards, per-model pages)",
@@ -186,9 +227,10 @@ def register(commands) -> None:
     recommend.add_argument("--seed", type=int, default=DEFAULT_SEED,
                            help="seed of the bootstrap and permutations, a non-negative integer "
                                 f"(default {DEFAULT_SEED})")
-    recommend.add_argument("--criterion", choices=list(CRITERIA),
-                           help="a corpus without labels: rank by this label-free criterion (default: the one the "
-                                "calibration found best)")
+    recommend.add_argument("--criterion", metavar="NAME",
+                           help="a corpus without labels: rank by this label-free criterion (one of "
+                                f"{', '.join(CRITERIA)}), or by a rank average of two (rank:A+B) (default: the one "
+                                "the calibration chose, leaving one dataset out)")
     recommend.add_argument("--calibration", type=Path, metavar="FILE",
                            help="a corpus without labels: the calibration `tecb-eval calibrate --out` wrote on your own "
                                 "labelled store (default: the one shipped, measured on our labelled German data)")

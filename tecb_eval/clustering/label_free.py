@@ -31,18 +31,11 @@ import math
 import numpy as np
 
 from tecb_data import seeding
+from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES  # noqa: F401 (re-exported)
 
 SILHOUETTE_MAX_POINTS = 2000
 LABEL_FREE_FIELDS = ("silhouette", "silhouette_points", "silhouette_seed", "calinski_harabasz", "davies_bouldin",
-                     "size_balance", "label_free_note")
-# Which way each criterion points: +1 higher is better, -1 lower is better (what the calibration
-# and `recommend` rank by). ``noise_fraction`` less noise is better; ``n_clusters_found`` has no
-# direction and is not a criterion.
-CRITERIA = {"silhouette": 1, "calinski_harabasz": 1, "davies_bouldin": -1, "dbcv": 1, "size_balance": 1,
-            "stability_ari": 1, "stability_ami": 1}
-CRITERION_NAMES = {"silhouette": "silhouette (cosine)", "calinski_harabasz": "Calinski-Harabasz",
-                   "davies_bouldin": "Davies-Bouldin", "dbcv": "DBCV", "size_balance": "size balance",
-                   "stability_ari": "stability (ARI)", "stability_ami": "stability (AMI)"}
+                     "size_balance", "label_free_note", "spectral_k", "spectral_k_fit", "assignment")
 
 
 def _undefined(note: str) -> dict:

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import math
 
+from tecb_eval.clustering.criteria import CRITERION_RANGES
+
 # V-measure, its halves and the noise fraction are shares (0..1); the chance-adjusted ARI and AMI
 # reach 1 and go below 0 for worse than chance (ARI no lower than -0.5, AMI's floor has no closed
 # form, so both get -1). A value outside is an edited or foreign row that a mean would carry into
 # every table without a word.
 SCORE_RANGES = {"v_measure": (0.0, 1.0), "homogeneity": (0.0, 1.0), "completeness": (0.0, 1.0),
                 "ami": (-1.0, 1.0), "ari": (-1.0, 1.0), "noise_fraction": (0.0, 1.0), "dbcv": (-1.0, 1.0),
-                # The label-free criteria (tecb_eval.clustering.label_free).
-                "silhouette": (-1.0, 1.0), "size_balance": (0.0, 1.0), "calinski_harabasz": (0.0, math.inf),
-                "davies_bouldin": (0.0, math.inf),
-                # Stability (tecb_eval.clustering.stability): ARI and AMI between reruns, and the
-                # share of the texts each rerun clustered.
-                "stability_ari": (-1.0, 1.0), "stability_ami": (-1.0, 1.0), "stability_fraction": (0.0, 1.0)}
+                # The share of the texts each stability rerun clustered.
+                "stability_fraction": (0.0, 1.0),
+                # The label-free criteria, from their registry.
+                **CRITERION_RANGES}
 # Float round-off of the metrics' own arithmetic (1 - H(C|K)/H(C) a hair beyond 0 or 1: a perfect
 # clustering's V-measure can be 1.0000000000000002), not a wrong score.
 ROUND_OFF = 1e-9

@@ -10,10 +10,12 @@ import math
 import os
 import signal
 import threading
+import time
 from dataclasses import replace
 
 from tecb_data.demo import is_demo_manifest
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering import consensus, topics
 from tecb_eval.clustering.label_free import LABEL_FREE_FIELDS
 from tecb_eval.clustering.stability import STABILITY_FIELDS
 from tecb_eval.files import short_hash
@@ -34,6 +36,20 @@ def encoded_on(encoder) -> str:
 class Execution:
     def __init__(self, plan: Plan, *, store, reductions, ledger: Ledger, rows: list):
         self.plan, self.store, self.reductions, self.ledger, self.rows = plan, store, reductions, ledger, rows
+        # Each split's texts analysed once for the topic words of all its partitions (this process
+        # computes them: it holds the texts, and the workers get vectors only).
+        self._corpora: dict = {}
+
+    def topic_scores(self, ctx: dict, cell, assignment: str) -> dict:
+        """The criteria that need the texts (tecb_eval.clustering.topics) of one cell, timed."""
+        started = time.perf_counter()
+        key = (ctx["fingerprint"], cell.split)
+        if key not in self._corpora:
+            texts = ctx["base_texts"] if cell.rows is None else [ctx["base_texts"][i] for i in cell.rows]
+            self._corpora = {key: topics.Corpus(texts)}  # one split at a time: its cells arrive together
+        scores = topics.topic_scores(self._corpora[key], consensus.decode(assignment))
+        scores["topics_s"] = time.perf_counter() - started
+        return scores
 
     def run(self, executor, run: ModelRun, work: list[Pending], embeddings: dict, bar, interrupt) -> None:
         tasks, inputs, context = self.tasks(run, work, embeddings, slots=getattr(executor, "slots", 1))
@@ -76,6 +92,7 @@ class Execution:
                 )
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
+                                    base_texts=base_texts,
                                     encoding={**encoders.encoding_fields(item.encoder),
                                               **encoders.usage_fields(item.encoder, vectors.tokens_of(base_texts))},
                                     encoded_on=encoded_on(item.encoder),
@@ -133,6 +150,7 @@ class Execution:
                 # Where the run asked for reruns (tecb_eval.clustering.stability); a row without
                 # them reads as "not measured".
                 **{k: scores[k] for k in STABILITY_FIELDS + ("stability_s",) if k in scores},
+                **(self.topic_scores(ctx, cell, scores["assignment"]) if self.plan.topics_for(bench) else {}),
                 "algorithm_params": scores["algorithm_params"],
                 "reduction_params": reduction_params,
                 # Encoding is shared by every cell of a text; each cell carries its split's share.

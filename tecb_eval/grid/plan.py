@@ -18,6 +18,7 @@ from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import setting_name
+from tecb_eval.clustering.criteria import needing
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
 from tecb_eval.clustering.stability import (DEFAULT_FRACTION, UNLABELLED_RUNS, check_fraction, check_runs,
                                             subsample_size)
@@ -98,7 +99,8 @@ class Plan:
     def __init__(self, datasets, models, *, configurations, protocol, seeds: Sequence[int], limit_splits=None,
                  profile=DEFAULT_PROFILE, samples=None, log: Callable[[str], None] = print,
                  k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None,
-                 stability: int | None = None, stability_fraction: float = DEFAULT_FRACTION):
+                 stability: int | None = None, stability_fraction: float = DEFAULT_FRACTION,
+                 topics: bool | None = None):
         self.benchmarks = []
         for bench in map(load_dataset, datasets):
             # The same build given twice (a path and its copy, or twice in the list) is one dataset:
@@ -129,6 +131,10 @@ class Plan:
         # on for a corpus without labels, off for labelled data.
         self.stability = None if stability is None else check_runs(stability)
         self.stability_fraction = check_fraction(stability_fraction)
+        # The criteria that need the texts (tecb_eval.clustering.topics): None is the default, on for
+        # a corpus without labels (what recommend ranks by), off for labelled data (a labelled run
+        # ranks by V-measure; calibration asks for them with --topics).
+        self.topics = topics
         self._check_ranges()
         self._check_stability()
 
@@ -137,6 +143,13 @@ class Plan:
         if self.stability is not None:
             return self.stability
         return 0 if getattr(bench, "labelled", True) else UNLABELLED_RUNS
+
+    def topics_for(self, bench) -> bool:
+        """Whether the cells of ``bench`` get topic words, their coherence and diversity: as asked,
+        else without labels, or where the registry says a labelled run needs them."""
+        if self.topics is not None:
+            return self.topics
+        return not getattr(bench, "labelled", True) or any(c.labelled_default for c in needing("texts"))
 
     def stability_missing(self, row: dict, bench) -> bool:
         """Whether a stored row lacks the stability ``--stability N`` asks for (another N or share,

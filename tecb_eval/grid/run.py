@@ -184,10 +184,9 @@ def run_grid(
     metrics: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
     encode_on: str | None = None,
-    k=None,
-    min_cluster_size=None,
+    k=None, min_cluster_size=None,
     stability: int | None = None,
-    stability_fraction: float = DEFAULT_FRACTION,
+    stability_fraction: float = DEFAULT_FRACTION, topics: bool | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -259,6 +258,7 @@ def run_grid(
             None: the registry's default.
         stability (int | None): Reruns per cell (``--stability``); None: 5 without labels, else 0.
         stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1).
+        topics (bool | None): Topic words, NPMI and diversity (``--topics``); None: only without labels.
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.
@@ -331,7 +331,7 @@ def run_grid(
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
                     opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size,
-                    stability=stability, stability_fraction=stability_fraction)
+                    stability=stability, stability_fraction=stability_fraction, topics=topics)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs

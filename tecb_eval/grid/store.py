@@ -37,6 +37,7 @@ import pandas as pd
 from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
+from tecb_eval.clustering.criteria import needing
 from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score
 from tecb_eval.grid.seeds import MAX_SEED
 
@@ -86,11 +87,11 @@ TEXT_FIELDS = ("protocol", "profile", "model", "model_identity", "dataset_finger
 COUNT_FIELDS = ("n_samples", "n_labels", "n_clusters_found", "dataset_splits", "dbcv_points", "silhouette_points",
                 "stability_runs", "api_requests", "api_retries", "api_texts_sent", "api_cache_hits", "api_truncated")
 # A non-negative number or null where present: an API model's tokens and their cost.
-AMOUNT_FIELDS = ("api_tokens", "api_cost", "price_per_million_tokens")
+AMOUNT_FIELDS = ("api_tokens", "api_cost", "price_per_million_tokens", "spectral_k")
 # Text or null where present: what the tables, the MTEB export and the snippets read besides the key.
 OPTIONAL_TEXT_FIELDS = ("dataset_location", "language", "prompt", "backend", "dtype", "mteb_model",
                         "algorithm_params", "reduction_params", "dbcv_note", "label_free_note", "stability_note",
-                        "api_key_env")
+                        "api_key_env", "assignment", "topic_words")
 FLAG_FIELDS = ("synthetic", "reduce_cached", "labelled")
 # What files are named by (MTEB's results layout, the report's figures): plain names only.
 NAME_FIELDS = ("mteb_name", "dataset")
@@ -98,8 +99,9 @@ NAME_FIELDS = ("mteb_name", "dataset")
 SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction")
 # The scores that need labels: None on a row of a corpus without labels ("labelled": false).
 LABEL_SCORE_FIELDS = ("v_measure", "homogeneity", "completeness", "ami", "ari")
-# Label-free scores (tecb_eval.clustering.label_free): a number in its range, or None where undefined.
-LABEL_FREE_SCORES = ("silhouette", "calinski_harabasz", "davies_bouldin", "size_balance")
+# Label-free scores (tecb_eval.clustering.criteria, less stability's, checked with its interval below):
+# a number in its range, or None where undefined.
+LABEL_FREE_SCORES = tuple(c.name for needs in ("vectors", "texts", "partitions") for c in needing(needs))
 # Stability (tecb_eval.clustering.stability): each field and the range it lies in.
 STABILITY_SCORES = {"stability_ari": "stability_ari", "stability_ari_low": "stability_ari",
                     "stability_ari_high": "stability_ari", "stability_ami": "stability_ami",

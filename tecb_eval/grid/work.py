@@ -26,6 +26,7 @@ import numpy as np
 
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import parse_setting
+from tecb_eval.clustering import consensus, spectrum
 from tecb_eval.clustering.label_free import label_free_scores
 from tecb_eval.clustering.profiles import get_profile
 from tecb_eval.clustering.stability import DEFAULT_FRACTION, stability, subsample_size
@@ -242,7 +243,19 @@ def aligned_copy(X: np.ndarray, alignment: int = 64) -> np.ndarray:
 
 
 
-def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
+def _spectra(unit: WorkUnit, reduced: np.ndarray) -> dict:
+    """The spectrum's number of clusters of each split the unit clusters (:mod:`tecb_eval.clustering.spectrum`):
+    one graph per split, whatever the algorithms on it."""
+    out = {}
+    for cell in unit.cells:
+        if cell.split not in out:
+            data = reduced if cell.rows is None else reduced[cell.rows]
+            started = time.perf_counter()
+            out[cell.split] = (spectrum.spectral_k(data, None, unit.seed, cell.split), time.perf_counter() - started)
+    return out
+
+
+def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray, spectra: dict) -> dict:
     data = reduced if cell.rows is None else reduced[cell.rows]
     point = parse_setting(cell.setting)
     k = min(point[1] if point and point[0] == "k" else cell.k, data.shape[0])
@@ -254,7 +267,14 @@ def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
     cluster_s = time.perf_counter() - started
     started = time.perf_counter()
     label_free = label_free_scores(data, predicted, unit.seed, cell.split, cell.algorithm, cell.setting)
-    label_free["label_free_s"] = time.perf_counter() - started
+    k_hat, spectrum_s = spectra[cell.split]
+    label_free["spectral_k"] = k_hat
+    label_free["spectral_k_fit"] = spectrum.fit_to(int(len(set(predicted.tolist()) - {-1})), k_hat)
+    # The assignment travels back as compact text, kept in the row for criteria across partitions.
+    label_free["assignment"] = consensus.encode(predicted)
+    # The split's graph is counted once per split, with the first cell on it.
+    label_free["label_free_s"] = time.perf_counter() - started + spectrum_s
+    spectra[cell.split] = (k_hat, 0.0)
     if unit.stability:
         started = time.perf_counter()
         label_free.update(_stability(unit, cell, data, predicted, k, point))
@@ -284,11 +304,11 @@ def _stability(unit: WorkUnit, cell: Cell, data: np.ndarray, predicted: np.ndarr
                      cell.setting, too_few=k if entry.ranged == "k" else (min_cluster_size or entry.ranged_default or 0))
 
 
-def _run_cell_one_thread(unit: WorkUnit, cell: Cell, reduced: np.ndarray) -> dict:
+def _run_cell_one_thread(unit: WorkUnit, cell: Cell, reduced: np.ndarray, spectra: dict) -> dict:
     # OpenMP's and numba's thread counts are per thread: a new thread starts from the machine's
     # default, not from the limit its parent set, so each cell's thread sets its own.
     with one_thread():
-        return _run_cell(unit, cell, reduced)
+        return _run_cell(unit, cell, reduced, spectra)
 
 
 def _run_cells(unit: WorkUnit, reduced: np.ndarray, threads: int) -> list[dict]:
@@ -300,19 +320,20 @@ def _run_cells(unit: WorkUnit, reduced: np.ndarray, threads: int) -> list[dict]:
     # An algorithm runs beside others where its peak is a few copies of the cell's rows (the
     # registry's side_by_side); Ward holds up to an n x n matrix, budgeted one cell at a time.
     side_by_side = [i for i, c in enumerate(unit.cells) if algorithm_entry(c.algorithm).side_by_side]
+    spectra = _spectra(unit, reduced)
     if threads <= 1 or len(side_by_side) < 2:
-        return [_run_cell(unit, cell, reduced) for cell in unit.cells]
+        return [_run_cell(unit, cell, reduced, spectra) for cell in unit.cells]
     from concurrent.futures import ThreadPoolExecutor
 
     out: list[dict | None] = [None] * len(unit.cells)
     with ThreadPoolExecutor(max_workers=min(threads, len(side_by_side)), thread_name_prefix="tecb-cell") as pool:
-        futures = {i: pool.submit(_run_cell_one_thread, unit, unit.cells[i], reduced) for i in side_by_side}
+        futures = {i: pool.submit(_run_cell_one_thread, unit, unit.cells[i], reduced, spectra) for i in side_by_side}
         for i, future in futures.items():
             out[i] = future.result()
     # The others (Ward) after them, alone: one core each, and one n x n matrix at a time.
     for i, cell in enumerate(unit.cells):
         if out[i] is None:
-            out[i] = _run_cell(unit, cell, reduced)
+            out[i] = _run_cell(unit, cell, reduced, spectra)
     return out
 
 

@@ -1,20 +1,24 @@
-"""How far each label-free criterion can be trusted: measured on labelled data, against V-measure.
+"""How far each label-free criterion can be trusted: measured on labelled data, against AMI
+(the target ``recommend`` ranks for) and V-measure.
 
 On a results store of labelled datasets, every (dataset, split, seed) cell holds many pipelines
-(model, reduction, algorithm, cluster setting), each with a V-measure and its label-free scores
-(:mod:`tecb_eval.clustering.label_free`). Per cell and criterion (pointed so that higher is
-better: Davies-Bouldin is negated):
+(model, reduction, algorithm, cluster setting), each with its AMI, V-measure and label-free scores
+(the registry :mod:`tecb_eval.clustering.criteria`; consensus is computed here from the kept
+assignments). Per cell and criterion (pointed so that higher is better), and per rank average of
+two criteria (``rank:a+b``: the mean of the two ranks over the cell's pipelines):
 
-- Spearman's rho and Kendall's tau (scipy) between the criterion and V-measure over the pipelines
+- Spearman's rho and Kendall's tau (scipy) between the criterion and the target over the pipelines
   where the criterion is defined (three or more, not all equal);
-- the regret: the V-measure (x100) of the best pipeline of the cell minus that of the pipeline the
-  criterion ranks first: what choosing by the criterion loses.
+- the regret: the target (x100) of the best pipeline of the cell minus that of the pipeline the
+  criterion ranks first: what choosing by the criterion loses;
+- the k error: |clusters of the pick - labels| / labels.
 
 Per dataset and over all of them: the mean over cells, with a percentile bootstrap interval over
-the cells (the splits, resampled with replacement; seeded). The criterion with the highest mean rho
-over all datasets (its interval's lower bound first) is the one `recommend` ranks a corpus without
-labels by. The package ships the
-calibration of our labelled data (:data:`PACKAGED`, written by ``bench/bench_calibration.py``).
+the cells (one split: no interval). Which criterion ``recommend`` uses is decided leaving one
+dataset out (:func:`held_out`): on each dataset, the criterion chosen on the others (lowest mean
+regret) and what it lost on the one left out; the shipped file and ``recommend``'s trust line
+carry those held-out figures. The target is AMI: V-measure is not corrected for chance and grows
+with the number of clusters, so a pick tuned to it learns "more clusters" (docs/unlabelled.md).
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ import pandas as pd
 
 from tecb_data import inputs, seeding
 from tecb_data.errors import UserError
-from tecb_eval.clustering.label_free import CRITERIA, CRITERION_NAMES
+from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
 from tecb_eval.reports.label_free import with_setting
 
+TARGETS = {"ami": "AMI", "v_measure": "V-measure"}
+TARGET = "ami"
+COMBINED = "rank:"
 PIPELINE = ["model", "reduction", "algorithm", "setting"]
 CELL = ["mteb_name", "split", "seed"]
 ALL = "all datasets"
@@ -46,34 +53,145 @@ def labelled_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return with_setting(frame)
 
 
-def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per (dataset, split, seed, criterion): rho, tau, regret and the pipelines compared."""
+def combination(names) -> str:
+    return COMBINED + "+".join(names)
+
+
+def parts(name: str) -> tuple[str, ...]:
+    """The criteria of a rank average (``rank:a+b``), or the one criterion."""
+    return tuple(name[len(COMBINED):].split("+")) if name.startswith(COMBINED) else (name,)
+
+
+def direction(name: str) -> int:
+    return 1 if name.startswith(COMBINED) else CRITERIA[name]
+
+
+def title(name: str) -> str:
+    """A criterion's or a rank average's name as tables show it."""
+    if name.startswith(COMBINED):
+        return "rank average of " + " and ".join(CRITERION_NAMES.get(p, p) for p in parts(name))
+    return CRITERION_NAMES.get(name, name)
+
+
+def pointed_scores(cell: pd.DataFrame, name: str) -> np.ndarray:
+    """The criterion ``name`` over the rows of ``cell``, higher better; a rank average ranks each
+    part over the rows where every part is defined (NaN elsewhere)."""
     from scipy import stats
 
-    rows = labelled_rows(frame)
+    if not name.startswith(COMBINED):
+        return CRITERIA[name] * pd.to_numeric(cell[name], errors="coerce").to_numpy(dtype=float)
+    values = [pointed_scores(cell, p) for p in parts(name)]
+    ok = np.all([np.isfinite(v) for v in values], axis=0)
+    out = np.full(len(cell), np.nan)
+    if ok.any():
+        out[ok] = np.mean([stats.rankdata(v[ok]) for v in values], axis=0)
+    return out
+
+
+def candidates(frame: pd.DataFrame) -> list[str]:
+    """Every criterion the rows hold, and every rank average of two of them."""
+    single = [c for c in CRITERIA if c in frame.columns and pd.to_numeric(frame[c], errors="coerce").notna().any()]
+    return single + [combination((a, b)) for i, a in enumerate(single) for b in single[i + 1:]]
+
+
+def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
+    """One row per (dataset, split, seed, criterion): rho, tau, regret, k error and the pipelines compared."""
+    from scipy import stats
+
+    from tecb_eval.clustering.consensus import with_consensus
+
+    rows = with_consensus(labelled_rows(frame))
     out = []
+    names = candidates(rows)
     for (dataset, split, seed), cell in rows.groupby(CELL, sort=True):
-        v = pd.to_numeric(cell["v_measure"], errors="coerce").to_numpy(dtype=float)
+        v = pd.to_numeric(cell[target], errors="coerce").to_numpy(dtype=float)
         best = np.nanmax(v) if np.isfinite(v).any() else math.nan
-        for criterion, sign in CRITERIA.items():
-            if criterion not in cell.columns:
-                continue
-            x = sign * pd.to_numeric(cell[criterion], errors="coerce").to_numpy(dtype=float)
+        found = pd.to_numeric(cell.get("n_clusters_found"), errors="coerce").to_numpy(dtype=float) if (
+            "n_clusters_found" in cell.columns) else np.full(len(cell), np.nan)
+        labels = pd.to_numeric(cell.get("n_labels"), errors="coerce").to_numpy(dtype=float) if (
+            "n_labels" in cell.columns) else np.full(len(cell), np.nan)
+        for criterion in names:
+            x = pointed_scores(cell, criterion)
             ok = np.isfinite(x) & np.isfinite(v)
             if ok.sum() < MIN_PIPELINES or np.ptp(x[ok]) == 0 or np.ptp(v[ok]) == 0:
                 continue
             rho = stats.spearmanr(x[ok], v[ok]).statistic
             tau = stats.kendalltau(x[ok], v[ok]).statistic
-            picked = v[ok][int(np.argmax(x[ok]))]
+            first = int(np.flatnonzero(ok)[int(np.argmax(x[ok]))])
             out.append({"mteb_name": dataset, "split": split, "seed": seed, "criterion": criterion,
-                        "rho": float(rho), "tau": float(tau), "regret": float(100 * (best - picked)),
-                        "pipelines": int(ok.sum())})
-    return pd.DataFrame(out, columns=["mteb_name", "split", "seed", "criterion", "rho", "tau", "regret", "pipelines"])
+                        "rho": float(rho), "tau": float(tau), "regret": float(100 * (best - v[first])),
+                        "k_error": float(abs(found[first] - labels[first]) / labels[first]) if labels[first] > 0
+                        else math.nan, "pipelines": int(ok.sum())})
+    return pd.DataFrame(out, columns=["mteb_name", "split", "seed", "criterion", "rho", "tau", "regret", "k_error",
+                                      "pipelines"])
+
+
+def missing_criteria(frame: pd.DataFrame) -> list[str]:
+    """A line for each kind of criterion the labelled rows cannot calibrate, and what run gives it."""
+    from tecb_eval.clustering.criteria import needing
+
+    def has(name: str) -> bool:
+        return name in frame.columns and pd.to_numeric(frame[name], errors="coerce").notna().any()
+
+    out = []
+    texts = [c for c in needing("texts") if not has(c.name)]
+    if texts:
+        out.append(f"note: {', '.join(c.title for c in texts)} not calibrated: the labelled run had no topic words; "
+                   "run it again with --topics (a labelled run leaves them out unless asked)")
+    if "assignment" not in frame.columns or not frame["assignment"].map(lambda v: isinstance(v, str)).any():
+        out.append("note: consensus not calibrated: the rows keep no cluster assignments; run the grid again with this "
+                   "tecb")
+    if not any(has(c.name) for c in needing("reruns")):
+        out.append("note: stability not calibrated: run the labelled grid with --stability N to calibrate it")
+    return out
+
+
+def spectrum_errors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset: the spectrum's number of clusters (its median over the cells) and |k - labels| / labels."""
+    rows = labelled_rows(frame)
+    if "spectral_k" not in rows.columns:
+        return pd.DataFrame(columns=["mteb_name", "spectral_k", "labels", "k_error"])
+    rows = rows.assign(spectral_k=pd.to_numeric(rows.spectral_k, errors="coerce"),
+                       n_labels=pd.to_numeric(rows.n_labels, errors="coerce"))
+    rows = rows[rows.spectral_k.notna() & rows.n_labels.notna()]
+    rows = rows.assign(k_error=(rows.spectral_k - rows.n_labels).abs() / rows.n_labels)
+    return rows.groupby("mteb_name", sort=True).agg(spectral_k=("spectral_k", "median"), labels=("n_labels", "median"),
+                                                    k_error=("k_error", "mean")).reset_index()
+
+
+def choose(cells: pd.DataFrame) -> str:
+    """The criterion (or rank average) with the lowest mean regret over the datasets of ``cells``
+    (each dataset's mean over its cells, so a dataset of many splits does not outweigh the others),
+    then the higher mean rho; only those measured on every dataset of ``cells``."""
+    per = cells.groupby(["criterion", "mteb_name"]).agg(regret=("regret", "mean"), rho=("rho", "mean")).reset_index()
+    datasets = cells.mteb_name.nunique()
+    summary = per.groupby("criterion").agg(regret=("regret", "mean"), rho=("rho", "mean"), n=("mteb_name", "nunique"))
+    summary = summary[summary.n == datasets].reset_index()
+    ranked = summary.sort_values(["regret", "rho", "criterion"], ascending=[True, False, True], kind="stable")
+    return str(ranked.iloc[0].criterion)
+
+
+def held_out(cells: pd.DataFrame) -> pd.DataFrame:
+    """Leave one dataset out: per dataset, the criterion :func:`choose` picks on the other datasets,
+    and its mean regret, rho and k error on the dataset left out (NaN where it is undefined there)."""
+    out = []
+    names = sorted(cells.mteb_name.unique())
+    for dataset in names:
+        others = cells[cells.mteb_name != dataset]
+        if others.empty:
+            continue
+        chosen = choose(others)
+        mine = cells[(cells.mteb_name == dataset) & (cells.criterion == chosen)]
+        out.append({"held_out": dataset, "chosen": chosen, "chosen_on": ", ".join(n for n in names if n != dataset),
+                    "regret": float(mine.regret.mean()) if len(mine) else math.nan,
+                    "rho": float(mine.rho.mean()) if len(mine) else math.nan,
+                    "k_error": float(mine.k_error.mean()) if len(mine) else math.nan, "cells": int(len(mine))})
+    return pd.DataFrame(out, columns=["held_out", "chosen", "chosen_on", "regret", "rho", "k_error", "cells"])
 
 
 def _interval(values: np.ndarray, rng: np.random.Generator, resamples: int, confidence: float) -> tuple[float, float]:
     if len(values) < 2:
-        return math.nan, math.nan
+        return math.nan, math.nan  # one split: no interval (shown in words, written as null)
     draws = rng.integers(0, len(values), size=(resamples, len(values)))
     means = values[draws].mean(axis=1)
     tail = (1 - confidence) / 2
@@ -81,10 +199,10 @@ def _interval(values: np.ndarray, rng: np.random.Generator, resamples: int, conf
 
 
 def calibrate(frame: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 42,
-              confidence: float = 0.95) -> pd.DataFrame:
-    """Per dataset and over all (``ALL``), per criterion: mean rho, tau and regret over the cells,
-    each with its bootstrap interval, and how many cells and pipelines went in."""
-    cells = cell_statistics(frame)
+              confidence: float = 0.95, target: str = TARGET, cells: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per dataset and over all (``ALL``), per criterion: mean rho, tau, regret and k error over the
+    cells (rho, tau and regret with their bootstrap interval), and how many cells and pipelines went in."""
+    cells = cell_statistics(frame, target) if cells is None else cells
     if cells.empty:
         raise UserError("nothing to calibrate: the results hold no labelled dataset with three or more pipelines "
                         "per split that have both a V-measure and label-free scores (run a grid with several models "
@@ -92,12 +210,13 @@ def calibrate(frame: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: 
     out = []
     scopes = [(name, cells[cells.mteb_name == name]) for name in sorted(cells.mteb_name.unique())] + [(ALL, cells)]
     for scope, part in scopes:
-        for criterion in CRITERIA:
+        for criterion in dict.fromkeys(cells.criterion):
             mine = part[part.criterion == criterion]
             if mine.empty:
                 continue
             row = {"scope": scope, "criterion": criterion, "cells": int(len(mine)),
-                   "pipelines": int(mine.pipelines.median())}
+                   "pipelines": int(mine.pipelines.median()), "target": target,
+                   "k_error": float(mine.k_error.mean())}
             for statistic in ("rho", "tau", "regret"):
                 values = mine[statistic].to_numpy(dtype=float)
                 rng = seeding.rng(seed, "calibration", scope, criterion, statistic)
@@ -111,7 +230,7 @@ def best_criterion(table: pd.DataFrame) -> str:
     """The criterion whose rho over all datasets has the highest lower interval bound (then the
     highest mean rho, the smaller regret): a criterion measured on few splits or pipelines has a
     wide interval and does not win on its mean alone."""
-    overall = table[table.scope == ALL]
+    overall = table[(table.scope == ALL) & ~table.criterion.str.startswith(COMBINED)]
     if overall.empty:
         overall = table
     ranked = overall.assign(floor=overall.rho_low.fillna(-2.0)).sort_values(
@@ -133,17 +252,36 @@ def against(row) -> bool:
     return isinstance(high, float) and math.isfinite(high) and high < 0
 
 
+def interval_text(value, low, high, signed: bool = True) -> str:
+    """A mean with its interval, or the words for a mean without one."""
+    form = "{:+.2f}" if signed else "{:.2f}"
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return form.format(value) + " (one split: no interval)"
+    return f"{form.format(value)} [{form.format(low)}, {form.format(high)}]"
+
+
+def _number(value):
+    return math.nan if value is None else float(value)
+
+
 def shown_table(table: pd.DataFrame) -> pd.DataFrame:
     """The calibration table as its readers show it: the criterion's name, each statistic with
-    its interval as text, two decimals."""
+    its interval as text, two decimals; an interval that cannot be formed says so."""
+    target = TARGETS.get(str(table["target"].iloc[0]), "V-measure") if "target" in table.columns and len(table) else (
+        "V-measure")
+    get = {c: [_number(v) for v in table[c]] if c in table.columns else [math.nan] * len(table)
+           for c in ("rho", "rho_low", "rho_high", "tau", "tau_low", "tau_high", "regret", "regret_low",
+                     "regret_high", "k_error")}
     return pd.DataFrame({
-        "data": table.scope, "criterion": [CRITERION_NAMES.get(c, c) for c in table.criterion],
-        "Spearman rho [interval]": [f"{r:+.2f} [{lo:+.2f}, {hi:+.2f}]" for r, lo, hi in
-                                    zip(table.rho, table.rho_low, table.rho_high)],
-        "Kendall tau [interval]": [f"{r:+.2f} [{lo:+.2f}, {hi:+.2f}]" for r, lo, hi in
-                                   zip(table.tau, table.tau_low, table.tau_high)],
-        "regret x100 [interval]": [f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in
-                                   zip(table.regret, table.regret_low, table.regret_high)],
+        "data": table.scope, "criterion": [title(c) for c in table.criterion],
+        f"Spearman rho with {target} [interval]": [interval_text(*v) for v in zip(get["rho"], get["rho_low"],
+                                                                                  get["rho_high"])],
+        "Kendall tau [interval]": [interval_text(*v) for v in zip(get["tau"], get["tau_low"], get["tau_high"])],
+        f"regret {target} x100 [interval]": [interval_text(*v, signed=False) for v in
+                                              zip(get["regret"], get["regret_low"], get["regret_high"])],
+        "k error": ["-" if not math.isfinite(e) else f"{e:.2f}" for e in get["k_error"]],
         "splits": table.cells, "pipelines": table.pipelines})
 
 
@@ -154,31 +292,64 @@ def format_table(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-NOTE = ("rho, tau: rank correlation of the criterion with V-measure over the pipelines of one split, mean over "
-        "splits; regret: V-measure x100 lost by taking the pipeline the criterion ranks first instead of the best; "
-        "intervals: 95 % percentile bootstrap over splits. An interval of rho that holds 0: the criterion's ranking "
-        "cannot be told from chance on these data.")
+def format_held_out(table: pd.DataFrame, target: str = TARGET) -> str:
+    """The leave-one-dataset-out table as Markdown."""
+    lines = [f"| held out | chosen on the others | regret {TARGETS[target]} x100 | Spearman rho | k error | splits |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for row in table.itertuples(index=False):
+        lines.append(f"| {row.held_out} | {title(row.chosen)} | {row.regret:.2f} | {row.rho:+.2f} | "
+                     f"{row.k_error:.2f} | {row.cells} |")
+    return "\n".join(lines)
 
 
-def document(table: pd.DataFrame, frame: pd.DataFrame, *, when: str | None = None) -> dict:
-    """The calibration as the package ships it: the table, its date, the best criterion and the
-    builds it was measured on (dataset fingerprints), the models and algorithms."""
+NOTE = ("rho, tau: rank correlation of the criterion with the target (AMI, or V-measure where named) over the "
+        "pipelines of one split, mean over splits; regret: the target x100 lost by taking the pipeline the criterion "
+        "ranks first instead of the best; k error: |clusters of that pipeline - labels| / labels; intervals: 95 % "
+        "percentile bootstrap over splits (one split: no interval). In-sample figures: the held-out table says what "
+        "a choice made on the other datasets lost. An interval of rho that holds 0: the criterion's ranking cannot "
+        "be told from chance on these data.")
+
+
+def document(table: pd.DataFrame, frame: pd.DataFrame, *, when: str | None = None,
+             cells: pd.DataFrame | None = None, v_table: pd.DataFrame | None = None) -> dict:
+    """The calibration as the package ships it: the table (target AMI), the held-out figures, the
+    criterion chosen on every dataset (``best``), its date, the builds it was measured on (dataset
+    fingerprints), the splits, the models and algorithms, and the table against V-measure."""
     rows = labelled_rows(frame)
     builds = sorted({(str(n), str(f)) for n, f in zip(rows.mteb_name, rows.dataset_fingerprint)})
+    cells = cell_statistics(frame) if cells is None else cells
+    out = held_out(cells)
+    chosen = choose(cells) if not cells.empty else best_criterion(table)
     return {
         "date": when or date.today().isoformat(),
-        "best": best_criterion(table),
+        "target": str(table["target"].iloc[0]) if "target" in table.columns and len(table) else TARGET,
+        "best": chosen,
+        "held_out": json.loads(out.to_json(orient="records")),
         "datasets": [{"mteb_name": n, "fingerprint": f} for n, f in builds],
+        "splits": {str(n): sorted(map(str, g.split.unique())) for n, g in rows.groupby("mteb_name", sort=True)},
+        "spectrum": json.loads(spectrum_errors(frame).to_json(orient="records")),
         "models": sorted(set(map(str, rows.model))),
         "algorithms": sorted(set(map(str, rows.algorithm))),
         "reductions": sorted(set(map(str, rows.reduction))),
         "table": json.loads(table.to_json(orient="records")),
+        **({"table_v_measure": json.loads(v_table.to_json(orient="records"))} if v_table is not None else {}),
     }
 
 
 # The document's rows as ``shown_table``, ``weak`` and ``recommend`` read them.
 _STATISTICS = ("rho", "rho_low", "rho_high", "tau", "tau_low", "tau_high", "regret", "regret_low", "regret_high")
 _REWRITE = "write one with `tecb-eval calibrate STORE --out FILE`"
+
+
+def trust_of(found: dict, criterion: str) -> dict | None:
+    """The held-out figures of the way ``criterion`` was chosen, in a calibration document: per
+    dataset left out, what the choice made on the others (``criterion`` itself, or another
+    criterion: ``same`` says which) lost there; None where the document holds none or
+    ``criterion`` is not the document's choice (a criterion the user named was not chosen)."""
+    rows = found.get("held_out", [])
+    if not rows or criterion != found.get("best"):
+        return None
+    return {"rows": [{**r, "same": r.get("chosen") == criterion} for r in rows]}
 
 
 def read_calibration(path=None) -> dict:
@@ -218,11 +389,11 @@ def check_calibration(found, what: str) -> dict:
 
     if not isinstance(found, dict):
         raise wrong(f"a JSON {type(found).__name__}, expected an object")
-    def known(name) -> bool:
-        return isinstance(name, str) and name in CRITERIA
+    def known(name) -> bool:  # a criterion, or a rank average of criteria (``rank:a+b``)
+        return isinstance(name, str) and all(part in CRITERIA for part in parts(name))
 
     if not known(found.get("best")):
-        raise wrong(f"best is {found.get('best')!r}, expected one of {', '.join(CRITERIA)}")
+        raise wrong(f"best is {found.get('best')!r}, expected one of {', '.join(CRITERIA)} or {COMBINED}A+B")
     table = found.get("table")
     if not isinstance(table, list) or not table:
         raise wrong("no table of criteria")
@@ -245,4 +416,13 @@ def check_calibration(found, what: str) -> dict:
     if not isinstance(datasets, list) or not all(isinstance(d, dict) and isinstance(d.get("mteb_name"), str)
                                                  for d in datasets):
         raise wrong("datasets is not a list of {mteb_name: ...}")
+    held_out = found.get("held_out", [])
+    if not isinstance(held_out, list) or not all(isinstance(r, dict) for r in held_out):
+        raise wrong("held_out is not a list of objects")
+    for n, row in enumerate(held_out, start=1):
+        if not known(row.get("chosen")) or not isinstance(row.get("held_out"), str):
+            raise wrong(f"held_out row {n}: chosen {row.get('chosen')!r} or the dataset left out is not known")
+        bad = next((k for k in ("regret", "rho", "k_error") if not number(row.get(k))), None)
+        if bad is not None:
+            raise wrong(f"held_out row {n}: {bad} is {row.get(bad)!r}, expected a number")
     return found

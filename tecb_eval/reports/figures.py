@@ -32,6 +32,7 @@ import pandas as pd
 from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_eval.clustering import algorithms as algo
+from tecb_eval.clustering.criteria import CRITERIA_BY_NAME
 from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY, table2_rows
 from tecb_eval.files import atomic_save
 from tecb_eval.grid.cache import EmbeddingStore, ReductionCache
@@ -591,15 +592,9 @@ def plot_table2_dots(frame: pd.DataFrame, path: Path, demo_note: str | None = No
     return save_figure(table2_figure(frame, demo_note, confidence=confidence), path, frame)
 
 
-# The criteria a corpus without labels is drawn by over its cluster settings, in the order of the
-# panels; each with which way is better (tecb_eval.clustering.label_free.CRITERIA) or none (noise).
-CURVE_PANELS = (("silhouette", "silhouette (cosine), higher is better"),
-                ("calinski_harabasz", "Calinski-Harabasz, higher is better"),
-                ("davies_bouldin", "Davies-Bouldin, lower is better"),
-                ("dbcv", "DBCV, higher is better"),
-                ("size_balance", "size balance, higher is better"),
-                ("stability_ari", "stability (ARI between reruns), higher is better"),
-                ("noise_fraction", "noise % (texts in no cluster)"))
+# The criteria a corpus without labels is drawn by over its cluster settings, in the registry's
+# order, each with which way is better; then the noise, which has no direction.
+CURVE_PANELS = (*((c.name, c.panel) for c in CRITERIA_BY_NAME.values()), ("noise_fraction", "noise % (texts in no cluster)"))
 
 
 def label_free_curves(points: pd.DataFrame, parameter: str, title: str):

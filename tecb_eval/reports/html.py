@@ -165,16 +165,41 @@ def _corpus_figures(corpus: dict, folder: Path, demo: bool) -> list[dict]:
 
 def _calibration(path: Path | None) -> dict:
     """The calibration a page of a dataset without labels shows: its table as text and what it says."""
-    from tecb_eval.clustering.label_free import CRITERION_NAMES
     from tecb_eval.reports import calibration as calib
 
     found = calib.read_calibration(path)
-    shown = calib.shown_table(pd.DataFrame(found["table"]))
+    table = pd.DataFrame(found["table"])
+    # The single criteria and the one chosen; the file holds every rank average of two as well.
+    table = table[~table.criterion.str.startswith(calib.COMBINED) | (table.criterion == found.get("best"))]
+    shown = calib.shown_table(table.reset_index(drop=True))
     return {"columns": list(shown.columns), "rows": shown.values.tolist(), "date": found.get("date"),
             "on": [d["mteb_name"] for d in found.get("datasets", [])],
-            "best": CRITERION_NAMES.get(found.get("best"), found.get("best")),
+            "best": calib.title(str(found.get("best"))),
+            # Leave one dataset out: what the choice made on the other datasets lost on the one left out.
+            "held_out": [[r["held_out"], calib.title(r["chosen"]), f"{r['regret']:.2f}", f"{r['rho']:+.2f}",
+                          f"{r['k_error']:.2f}"] for r in found.get("held_out", [])
+                         if all(isinstance(r.get(k), (int, float)) for k in ("regret", "rho", "k_error"))],
             "source": "shipped with tecb" if path is None else f"from {Path(path).name}", "note": calib.NOTE,
             "has_stability": any(str(row.get("criterion", "")).startswith("stability") for row in found["table"])}
+
+
+def _pick(corpus: dict, path: Path | None) -> dict:
+    """What ``recommend`` picks for a corpus, as its page names it: the pick, the criterion, the
+    clusters of the pick and of its first runner-ups, and which table rows to highlight; or why
+    there is no pick (``pick_note``)."""
+    from tecb_eval.reports import calibration as calib, unlabelled
+
+    try:
+        record = unlabelled.recommend_unlabelled(corpus["points"], corpus["mteb_name"],
+                                                 calibration=calib.read_calibration(path))
+    except UserError as exc:
+        return {"pick": None, "pick_note": str(exc), "pick_clusters": [], "pick_rows": []}
+    best = record["pipelines"][0]
+    shown = [best["model"], best["reduction"], best["algorithm"], best["setting"] or "default"]
+    return {"pick": {**best, "criterion": record["criterion_name"], "setting_words": unlabelled.setting_words(
+                best["setting"]), "spectral_k": record.get("spectral_k")},
+            "pick_note": None, "pick_clusters": unlabelled.pipelines_with_clusters(corpus["points"], record),
+            "pick_rows": [i for i, row in enumerate(corpus["rows"]) if [str(v) for v in row[:4]] == shown]}
 
 
 def _check_extra(extra: list[Path]) -> list[Path]:
@@ -239,6 +264,7 @@ def render(stores: list[Path], out: Path, *, reference: Path | None = None, sele
     calibrated = (named_calibration or _calibration(None)) if corpora else None
     for corpus in corpora:
         corpus["slug"] = leaderboard.slug(corpus["dataset"])
+        corpus.update(_pick(corpus, calibration))
     if labelled.empty:
         frame = labelled  # nothing a leaderboard ranks: the report is the label-free table alone
     selection_ = ranking.shared_selection(frame, **(selection or {}))

@@ -11,15 +11,17 @@ import io
 import pandas as pd
 
 from tecb_eval.clustering.cluster_counts import parse_setting
-from tecb_eval.clustering.label_free import CRITERION_NAMES
+from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
 from tecb_eval.files import markdown_text
 from tecb_eval.reports.tables import csv_safe, format_table
 
 PIPELINE = ["model", "dataset", "reduction", "algorithm", "setting"]
-COLUMNS = ("silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", "size_balance", "stability_ari",
-           "stability_ari_low", "stability_ari_high", "stability_ami", "n_clusters_found", "noise_fraction")
+# Every criterion of the registry, then stability's interval, the spectrum's number of clusters,
+# the clusters found and the noise.
+COLUMNS = (*CRITERIA, "stability_ari_low", "stability_ari_high", "spectral_k", "n_clusters_found", "noise_fraction")
 # The ends of stability's interval (tecb_eval.clustering.stability: the reruns' 5th and 95th percentiles).
-INTERVAL_NAMES = {"stability_ari_low": "ARI 5th pct", "stability_ari_high": "ARI 95th pct"}
+INTERVAL_NAMES = {"stability_ari_low": "ARI 5th pct", "stability_ari_high": "ARI 95th pct",
+                  "spectral_k": "spectrum's k"}
 
 
 def with_setting(frame: pd.DataFrame) -> pd.DataFrame:
@@ -64,7 +66,7 @@ def label_free_table(frame: pd.DataFrame) -> pd.DataFrame:
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.copy()
     for column in shown.columns:
-        shown[column] = [("-" if pd.isna(v) else f"{v:.1f}" if column in ("clusters", "noise %", "Calinski-Harabasz")
+        shown[column] = [("-" if pd.isna(v) else f"{v:.1f}" if column in ("clusters", "noise %", "Calinski-Harabasz", "spectrum's k")
                           else f"{v:.3f}") for v in shown[column]]
     shown = shown.reset_index()
     shown["setting"] = [s or "default" for s in shown["setting"]]

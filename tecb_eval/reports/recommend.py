@@ -85,16 +85,16 @@ class Recommendation:
         return f"{self.model}, {self.reduction} reduction, {self.algorithm}"
 
     def record(self) -> dict:
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
 
-def _jsonable(value):
+def jsonable(value):
     """JSON has no NaN or infinity: a missing figure (NaN) is null, an infinite parameter (HDBSCAN's
     ``cluster_selection_epsilon_max``) the text Python reads back with ``float()``."""
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, float) and math.isinf(value):
@@ -209,7 +209,7 @@ def _recommend_one(rows: pd.DataFrame, dataset: str, synthetic: bool, confidence
             resamples=resamples, seed=seed, independent=independent, **_floor(best, second))
         runner = {"model": second.model, "algorithm": second.algorithm, "reduction": second.reduction,
                   "mean": float(second.mean), "zero": zero_reason(theirs), "usage": _usage(usage, second.model, dataset)}
-        lead = _jsonable(result.record())
+        lead = jsonable(result.record())
         sentence = result.sentence()
         holds = result.holds
     pipelines = _ranked_pipelines(ranked, compared, scores, dataset, confidence, resamples, seed, independent)

@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 
 from tecb_data.errors import UserError
+
 from tecb_eval.clustering.cluster_counts import parse_setting
-from tecb_eval.clustering.label_free import CRITERIA, CRITERION_NAMES
+from tecb_eval.clustering.consensus import decode, require_assignments, with_consensus
+from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES, criterion as criterion_entry
 from tecb_eval.files import one_line
 from tecb_eval.reports import calibration as calib
 from tecb_eval.reports.label_free import with_setting
@@ -28,18 +31,67 @@ PIPELINE = ["model", "reduction", "algorithm", "setting"]
 RUNNERS_UP = 3
 
 
+def indistinguishable(ranked: pd.DataFrame) -> dict:
+    """The pipelines the criterion cannot tell apart from the first, by its own spread over the
+    splits and seeds each pipeline ran on: those whose mean lies within two standard errors (the
+    larger of the two pipelines') of the first's. ``{"members": [...], "spread": words}``; no
+    members where there is no spread to judge by (one split and one seed, or a rank average)."""
+    if "sd" not in ranked.columns or ranked.empty:
+        return {"members": [], "spread": "a rank average has no spread of its own"}
+    first = ranked.iloc[0]
+    if not (first.n >= 2 and math.isfinite(first.sd)):
+        return {"members": [], "spread": "one split and one seed: no spread to tell pipelines apart (run the grid "
+                                         "with --seeds 1,2,3 to measure it)"}
+    error = ranked.sd.fillna(0) / np.sqrt(ranked.n.clip(lower=1))
+    margin = 2 * np.maximum(error, error.iloc[0])
+    close = (first.pointed - ranked.pointed) <= margin
+    members = ranked[close].iloc[1:]
+    return {"members": [{"model": r.model, "reduction": r.reduction, "algorithm": r.algorithm, "setting": r.setting,
+                         "score": float(r.score)} for r in members.itertuples()],
+            "spread": f"within two standard errors over {int(first.n)} splits and seeds"}
+
+
+def check_criterion(criterion: str) -> str:
+    """A criterion of the registry, or a rank average of two or more (``rank:a+b``); one line otherwise."""
+    names = calib.parts(criterion)
+    if not all(n in CRITERIA for n in names) or (criterion.startswith(calib.COMBINED) and len(names) < 2):
+        raise UserError(f"--criterion {criterion}: choose one of {', '.join(CRITERIA)}, or a rank average of two "
+                        "such as rank:calinski_harabasz+consensus")
+    return criterion
+
+
 def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
     """The pipelines of one dataset, best first by ``criterion`` (its mean over splits and seeds,
-    pointed so that higher is better); a pipeline where it is undefined everywhere is left out."""
+    pointed so that higher is better; a rank average ranks the pipelines by each part's mean and
+    averages the ranks); a pipeline where it is undefined everywhere is left out."""
     rows = with_setting(rows)
-    if criterion not in rows.columns:
-        if criterion.startswith("stability"):
-            raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores; run "
-                            "the grid again with --stability N (e.g. 5) to measure it")
-        raise UserError(f"--criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores "
-                        "(rows written before label-free scores, or no density clustering for DBCV); rerun the grid")
+    if "consensus" in calib.parts(criterion):
+        require_assignments(rows, f"--criterion {criterion}")
+        rows = with_consensus(rows)
+    if criterion.startswith(calib.COMBINED):
+        from scipy import stats
+
+        tables = [ranking(rows, part).set_index(PIPELINE) for part in calib.parts(criterion)]
+        joined = pd.concat([t.pointed.rename(str(i)) for i, t in enumerate(tables)], axis=1, join="inner")
+        if joined.empty:
+            raise UserError(f"--criterion {criterion}: no pipeline has every part of it; choose another --criterion")
+        table = pd.DataFrame({"score": np.mean([stats.rankdata(joined[c]) for c in joined.columns], axis=0)},
+                             index=joined.index)
+        table["splits"] = tables[0].splits.reindex(joined.index).to_numpy()
+        table["pointed"] = table.score
+        table = table.reset_index()
+        order = table.sort_values(PIPELINE, kind="stable").index
+        return table.loc[order].sort_values("pointed", ascending=False, kind="stable").reset_index(drop=True)
+    if criterion not in rows.columns or not pd.to_numeric(rows[criterion], errors="coerce").notna().any():
+        how = {"reruns": "run the grid again with --stability N (e.g. 5) to measure it",
+               "texts": "run the grid again with --topics to compute them"}.get(
+            criterion_entry(criterion).needs, "rows written before this criterion, or no density clustering for DBCV; "
+                                              "rerun the grid")
+        raise UserError(f"criterion {criterion}: the results hold no {CRITERION_NAMES[criterion]} scores; {how}, or "
+                        "rank by another --criterion")
     scored = rows.assign(score=pd.to_numeric(rows[criterion], errors="coerce"))
-    table = scored.groupby(PIPELINE, sort=True).agg(score=("score", "mean"), splits=("split", "nunique"))
+    table = scored.groupby(PIPELINE, sort=True).agg(score=("score", "mean"), splits=("split", "nunique"),
+                                                    sd=("score", "std"), n=("score", "count"))
     table = table[table.score.notna()]
     if table.empty:
         raise UserError(f"{CRITERION_NAMES[criterion]} is undefined on every pipeline of these results (one cluster "
@@ -55,7 +107,7 @@ def _calibration_of(found: dict, criterion: str) -> dict:
         mine = table[table.criterion == criterion]
     if mine.empty:
         return {}
-    row = mine.iloc[0].to_dict()
+    row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in mine.iloc[0].to_dict().items()}
     row["weak"] = calib.weak(row)
     row["against"] = calib.against(row)
     return row
@@ -65,8 +117,8 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
                          calibration: dict) -> dict:
     """The recommendation for the corpus ``dataset`` (an MTEB name) as a record: the criterion, its
     calibration, the ranked pipelines, and the BERTopic snippet of the first."""
-    if criterion is not None and criterion not in CRITERIA:
-        raise UserError(f"--criterion {criterion}: choose one of {', '.join(CRITERIA)}")
+    if criterion is not None:
+        check_criterion(criterion)
     chosen = criterion or calibration["best"]
     rows = frame[frame.mteb_name == dataset]
     ranked = ranking(rows, chosen)
@@ -90,13 +142,44 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
         model_location=newest.get("model_location") if isinstance(newest.get("model_location"), str) else None,
         api_key_env=newest.get("api_key_env") if isinstance(newest.get("api_key_env"), str) else None)
     r.bertopic = bertopic_snippet(r)
-    return {"dataset": dataset, "criterion": chosen, "criterion_name": CRITERION_NAMES[chosen],
+    return {"dataset": dataset, "criterion": chosen, "criterion_name": calib.title(chosen),
             "named_by_user": criterion is not None, "calibration": _calibration_of(calibration, chosen),
+            "held_out": calib.trust_of(calibration, chosen), "target": calibration.get("target", "v_measure"),
+            "spectral_k": spectral_k_of(of_best), "topics": largest_topics(newest),
             "best_criterion": calibration["best"],
             "calibrated_on": calibration.get("datasets", []), "calibration_date": calibration.get("date"),
             "pipelines": ranked[PIPELINE + ["score", "splits"]].to_dict("records"),
+            "tied": indistinguishable(ranked),
             "noise_fraction": r.noise_fraction, "stability": stability_of(of_best), "bertopic": r.bertopic,
             "setting": best.setting or "default"}
+
+
+TOPICS_SHOWN = 5
+
+
+def spectral_k_of(rows: pd.DataFrame) -> int | None:
+    """The spectrum's number of clusters of a pipeline's splits (their median), None where not measured."""
+    if "spectral_k" not in rows.columns:
+        return None
+    values = pd.to_numeric(rows["spectral_k"], errors="coerce").dropna()
+    return int(round(float(values.median()))) if len(values) else None
+
+
+def cluster_topics(row, limit: int | None = TOPICS_SHOWN) -> list[dict]:
+    """The clusters of one row, largest first (ties by cluster number), each with its size and top
+    words: ``limit`` of them (None: all); [] where the row kept no assignment or no topic words."""
+    words_text, kept = row.get("topic_words"), row.get("assignment")
+    if not isinstance(words_text, str) or not isinstance(kept, str):
+        return []
+    words = json.loads(words_text)
+    labels = decode(kept)
+    clusters, sizes = np.unique(labels[labels != -1], return_counts=True)
+    order = sorted(zip(clusters.tolist(), sizes.tolist()), key=lambda cs: (-cs[1], cs[0]))
+    return [{"cluster": int(c), "size": int(n), "words": words.get(str(c), [])} for c, n in order[:limit]]
+
+
+def largest_topics(row) -> list[dict]:
+    return cluster_topics(row, TOPICS_SHOWN)
 
 
 def stability_of(rows: pd.DataFrame) -> dict | None:
@@ -116,7 +199,7 @@ def stability_of(rows: pd.DataFrame) -> dict | None:
     return out
 
 
-def _setting_words(setting: str) -> str:
+def setting_words(setting: str) -> str:
     point = parse_setting(setting)
     if point is None:
         return "its own setting"
@@ -143,26 +226,155 @@ def text(found: dict) -> str:
     out = [f"{found['dataset']} (no labels: ranked by {found['criterion_name']}"
            + (", the criterion you named)" if found["named_by_user"] else ", the best-calibrated criterion)"),
            f"  best pipeline: {best['model']}, {best['reduction']} reduction, {best['algorithm']} with "
-           f"{_setting_words(best['setting'])}",
+           f"{setting_words(best['setting'])}",
            f"    {found['criterion_name']}: {best['score']:.4f} (mean over {best['splits']} split(s)); noise "
            f"fraction {found['noise_fraction']:.2f}",
            "    " + stability_words(found.get("stability"))]
+    if found.get("spectral_k") is not None:
+        out.append(f"    the spectrum suggests about {found['spectral_k']} clusters (the eigengap of a cosine "
+                   "k-NN graph of the pick's vectors)")
+    for topic in found.get("topics", []):
+        out.append(f"    cluster {topic['cluster']} ({topic['size']} texts): {', '.join(topic['words'][:10])}")
+    target = calib.TARGETS.get(found.get("target"), "V-measure")
+    held = found.get("held_out")
+    if held:
+        shown = "; ".join(
+            f"{r['held_out']}: regret {r['regret']:.2f}, rho {r['rho']:+.2f}, k error {r['k_error']:.2f}"
+            + ("" if r["same"] else f" (the choice there: {calib.title(r['chosen'])})") for r in held["rows"])
+        worst = max(r["regret"] for r in held["rows"])
+        out.append(f"  trust (each dataset left out of the choice, {found['calibration_date']}): the criterion chosen "
+                   f"on the other datasets lost, on the one left out, {target} x100 points against its best pipeline: "
+                   f"{shown}" + (f"; up to {worst:.1f} points: compare the runner-ups' topics before acting on the pick"
+                                 if worst > 5 else ""))
     if c:
-        out.append(f"  calibration ({found['calibration_date']}, on {on}): Spearman rho {c['rho']:+.2f} "
-                   f"[{c['rho_low']:+.2f}, {c['rho_high']:+.2f}] with V-measure; regret {c['regret']:.2f} V-measure "
+        out.append(f"  calibration ({found['calibration_date']}, on {on}, in-sample): Spearman rho "
+                   f"{calib.interval_text(c['rho'], c.get('rho_low'), c.get('rho_high'))} with {target}; regret "
+                   f"{calib.interval_text(c['regret'], None, None, signed=False).split(' (')[0]} {target} "
                    f"x100 points against the best pipeline")
         if c["weak"]:
             out.append("  weak: the interval of rho holds 0, so on labelled data this criterion's ranking could not "
                        "be told from chance; treat the pick as a guess and try the runner-ups too")
         elif c["against"]:
             out.append(f"  against: the whole interval of rho lies below 0, so on labelled data this criterion ranked "
-                       f"pipelines against V-measure and its pick tends to be one of the worse; rank by the "
+                       f"pipelines against {target} and its pick tends to be one of the worse; rank by the "
                        f"best-calibrated criterion instead (`--criterion {found['best_criterion']}`)")
     else:
         out.append(f"  calibration: none for {found['criterion_name']} on {on}; its ranking is untested")
+    tied = found.get("tied") or {"members": []}
+    if tied["members"]:
+        names = "; ".join(f"{t['model']}, {t['reduction']} reduction, {t['algorithm']} with "
+                          f"{setting_words(t['setting'])}" for t in tied["members"])
+        out.append(f"  cannot be told apart from the pick ({tied['spread']}): {names}; treat them as one group")
+    elif tied.get("spread", "").startswith("within"):
+        out.append(f"  ties: no other pipeline lies {tied['spread']} of the pick")
+    elif tied.get("spread"):
+        out.append(f"  ties: {tied['spread']}")
     shown = RUNNERS_UP if c and not (c.get("weak") or c.get("against")) else RUNNERS_UP + 2
     for other in found["pipelines"][1:1 + shown]:
         out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
-                   f"{_setting_words(other['setting'])} ({other['score']:.4f})")
+                   f"{setting_words(other['setting'])} ({other['score']:.4f})")
     out += ["  BERTopic:", *("    " + line if line else "" for line in found["bertopic"].splitlines()), ""]
     return "\n".join(one_line(line) for line in out) + "\n"
+
+
+def as_json(records: list[dict], left_out: str | None = None, note: str | None = None) -> str:
+    """The recommendations for corpora without labels as one JSON object, as ``recommend --format json``
+    prints it: ``left_out``, ``note`` and one record per dataset (no NaN: a missing figure is null)."""
+    from tecb_eval.reports.recommend import jsonable
+
+    return json.dumps({"labelled": False, "left_out": left_out, "note": note,
+                       "recommendations": jsonable(records)}, indent=2, ensure_ascii=False, allow_nan=False,
+                      default=lambda v: v.item() if hasattr(v, "item") else str(v)) + "\n"
+
+
+EXAMPLES = 3
+
+
+def _split_texts(row) -> list[str] | None:
+    """The texts of a row's split, in the order the grid clustered them; None where its dataset
+    cannot be read here (moved, or a Hub build not at hand)."""
+    from tecb_eval.benchmark import load_dataset
+
+    location = row.get("dataset_location")
+    if not isinstance(location, str):
+        return None
+    try:
+        bench = load_dataset(location)
+    except UserError:
+        return None
+    found = next((s for s in bench.splits if s.name == row.get("split")), None)
+    return None if found is None else list(found.texts)
+
+
+def pipelines_with_clusters(rows: pd.DataFrame, record: dict, runners: int = RUNNERS_UP,
+                            examples: int = EXAMPLES) -> list[dict]:
+    """The pick of ``record`` and its first ``runners`` runner-ups, each with every cluster of its
+    newest row (largest first): its size, its top words and its first ``examples`` texts. A
+    pipeline whose rows kept no assignment or topic words has no clusters (``clusters`` empty)."""
+    rows = with_setting(rows)
+    out = []
+    texts_of: dict = {}
+    for rank, pipeline in enumerate(record["pipelines"][:1 + runners]):
+        mine = rows[(rows.model == pipeline["model"]) & (rows.reduction == pipeline["reduction"])
+                    & (rows.algorithm == pipeline["algorithm"]) & (rows.setting == pipeline["setting"])]
+        if mine.empty:
+            continue
+        newest = mine.iloc[-1]
+        clusters = cluster_topics(newest, None)
+        if clusters:
+            key = (newest.get("dataset_location"), newest.get("split"))
+            if key not in texts_of:
+                texts_of[key] = _split_texts(newest)
+            texts = texts_of[key]
+            labels = decode(newest["assignment"])
+            for c in clusters:
+                members = np.flatnonzero(labels == c["cluster"])[:examples]
+                c["examples"] = [texts[i] for i in members] if texts is not None and len(texts) == len(labels) else []
+        out.append({"rank": rank, "pick": rank == 0, "model": pipeline["model"], "reduction": pipeline["reduction"],
+                    "algorithm": pipeline["algorithm"], "setting": setting_words(pipeline["setting"]),
+                    "score": pipeline["score"], "clusters": clusters})
+    return out
+
+
+def recommend_points(frame: pd.DataFrame, dataset: str) -> dict:
+    """A labelled dataset whose rows are points of k / min_cluster_size ranges: the pipelines at each
+    point (model, reduction, algorithm, setting) ranked by their mean AMI over splits and seeds
+    (V-measure beside it: across k, V-measure grows with the number of clusters and AMI, corrected
+    for chance, does not), the first with its setting, the spectrum's k and its largest clusters."""
+    rows = with_setting(frame[frame.mteb_name == dataset])
+    if rows.empty:
+        raise UserError(f"--data {dataset}: not in the results; they hold {', '.join(sorted(frame.mteb_name.unique()))}")
+    scored = rows.assign(v=pd.to_numeric(rows.v_measure, errors="coerce"),
+                         a=pd.to_numeric(rows.get("ami"), errors="coerce") if "ami" in rows.columns else np.nan)
+    table = scored.groupby(PIPELINE, sort=True).agg(score=("a", "mean"), v_measure=("v", "mean"),
+                                                    splits=("split", "nunique")).reset_index()
+    table = table[table.score.notna()].sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+    if table.empty:
+        raise UserError(f"{dataset}: no pipeline has an AMI in these results")
+    best = table.iloc[0]
+    mine = rows[(rows.model == best.model) & (rows.reduction == best.reduction) & (rows.algorithm == best.algorithm)
+                & (rows.setting == best.setting)]
+    labels = sorted({int(n) for n in pd.to_numeric(mine.get("n_labels"), errors="coerce").dropna()}) if (
+        "n_labels" in mine.columns) else []
+    return {"dataset": dataset, "criterion": "ami", "criterion_name": "AMI (labels)",
+            "pipelines": table[PIPELINE + ["score", "v_measure", "splits"]].to_dict("records"), "labels": labels,
+            "setting": best.setting or "default", "spectral_k": spectral_k_of(mine), "topics": largest_topics(mine.iloc[-1])}
+
+
+def points_text(found: dict) -> str:
+    """:func:`recommend_points`'s record as a user reads it."""
+    best = found["pipelines"][0]
+    out = [f"{found['dataset']} (labelled; its rows are points of k / min_cluster_size ranges: ranked by AMI, "
+           "which is corrected for chance; V-measure grows with k)",
+           f"  best pipeline: {best['model']}, {best['reduction']} reduction, {best['algorithm']} with "
+           f"{setting_words(best['setting'])}",
+           f"    AMI x100: {100 * best['score']:.2f}, V-measure x100: {100 * best['v_measure']:.2f} (means over "
+           f"{best['splits']} split(s)); the labels number {', '.join(map(str, found['labels'])) or 'unknown'}"]
+    if found.get("spectral_k") is not None:
+        out.append(f"    the spectrum suggests about {found['spectral_k']} clusters")
+    for topic in found.get("topics", []):
+        out.append(f"    cluster {topic['cluster']} ({topic['size']} texts): {', '.join(topic['words'][:10])}")
+    for other in found["pipelines"][1:1 + RUNNERS_UP]:
+        out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
+                   f"{setting_words(other['setting'])} (AMI x100 {100 * other['score']:.2f})")
+    return "\n".join(one_line(line) for line in out) + "\n\n"

@@ -1,0 +1,124 @@
+"""Agreement across the grid's partitions of the same texts, and the kept assignments it is read from.
+
+Each cell of the grid keeps its cluster assignment in its row (``assignment``): the labels, noise
+(-1) shifted to 0, as little-endian unsigned integers of the smallest width that holds them,
+zlib-compressed (level 9) and base64-encoded, behind a prefix naming the width (``u1:``, ``u2:``,
+``u4:``). The same labels give the same bytes on every machine, so the rows stay byte for byte the
+same in process, in worker processes and on Dask.
+
+After the run, the partitions of one (dataset, split, seed) are compared with each other:
+a partition's consensus is its mean adjusted mutual information (scikit-learn's
+``adjusted_mutual_info_score``, noise as a cluster of its own) with every other, each other
+weighted by one over the number of partitions of its pipeline (model, reduction, algorithm), so
+that a range of twelve k of one pipeline counts as much as one HDBSCAN run of another (Ohl and
+Lindsten 2025 rank partitions by their agreement with the ensemble's consensus; Hoyle et al. 2022
+find an ensemble of runs closer to human categories than its members). Above
+:data:`MAX_TEXTS` texts the partitions are compared on a seeded uniform sample of that many, the
+same for every partition of the split: AMI's expected mutual information grows with the texts,
+and a grid of 60 pipelines has 1,770 pairs.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+
+import numpy as np
+
+from tecb_data.errors import UserError
+
+ASSIGNMENT = "assignment"
+_WIDTHS = {"u1": np.dtype("<u1"), "u2": np.dtype("<u2"), "u4": np.dtype("<u4")}
+GROUP = ("model", "reduction", "algorithm")
+CELL = ("mteb_name", "dataset_fingerprint", "split", "seed")
+MAX_TEXTS = 2000
+
+
+def encode(predicted) -> str:
+    """The compact text of a cluster assignment (labels from -1)."""
+    codes = np.asarray(predicted, dtype=np.int64) + 1
+    top = int(codes.max()) if len(codes) else 0
+    name = "u1" if top < 2**8 else "u2" if top < 2**16 else "u4"
+    raw = codes.astype(_WIDTHS[name]).tobytes()
+    return f"{name}:" + base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
+
+
+def decode(text: str, where: str = "the results store") -> np.ndarray:
+    """The labels (from -1) of an :func:`encode` text; one line naming ``where`` if it is damaged."""
+    try:
+        name, body = text.split(":", 1)
+        return np.frombuffer(zlib.decompress(base64.b64decode(body, validate=True)), dtype=_WIDTHS[name]).astype(
+            np.int64) - 1
+    except (ValueError, KeyError, AttributeError, zlib.error):
+        raise UserError(f"{where}: an assignment that is not one the grid writes ({str(text)[:30]!r}...); the store "
+                        "is damaged: rerun that cell") from None
+
+
+def consensus(partitions, groups) -> list[float | None]:
+    """Each partition's weighted mean AMI with the others (see the module); None for a lone partition.
+
+    Args:
+        partitions (Sequence[numpy.ndarray]): Labels of the same texts, in the same order.
+        groups (Sequence[Hashable]): Each partition's pipeline; a partition's weight is one over its
+            pipeline's count.
+
+    Returns:
+        list[float | None]: One per partition, in order.
+    """
+    from sklearn.metrics import adjusted_mutual_info_score
+
+    n = len(partitions)
+    counts: dict = {}
+    for g in groups:
+        counts[g] = counts.get(g, 0) + 1
+    weights = np.array([1.0 / counts[g] for g in groups])
+    ami = np.eye(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            ami[i, j] = ami[j, i] = adjusted_mutual_info_score(partitions[i], partitions[j])
+    out: list[float | None] = []
+    for i in range(n):
+        others = np.arange(n) != i
+        total = weights[others].sum()
+        out.append(float((weights[others] * ami[i, others]).sum() / total) if total > 0 else None)
+    return out
+
+
+def with_consensus(frame):
+    """``frame`` with a ``consensus`` column computed from its kept assignments, per (dataset, split,
+    seed) over the partitions of the same number of texts; rows without an assignment get None.
+    A frame where no row kept one is returned as it is."""
+    import pandas as pd
+
+    if frame.empty or ASSIGNMENT not in frame.columns:
+        return frame
+    frame = frame.copy()
+    values = pd.Series([None] * len(frame), index=frame.index, dtype=object)
+    kept = frame[frame[ASSIGNMENT].map(lambda v: isinstance(v, str))]
+    keys = [c for c in CELL if c in kept.columns]
+    for _, cell in kept.groupby(keys, sort=True, dropna=False):
+        partitions = [decode(text, f"the row of {row.model} / {row.split}")
+                      for text, row in zip(cell[ASSIGNMENT], cell.itertuples())]
+        sizes = {len(p) for p in partitions}
+        if len(sizes) != 1 or len(partitions) < 2:
+            continue  # partitions of other texts (another sample): nothing to agree with
+        groups = [tuple(getattr(row, c) for c in GROUP) for row in cell.itertuples()]
+        n = sizes.pop()
+        if n > MAX_TEXTS:
+            from tecb_data import seeding
+
+            key = [str(cell[c].iloc[0]) for c in keys]
+            rows = np.sort(seeding.rng(int(cell["seed"].iloc[0]) if "seed" in cell.columns else 0, "consensus",
+                                       *key).choice(n, MAX_TEXTS, replace=False))
+            partitions = [p[rows] for p in partitions]
+        for index, value in zip(cell.index, consensus(partitions, groups)):
+            values[index] = value
+    frame["consensus"] = values
+    return frame
+
+
+def require_assignments(frame, what: str) -> None:
+    """One line where ``frame`` (the rows ``what`` ranks) kept no assignment to compute consensus from."""
+    if ASSIGNMENT not in frame.columns or not frame[ASSIGNMENT].map(lambda v: isinstance(v, str)).any():
+        raise UserError(f"{what}: the results keep no cluster assignments, so consensus cannot be computed; rerun "
+                        "the grid with this tecb (it keeps them), or choose another --criterion")

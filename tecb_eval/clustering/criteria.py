@@ -1,0 +1,97 @@
+"""The one registry of label-free criteria: what a clustering of a corpus without labels is judged by.
+
+Each entry is data: its name, the words tables and pages use, which way is better, what it needs,
+what it costs, where its score can lie and what it is refereed against. What it needs decides
+where it is computed:
+
+- ``vectors``: the vectors the algorithm clustered, in the work unit beside the clustering
+  (:mod:`tecb_eval.clustering.label_free`, :mod:`tecb_eval.clustering.spectrum`);
+- ``reruns``: the clustering run again on subsamples, in the unit, where the run asks for it
+  (:mod:`tecb_eval.clustering.stability`);
+- ``texts``: the texts of the split and the cluster assignment, in the process that writes the
+  store (:mod:`tecb_eval.clustering.topics`);
+- ``partitions``: every partition of the same texts in the store, after the run, from the kept
+  assignments (:mod:`tecb_eval.clustering.consensus`).
+
+The results store's checks, the label-free table, the curves, ``calibrate`` and ``recommend`` read
+this registry, so a new criterion is one entry here and its function. This module imports nothing
+heavy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tecb_data.errors import UserError
+
+NEEDS = ("vectors", "reruns", "texts", "partitions")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str  # the results store's field
+    title: str  # for tables, pages and the command line's output
+    direction: int  # +1: higher is better; -1: lower is better
+    needs: str  # one of NEEDS
+    cost: str  # what one score costs, in words
+    referee: str  # what it is tested equal to (tests/test_criteria.py and the older score tests)
+    low: float  # where its score can lie
+    high: float
+    # Whether a grid on labelled data computes it without being asked: a labelled run ranks by
+    # V-measure and AMI, so a criterion that costs more than the clustering waits for
+    # --label-free all (what calibration needs).
+    labelled_default: bool = True
+
+    @property
+    def panel(self) -> str:
+        return f"{self.title}, {'higher' if self.direction > 0 else 'lower'} is better"
+
+
+_ENTRIES = (
+    Criterion("silhouette", "silhouette (cosine)", 1, "vectors",
+              "n x 2,000 cosine distances (a seeded sample above 2,000 texts)",
+              "sklearn.metrics.silhouette_score", -1.0, 1.0),
+    Criterion("calinski_harabasz", "Calinski-Harabasz", 1, "vectors", "one pass over the vectors",
+              "sklearn.metrics.calinski_harabasz_score", 0.0, math.inf),
+    Criterion("davies_bouldin", "Davies-Bouldin", -1, "vectors", "one pass over the vectors, k x k centroids",
+              "sklearn.metrics.davies_bouldin_score", 0.0, math.inf),
+    Criterion("dbcv", "DBCV", 1, "vectors", "density clusterings only: the mutual reachability graph",
+              "hdbscan.validity.validity_index", -1.0, 1.0),
+    Criterion("size_balance", "size balance", 1, "vectors", "the cluster sizes",
+              "a hand-computed entropy", 0.0, 1.0),
+    Criterion("spectral_k_fit", "fit to the spectrum's k", 1, "vectors",
+              "one cosine k-NN graph and its top eigenvalues per split and reduction",
+              "scipy.sparse.csgraph.laplacian, scipy.linalg.eigh on a hand-built block case", -math.inf, 0.0),
+    Criterion("stability_ari", "stability (ARI)", 1, "reruns", "N reruns of the clustering on subsamples",
+              "sklearn.metrics.adjusted_rand_score", -1.0, 1.0),
+    Criterion("stability_ami", "stability (AMI)", 1, "reruns", "N reruns of the clustering on subsamples",
+              "sklearn.metrics.adjusted_mutual_info_score", -1.0, 1.0),
+    Criterion("npmi", "topic coherence (NPMI)", 1, "texts",
+              "a document-term matrix per split, top-10 word pairs per cluster",
+              "gensim CoherenceModel(coherence='c_npmi')", -1.0, 1.0, labelled_default=False),
+    Criterion("topic_diversity", "topic diversity", 1, "texts", "the top-10 words of each cluster",
+              "a hand-computed share of unique words", 0.0, 1.0, labelled_default=False),
+    Criterion("consensus", "consensus (weighted AMI)", 1, "partitions",
+              "AMI between every pair of partitions of a split, after the run",
+              "sklearn.metrics.adjusted_mutual_info_score", -1.0, 1.0),
+)
+
+CRITERIA_BY_NAME = {c.name: c for c in _ENTRIES}
+# Which way each criterion points (+1 higher is better, -1 lower): what calibration and `recommend` rank by.
+CRITERIA = {c.name: c.direction for c in _ENTRIES}
+CRITERION_NAMES = {c.name: c.title for c in _ENTRIES}
+# The ranges the results store checks a written score against.
+CRITERION_RANGES = {c.name: (c.low, c.high) for c in _ENTRIES}
+
+
+def criterion(name: str) -> Criterion:
+    try:
+        return CRITERIA_BY_NAME[name]
+    except KeyError:
+        raise UserError(f"criterion {name!r}: choose one of {', '.join(CRITERIA)}") from None
+
+
+def needing(needs: str) -> tuple[Criterion, ...]:
+    """The criteria computed from what ``needs`` names (one of :data:`NEEDS`), in registry order."""
+    return tuple(c for c in _ENTRIES if c.needs == needs)

@@ -1,0 +1,181 @@
+"""Topic words per cluster, their coherence on the corpus and their diversity.
+
+- Words: the texts as BERTopic's vectorizer sees them in ``recommend``'s snippet
+  (scikit-learn's ``CountVectorizer`` with German stop words from the ``stop-words`` package),
+  lower-cased, words of letters only (umlauts and ß kept; digits and punctuation are no words).
+- Topic words: per cluster (noise left out), the :data:`TOP_WORDS` words of highest c-TF-IDF
+  (BERTopic's ``ClassTfidfTransformer``: each cluster's word counts as a share of its words,
+  times log(1 + the mean words per cluster / the word's count over all clusters)), ties by word.
+- ``npmi``: the mean over clusters of the mean normalised pointwise mutual information of every
+  ordered pair of a cluster's topic words, with probabilities from boolean sliding windows of
+  :data:`WINDOW` words over the texts: gensim's ``CoherenceModel(coherence='c_npmi')`` on the same
+  words and texts (tests/test_criteria.py holds them equal).
+- ``topic_diversity``: the share of unique words among all clusters' topic words (Dieng et al. 2020).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TOP_WORDS = 10
+WINDOW = 10  # gensim's window for c_npmi
+_EPSILON = 1e-12  # gensim's, inside the logarithms
+TOKENS = r"(?u)\b[^\W\d_]{2,}\b"  # two or more letters: "Ära", "Straße", not "2019" or "_"
+
+
+def vectorizer():
+    from sklearn.feature_extraction.text import CountVectorizer
+    from stop_words import get_stop_words
+
+    return CountVectorizer(stop_words=sorted(get_stop_words("german")), token_pattern=TOKENS, lowercase=True)
+
+
+class Corpus:
+    """The texts of one split, analysed once for every partition of them: the word counts per text
+    and each text's words in order (for the sliding windows)."""
+
+    def __init__(self, texts):
+        import warnings
+
+        maker = vectorizer()
+        with warnings.catch_warnings():
+            # scikit-learn notes that stop words written with umlauts tokenise alike: nothing to act on.
+            warnings.simplefilter("ignore", UserWarning)
+            analyse = maker.build_analyzer()
+            self.tokens = [analyse(t) for t in texts]
+        from scipy import sparse
+
+        self.vocabulary = sorted({w for doc in self.tokens for w in doc})
+        self.index = {w: i for i, w in enumerate(self.vocabulary)}
+        rows = np.repeat(np.arange(len(self.tokens)), [len(d) for d in self.tokens])
+        cols = np.fromiter((self.index[w] for d in self.tokens for w in d), dtype=np.int64, count=len(rows))
+        self.counts = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                                        shape=(len(self.tokens), len(self.vocabulary)))
+        self.counts.sum_duplicates()
+        self._windows = None
+
+    def windows(self):
+        """Windows x words, 1 where gensim's ``boolean_sliding_window`` counts the word in the window
+        (:func:`_presence`), and each window's text."""
+        if self._windows is None:
+            from scipy import sparse
+
+            rows, cols, start = [], [], 0
+            for doc in self.tokens:
+                ids = np.array([self.index[w] for w in doc], dtype=np.int64)
+                count = max(len(doc) - WINDOW + 1, 1)
+                window, word = _presence(ids, count)
+                rows.append(start + window)
+                cols.append(word)
+                start += count
+            rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+            cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+            matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(start, len(self.vocabulary)))
+            matrix.data[:] = 1.0  # duplicates summed by the constructor: presence only
+            self._windows = matrix.tocsc()
+        return self._windows
+
+
+def _presence(ids: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(window, word) pairs of one text of word ids where gensim's sliding window holds the word.
+
+    gensim slides the window by marking the word that enters present and the word that leaves
+    absent, even where the word that leaves occurs again inside the window; a word is then absent
+    until its next occurrence enters. So a word is present from the window its occurrence enters
+    (the first window, for the first WINDOW words) until the window after one of its occurrences
+    leaves, the leaving before the entering within one step."""
+    if len(ids) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    positions = np.arange(len(ids))
+    enters = np.maximum(positions - WINDOW + 1, 0)
+    leaves = positions + 1
+    has_leave = leaves <= count - 1
+    words = np.concatenate([ids[has_leave], ids])
+    times = np.concatenate([leaves[has_leave], enters])
+    kinds = np.concatenate([np.zeros(int(has_leave.sum()), dtype=np.int64), np.ones(len(ids), dtype=np.int64)])
+    order = np.lexsort((kinds, times, words))
+    words, times, kinds = words[order], times[order], kinds[order]
+    big = count + 1
+    key = np.where(kinds == 0, words * big + times, np.iinfo(np.int64).max)
+    following = np.minimum.accumulate(key[::-1])[::-1]  # the next leave at or after each event
+    sets = kinds == 1
+    nxt = following[sets]
+    same = (nxt != np.iinfo(np.int64).max) & (nxt // big == words[sets])
+    first, word = times[sets], words[sets]
+    last = np.where(same, nxt % big, count)  # exclusive
+    spans = np.maximum(last - first, 0)
+    window = np.repeat(first, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+    return window.astype(np.int64), np.repeat(word, spans)
+
+
+def topic_words(corpus: Corpus, predicted, top: int = TOP_WORDS) -> dict[int, list[str]]:
+    """Each cluster's (noise left out) ``top`` words by c-TF-IDF, best first."""
+    from scipy import sparse
+
+    predicted = np.asarray(predicted)
+    clusters = sorted(set(predicted.tolist()) - {-1})
+    if not clusters or not corpus.vocabulary:
+        return {}
+    position = {c: i for i, c in enumerate(clusters)}
+    kept = np.flatnonzero(predicted != -1)
+    members = sparse.csr_matrix((np.ones(len(kept)), ([position[c] for c in predicted[kept]], kept)),
+                                shape=(len(clusters), len(predicted)))
+    per_cluster = np.asarray((members @ corpus.counts).todense())
+    totals = per_cluster.sum(axis=1, keepdims=True)
+    share = np.divide(per_cluster, totals, out=np.zeros_like(per_cluster), where=totals > 0)
+    frequency = per_cluster.sum(axis=0)
+    mean_words = per_cluster.sum() / len(clusters)
+    idf = np.log(1 + mean_words / np.where(frequency > 0, frequency, np.inf))
+    weights = share * idf
+    out = {}
+    for c, row in zip(clusters, weights):
+        # Best first; among equal weights the word first in alphabetical order: the same words everywhere.
+        order = np.lexsort((np.arange(len(row)), -row))
+        out[int(c)] = [corpus.vocabulary[i] for i in order[:top] if row[i] > 0]
+    return out
+
+
+def npmi(corpus: Corpus, topics: list[list[str]]) -> float | None:
+    """gensim's c_npmi of ``topics`` (lists of words of ``corpus``) on the corpus; None without a pair."""
+    topics = [t for t in topics if len(t) >= 2]
+    if not topics:
+        return None
+    windows = corpus.windows()
+    total = windows.shape[0]
+    if total == 0:
+        return None
+    relevant = sorted({corpus.index[w] for t in topics for w in t})
+    sub = windows[:, relevant]
+    joint = np.asarray((sub.T @ sub).todense())
+    single = np.diag(joint)
+    column = {w: i for i, w in enumerate(relevant)}
+    scores = []
+    for t in topics:
+        ids = [column[corpus.index[w]] for w in t]
+        values = []
+        for a in ids:
+            for b in ids:
+                if a == b:
+                    continue
+                p_ab, p_a, p_b = joint[a, b] / total, single[a] / total, single[b] / total
+                pmi = np.log((p_ab + _EPSILON) / (p_a * p_b))
+                values.append(pmi / -np.log(p_ab + _EPSILON))
+        scores.append(float(np.mean(values)))
+    return float(np.mean(scores))
+
+
+def diversity(topics: list[list[str]]) -> float | None:
+    """The share of unique words among all topics' words; None without a word."""
+    words = [w for t in topics for w in t]
+    return len(set(words)) / len(words) if words else None
+
+
+def topic_scores(corpus: Corpus, predicted) -> dict:
+    """``npmi``, ``topic_diversity`` and ``topic_words`` (JSON text: each cluster's words, by
+    cluster) of one partition of ``corpus``'s texts."""
+    import json
+
+    words = topic_words(corpus, predicted)
+    topics = [words[c] for c in sorted(words)]
+    return {"npmi": npmi(corpus, topics), "topic_diversity": diversity(topics),
+            "topic_words": json.dumps({str(c): words[c] for c in sorted(words)}, ensure_ascii=False)}
