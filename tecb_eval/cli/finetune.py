@@ -6,7 +6,6 @@ are scored unchanged, by k-means V-measure and by HAC average linkage with the t
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from tecb_data.seeding import DEFAULT_SEED
