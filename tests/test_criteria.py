@@ -150,7 +150,7 @@ def test_a_calibration_naming_an_unknown_criterion_and_a_store_without_its_score
 
 
 def test_every_row_keeps_its_assignment_and_a_store_without_them_is_one_line_for_consensus(tmp_path, capsys):
-    from conftest import eval_error
+    from helpers import eval_error
     from tablefiles import unlabelled_corpus
     from tecb_eval.cli import main
 

@@ -392,8 +392,13 @@ def check_calibration(found, what: str) -> dict:
     def known(name) -> bool:  # a criterion, or a rank average of criteria (``rank:a+b``)
         return isinstance(name, str) and all(part in CRITERIA for part in parts(name))
 
-    if not known(found.get("best")):
-        raise wrong(f"best is {found.get('best')!r}, expected one of {', '.join(CRITERIA)} or {COMBINED}A+B")
+    best = found.get("best")
+    if not isinstance(best, str):
+        raise wrong(f"best is {best!r}, expected a criterion's name")
+    unknown = [part for part in parts(best) if part not in CRITERIA]
+    if unknown:
+        raise UserError(f"{what}: its chosen criterion {best!r} is not one this tecb knows ({', '.join(unknown)}); "
+                        "write the file again with this tecb's `tecb-eval calibrate STORE --out FILE`")
     table = found.get("table")
     if not isinstance(table, list) or not table:
         raise wrong("no table of criteria")
