@@ -35,6 +35,7 @@ def _local_inputs(models, datasets) -> list:
 def _run_grid(args, models, datasets, configurations=None):
     from tecb_data.outputs import check_output, refuse_nested
     from tecb_eval.grid.run import run_grid
+    from tecb_eval.reports.unlabelled import stability_pipelines
 
     if args.cache_dir is not None:
         # The cache is written into, never replaced: not a dataset's folder, another output's, or an input.
@@ -52,6 +53,7 @@ def _run_grid(args, models, datasets, configurations=None):
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
+        stability_ranking=stability_pipelines,
         **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
            else {}),
     )
@@ -196,10 +198,11 @@ def register(commands) -> None:
     run.add_argument("--min-cluster-size", metavar="RANGE",
                      help="HDBSCAN's min_cluster_size, as --k takes its range (default: HDBSCAN's 5)")
     run.add_argument("--stability", type=int, metavar="N",
-                     help="rerun each cell's clustering N times, each with its own seed on a subsample of the texts, "
-                          "and store its agreement with the cell (ARI and AMI, mean and 5th-95th percentile); 0: none "
-                          "(default: 5 on a corpus without labels, 0 on labelled data); stored rows without it are "
-                          "run again from the caches")
+                     help="rerun every cell's clustering N times, each with its own seed on a subsample of the "
+                          "texts, and store its agreement with the cell (ARI and AMI, mean and 5th-95th percentile); "
+                          "0: none (default: on a corpus without labels 5 reruns of the pipelines `recommend` lists "
+                          "first, once the grid has run; none on labelled data); stored rows without it are run "
+                          "again from the caches")
     run.add_argument("--stability-fraction", type=float, metavar="F",
                      help="the share of the texts each --stability rerun clusters, above 0 and at most 1 (default 0.8)")
     format_option(run, "format of the tables printed")

@@ -126,21 +126,33 @@ class Plan:
             for b in self.benchmarks for s in self.seeds
         }
         # Reruns per cell for its stability (tecb_eval.clustering.stability): None is the default,
-        # on for a corpus without labels, off for labelled data.
+        # on a corpus without labels for the pipelines ``stability_on`` names once the grid has
+        # ranked them (run_grid's second pass), off for labelled data.
         self.stability = None if stability is None else check_runs(stability)
+        # (dataset fingerprint, model, reduction, algorithm, setting) of the pipelines whose cells
+        # the default reruns; None: the first pass, which reruns none.
+        self.stability_on: frozenset | None = None
         self.stability_fraction = check_fraction(stability_fraction)
         self._check_ranges()
         self._check_stability()
 
     def stability_runs(self, bench) -> int:
-        """How many times each cell of ``bench`` reruns its clustering for its stability."""
+        """How many times each cell of ``bench`` handed to the executor reruns its clustering for
+        its stability: ``--stability N``, else on a corpus without labels the default's reruns in
+        the pass over the chosen pipelines (whose cells are the only ones pending then)."""
         if self.stability is not None:
             return self.stability
-        return 0 if getattr(bench, "labelled", True) else UNLABELLED_RUNS
+        return UNLABELLED_RUNS if self.stability_on is not None and not getattr(bench, "labelled", True) else 0
 
     def stability_missing(self, row: dict, bench) -> bool:
-        """Whether a stored row lacks the stability ``--stability N`` asks for (another N or share,
-        or none): its cell is run again from the caches. The default keeps stored rows as they are."""
+        """Whether a stored row lacks the stability this run asks for: ``--stability N`` on every
+        cell (another N or share, or none), or the default's on a chosen pipeline (none measured).
+        Its cell is run again from the caches; every other stored row is kept as it is."""
+        if self.stability is None:
+            if self.stability_on is None or getattr(bench, "labelled", True) or row.get("stability_runs"):
+                return False
+            return (bench.fingerprint, row.get("model"), row.get("reduction"), row.get("algorithm"),
+                    row.get("setting") or "") in self.stability_on
         if not self.stability:
             return False
         return row.get("stability_runs") != self.stability or row.get("stability_fraction") != self.stability_fraction

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import pandas as pd
 
@@ -165,6 +165,33 @@ class Grid:
         return run, work
 
 
+def _stability_pass(grid: Grid, executor, frame: pd.DataFrame, ranking, say) -> pd.DataFrame:
+    """The default's stability on a corpus without labels: the cells of the pipelines ``ranking``
+    picks from the finished grid (None: every cell) run again from the caches with
+    :data:`~tecb_eval.clustering.stability.UNLABELLED_RUNS` reruns each, their rows replaced.
+    Stability checks a pipeline one has chosen; it does not choose one (its calibration against
+    V-measure is negative), so reruns of every cell of a large grid buy nothing for their cost."""
+    from tecb_eval.clustering.stability import UNLABELLED_RUNS
+
+    unlabelled = [b for b in grid.plan.benchmarks if not getattr(b, "labelled", True)]
+    if not unlabelled or frame.empty:
+        return frame
+    chosen = ranking(frame)
+    if chosen is None:
+        fingerprints = {b.fingerprint for b in unlabelled}
+        chosen = {(r["dataset_fingerprint"], r["model"], r["reduction"], r["algorithm"], r.get("setting") or "")
+                  for r in frame.to_dict("records") if r.get("dataset_fingerprint") in fingerprints}
+    grid.plan.stability_on = frozenset(chosen)
+    stored = {name: spent["stored"] for name, spent in grid.ledger.spent.items()}
+    grid.rows.clear()
+    say(f"stability: {UNLABELLED_RUNS} reruns of the {len(chosen)} pipelines recommend lists first (every cell: "
+        "--stability N)")
+    frame = grid.run(executor)
+    for name, count in stored.items():  # the second pass finds the first's rows: counted once
+        grid.ledger.of(name)["stored"] = count
+    return frame
+
+
 def run_grid(
     datasets,
     models,
@@ -191,6 +218,7 @@ def run_grid(
     min_cluster_size=None,
     stability: int | None = None,
     stability_fraction: float = DEFAULT_FRACTION,
+    stability_ranking: Callable[[pd.DataFrame], Collection[tuple] | None] | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -260,8 +288,15 @@ def run_grid(
             None: the number of labels (a corpus without labels needs it).
         min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
             None: the registry's default.
-        stability (int | None): Reruns per cell (``--stability``); None: 5 without labels, else 0.
+        stability (int | None): Reruns of every cell (``--stability N``); 0: none. None (the
+            default): none on labelled data; on a corpus without labels 5 reruns of the cells of the
+            pipelines ``stability_ranking`` picks once every cell has run, none without it.
         stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1).
+        stability_ranking (Callable | None): Takes the grid's rows and returns the pipelines whose
+            stability the default measures, as ``(dataset_fingerprint, model, reduction, algorithm,
+            setting)``, or None for every cell; ``tecb-eval run`` gives
+            :func:`tecb_eval.reports.unlabelled.stability_pipelines`, the pipelines ``recommend``
+            lists first.
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.
@@ -344,6 +379,8 @@ def run_grid(
                 jobs=jobs, scheduler=None, memory_limit=memory, timeout=scheduler_timeout, log=say,
                 threads=cores if jobs == 1 else 1))
         frame = grid.run(executor)
+        if stability is None and stability_ranking is not None:
+            frame = _stability_pass(grid, executor, frame, stability_ranking, say)
     for line in grid.time_summary():
         say(line)
     return frame
