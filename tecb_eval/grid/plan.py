@@ -64,7 +64,7 @@ def check_options(models, *, protocol: str, seed, seeds, limit_splits, metrics, 
     specs = tuple(model_spec(item) for item in models)
     _check_names(specs)
     if algorithms is None:
-        algorithms = algo.ALGORITHMS if protocol == "legacy" else (algo.TABLE2_CONFIGURATION[0],)
+        algorithms = algo.DEFAULT_ALGORITHMS if protocol == "legacy" else (algo.TABLE2_CONFIGURATION[0],)
     pairs, skipped = algo.configurations(algorithms, reductions, configurations)
     if not pairs:
         raise UserError("no configuration left to run; name at least one algorithm and reduction")
