@@ -53,7 +53,7 @@ def _run_grid(args, models, datasets, configurations=None):
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
-        stability_ranking=stability_pipelines,
+        stability_ranking=stability_pipelines, time_limit=None if args.time_limit == 0 else args.time_limit,
         **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
            else {}),
     )
@@ -155,6 +155,7 @@ def _cmd_demo(args) -> int:
 
 def register(commands) -> None:
     from tecb_eval.clustering.names import ALGORITHMS, REDUCTIONS
+    from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT
     from tecb_eval.grid.protocols import PROTOCOLS
 
     run = commands.add_parser(
@@ -203,6 +204,10 @@ def register(commands) -> None:
                           "0: none (default: on a corpus without labels 5 reruns of the pipelines `recommend` lists "
                           "first, once the grid has run; none on labelled data); stored rows without it are run "
                           "again from the caches")
+    run.add_argument("--time-limit", type=float, metavar="SECONDS", default=DEFAULT_TIME_LIMIT,
+                     help="refuse, before any work, a configuration whose cells on one split (every point of its "
+                          "range) are estimated to take longer than this on one core, in one line with the estimate "
+                          f"(default {DEFAULT_TIME_LIMIT:g}; 0: no limit)")
     run.add_argument("--stability-fraction", type=float, metavar="F",
                      help="the share of the texts each --stability rerun clusters, above 0 and at most 1 (default 0.8)")
     format_option(run, "format of the tables printed")

@@ -160,9 +160,12 @@ def _ward_memory(m: int, dim: int, k: int, path: str) -> int:
 
 
 def _ward_cost(m: int, dim: int, k: int, path: str) -> float:
+    # CPU seconds of one quiet core, fitted to bench/bench_scale200k.py's runs (docs/benchmarks.md):
+    # on the vectors 21 s at 100k in 2-d and 1,122 s at 50k in 384-d (the chain recomputes centroid
+    # distances); on the matrix 31 s at 25k in 2-d and 122 s in 384-d.
     if path == "vector":
-        return m * m * dim * 8e-9  # the chain recomputes centroid distances: ~5x the matrix in 384-d
-    return m * m * (dim + 8) * 1.5e-9
+        return m * m * (dim + 1) * 1.2e-9
+    return m * m * (5e-8 + dim * 3.8e-10)
 
 
 def _knn_ward(b: Build):
@@ -178,9 +181,10 @@ def _knn_ward_memory(m: int, dim: int, k: int, path: str) -> int:
 
 
 def _knn_ward_cost(m: int, dim: int, k: int, path: str) -> float:
-    # The neighbours (brute force beyond a few dimensions: m^2 d) and the merges along the edges.
+    # CPU seconds of one core: the neighbours (a tree in few dimensions; brute force, m^2 d, beyond)
+    # and the merges along the graph's edges; 2.1 s at 10k in 2-d, 9.9 s at 10k in 384-d (2026-11-29).
     neighbours = m * m * dim * 2e-10 if dim > 15 else m * math.log2(max(m, 2)) * 2e-6
-    return neighbours + m * UMAP_NEIGHBOURS * 3e-6
+    return neighbours + m * UMAP_NEIGHBOURS * 1.4e-5
 
 
 def _centroid_cost(m: int, dim: int, k: int, path: str) -> float:

@@ -17,8 +17,10 @@ from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.cluster_counts import setting_name
+from tecb_eval.clustering.cluster_counts import parse_setting, setting_name
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
+from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY
+from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT  # noqa: F401 (re-exported)
 from tecb_eval.clustering.stability import (DEFAULT_FRACTION, UNLABELLED_RUNS, check_fraction, check_runs,
                                             subsample_size)
 from tecb_eval.grid import extra, protocols
@@ -271,6 +273,51 @@ class Plan:
                 if cells:
                     work.append(Pending(bench, encoder, seed, cells))
         return work
+
+
+# The dimensions a cell on unreduced embeddings is estimated with before any model is opened: the
+# fewest of the built-in models (tfidf-lsa's 256), so that a refusal never rests on a guess too high.
+ESTIMATE_DIM = 256
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def check_time(plan: Plan, limit: float | None, memory_budget: int) -> None:
+    """Before any work: a configuration whose cells on one split (every point of its range) are
+    estimated to take longer than ``limit`` seconds on one core (the registry's ``cost``, fitted to
+    the benches' measurements) is one line with its estimate, as a unit that cannot fit the memory
+    budget is; None: no limit. Ward's path is the one the memory planner would take
+    (``memory_budget``: bytes for a unit)."""
+    from tecb_eval.grid.work import WORKER_BASELINE_BYTES, ward_path
+
+    if limit is None:
+        return
+    for bench in plan.benchmarks:
+        for unit in plan.units[(bench.fingerprint, plan.seed)]:
+            n = len(unit.texts)
+            for algorithm, reduction in plan.configurations:
+                entry = algo.algorithm_entry(algorithm)
+                dim = algo.reduction_entry(reduction).reduced_dim(ESTIMATE_DIM)
+                points = [parse_setting(s) for s in plan.settings(algorithm)]
+                ks = [p[1] if p and p[0] == "k" else (unit.k or 2) for p in points]
+                path = ward_path(n, dim, plan.profile, max(0, memory_budget - WORKER_BASELINE_BYTES),
+                                 len(unit.base_texts) * dim)
+
+                def seconds(candidate) -> float:
+                    return sum(candidate.cost(n, dim, k, path) for k in ks)
+
+                if seconds(entry) > limit:
+                    faster = [a.name for a in ALGORITHMS_REGISTRY.values()
+                              if a.ranged == entry.ranged and a.name != algorithm and seconds(a) <= limit]
+                    cells = f"its {len(ks)} cells" if len(ks) > 1 else "its cell"
+                    raise UserError(
+                        f"{algorithm}:{reduction} on the {n:,} texts of split {unit.name!r} of {bench.name}: about "
+                        f"{_duration(seconds(entry))} on one core for {cells} (estimated for {dim}-d vectors), more "
+                        f"than --time-limit {_duration(limit)}; "
+                        + (f"use {' or '.join(faster)}, " if faster else "")
+                        + "a reduction, fewer texts (--sample when building), or a larger --time-limit")
 
 
 def stored_cells(plan: Plan, spec: ModelSpec, store, metrics, found) -> bool:

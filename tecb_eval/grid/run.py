@@ -37,7 +37,8 @@ from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster,
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
-from tecb_eval.grid.plan import Plan, check_backfill, check_options, preflight, stored_cells
+from tecb_eval.grid.plan import (DEFAULT_TIME_LIMIT, Plan, check_backfill, check_options, check_time, preflight,
+                                  stored_cells)
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.store import ResultsStore, check_results, rows_frame
 from tecb_eval.models.spec import ModelRun, ModelSpec, find_model, model_spec, open_model  # noqa: F401 (re-exported)
@@ -60,7 +61,7 @@ class Grid:
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
                  scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
                  samples: SampleCache | None = None, opened: ModelRun | None = None, encode_on: str | None = None,
-                 **cells):
+                 time_limit: float | None = None, **cells):
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
@@ -69,6 +70,9 @@ class Grid:
         seeds = seeds or (DEFAULT_SEED if seed is None else int(seed),)
         self.plan = Plan(datasets, models, configurations=configurations, protocol=protocol, seeds=seeds,
                          limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log, **cells)
+        # A cell that would not finish in the time limit is one line now, before any encoding.
+        check_time(self.plan, time_limit, memory_limit or int(scheduling.DEFAULT_MEMORY_SHARE
+                                                               * scheduling.machine_memory()))
         self.store = store
         self.metrics = tuple(metrics)
         check_backfill(self.plan, store, self.metrics)
@@ -219,6 +223,7 @@ def run_grid(
     stability: int | None = None,
     stability_fraction: float = DEFAULT_FRACTION,
     stability_ranking: Callable[[pd.DataFrame], Collection[tuple] | None] | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -297,6 +302,9 @@ def run_grid(
             setting)``, or None for every cell; ``tecb-eval run`` gives
             :func:`tecb_eval.reports.unlabelled.stability_pipelines`, the pipelines ``recommend``
             lists first.
+        time_limit (float | None): Seconds a cell may be estimated to take on one core; a
+            configuration with a longer cell is refused before any work, in one line with its
+            estimate (``--time-limit``; default an hour). None: no limit.
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.
@@ -320,6 +328,7 @@ def run_grid(
         raise UserError("--encode-on gpu sends encode tasks to Dask workers with a GPU resource: give --scheduler "
                         "ADDRESS too, or leave it out to encode here")
     memory = scheduling.parse_memory(memory_limit)
+    time_limit = None if time_limit is None else scheduling.check_timeout(time_limit, "--time-limit")
     if not datasets:
         raise UserError("no datasets given")
     # Every dataset is loaded and every model found before the first text is encoded: a typo in
@@ -369,7 +378,8 @@ def run_grid(
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
                     opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size,
-                    stability=stability, stability_fraction=stability_fraction)
+                    stability=stability, stability_fraction=stability_fraction,
+                    time_limit=time_limit, memory_limit=memory)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs
