@@ -263,7 +263,8 @@ def bench(args, work: Path, *, scheduler: bool, jobs: str | None) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     work.mkdir(parents=True, exist_ok=True)
-    csv_path, data, cache = work / "corpus.csv", work / "data", work / "cache"
+    csv_path, data = work / "corpus.csv", work / "data"
+    cache = args.cache_dir or work / "cache"
     texts, how = corpus(args.texts)
     write_csv(texts, csv_path)
     name = f"unlabelled-{args.texts}"
@@ -368,6 +369,9 @@ def main() -> None:
     p.add_argument("--criteria-each", action="store_true",
                    help="time each label-free score alone on random vectors of the grid's shapes")
     p.add_argument("--keep", type=Path, help="write everything here instead of a temporary folder")
+    p.add_argument("--cache-dir", type=Path,
+                   help="the embedding and reduction cache of an earlier run of the same --texts (its folder's "
+                        "cache/): the encode and reduce phases then find their work done")
     args = p.parse_args()
     if args.texts < 100:
         raise SystemExit("--texts: give 100 or more")
