@@ -68,7 +68,7 @@ MIN_CHARS = 20
 SEED = 42
 DEFAULT_CONFIGS = "minibatch_kmeans:none,minibatch_kmeans:umap,hdbscan:umap"
 # Fields that say where and how long, not what: the rows of two executors differ only there.
-WHERE = {"encoded_on", "clustered_on", "created", "timestamp", "run_id", "tecb_version", "hostname", "written"}
+WHERE = {"encoded_on", "clustered_on", "dataset_location"}
 
 
 # -- the corpus ----------------------------------------------------------------------------------
@@ -345,11 +345,12 @@ def show(result: dict, args, label: str) -> float:
 
 
 def comparable(rows: list[dict]) -> list[str]:
-    out = []
+    """Each cell's newest row (a rerun appends the row that replaces it) without where and how long."""
+    newest = {}
     for r in rows:
-        kept = {k: v for k, v in r.items() if not k.endswith("_s") and k not in WHERE}
-        out.append(json.dumps(kept, sort_keys=True))
-    return sorted(out)
+        newest[(r["model"], r["reduction"], r["algorithm"], r.get("setting"), r["split"], r["seed"])] = r
+    return sorted(json.dumps({k: v for k, v in r.items() if not k.endswith("_s") and k not in WHERE}, sort_keys=True)
+                  for r in newest.values())
 
 
 def main() -> None:
