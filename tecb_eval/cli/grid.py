@@ -32,10 +32,17 @@ def _local_inputs(models, datasets) -> list:
     return local + [spec for spec in (m["spec"] if isinstance(m, dict) else m for m in models) if Path(spec).is_dir()]
 
 
+def _stability_pipelines(frame):
+    # Imported only where a corpus without labels asks for it: recommend's modules cost a labelled
+    # run half a second of imports.
+    from tecb_eval.reports.unlabelled import stability_pipelines
+
+    return stability_pipelines(frame)
+
+
 def _run_grid(args, models, datasets, configurations=None):
     from tecb_data.outputs import check_output, refuse_nested
     from tecb_eval.grid.run import run_grid
-    from tecb_eval.reports.unlabelled import stability_pipelines
 
     if args.cache_dir is not None:
         # The cache is written into, never replaced: not a dataset's folder, another output's, or an input.
@@ -53,7 +60,7 @@ def _run_grid(args, models, datasets, configurations=None):
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
-        stability_ranking=stability_pipelines, time_limit=None if args.time_limit == 0 else args.time_limit,
+        stability_ranking=_stability_pipelines, time_limit=None if args.time_limit == 0 else args.time_limit,
         **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
            else {}),
     )
