@@ -333,11 +333,15 @@ def show(result: dict, args, label: str) -> float:
                                 ("  stability", "stability_s")):
                 print(f"{part:<28}{seconds(rows, field):>10.1f}{'(rows)':>10}")
     print(f"{'total':<28}{total:>10.1f}")
+    cells = len(comparable(rows))
     stable = sum(1 for r in rows if r.get("stability_runs"))
+    # Every line of the store counts: a rerun cell was clustered and scored twice.
     criteria = seconds(rows, "label_free_s") + seconds(rows, "dbcv_s") + seconds(rows, "stability_s")
     work = sum(seconds(rows, f) for f in ("reduce_s", "cluster_s", "label_free_s", "dbcv_s", "stability_s"))
-    print(f"rows with stability reruns: {stable} of {len(rows)}; criteria and stability: {criteria:.1f} s of "
-          f"{work:.1f} s of reduce + cluster + criteria in the grid's rows ({100 * criteria / max(work, 1e-9):.1f} %)")
+    print(f"{cells} cells ({len(rows)} rows written), {stable} with stability reruns; criteria and stability "
+          f"{criteria:.1f} s: {100 * criteria / max(work, 1e-9):.1f} % of the rows' reduce + cluster + criteria "
+          f"seconds, {100 * criteria / phases['grid'].wall:.1f} % of the grid phase's wall clock, "
+          f"{100 * criteria / total:.1f} % of the whole bench's")
     grid_encode = re.findall(r"(\S+): encoded ([\d,]+) new unique texts in ([\d.]+) s", phases["encode"].output)
     for model, count, secs in grid_encode:
         print(f"encode {model}: {count} texts in {secs} s (the run's own figure)")

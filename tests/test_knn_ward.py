@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.neighbors import kneighbors_graph
-
 from tablefiles import unlabelled_corpus
 
 from tecb_eval.clustering import algorithms as algo
@@ -26,9 +25,9 @@ def test_the_knn_graph_variant_is_named_apart_and_stays_out_of_the_papers_grid()
 
 
 def test_rows_of_the_knn_graph_variant_are_scikit_learns_connectivity_ward(tmp_path):
+    import tecb_data
     from tecb_eval.cli import main
     from tecb_eval.grid.cache import EmbeddingStore
-    import tecb_data
 
     folder = unlabelled_corpus(tmp_path / "corpus")
     results, cache = tmp_path / "r.jsonl", tmp_path / "c"

@@ -284,16 +284,25 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
-def check_time(plan: Plan, limit: float | None, memory_budget: int) -> None:
+def skipped_note(skipped) -> str:
+    """The line naming the configurations the paper left out and a grid skips unless named."""
+    return ("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped) + " (unreduced embeddings, as in the "
+            "paper); ask for them explicitly with configurations=[...] / --config ALGORITHM:none")
+
+
+def check_time(plan: Plan, limit: float | None, memory_budget: int | None) -> None:
     """Before any work: a configuration whose cells on one split (every point of its range) are
     estimated to take longer than ``limit`` seconds on one core (the registry's ``cost``, fitted to
     the benches' measurements) is one line with its estimate, as a unit that cannot fit the memory
     budget is; None: no limit. Ward's path is the one the memory planner would take
-    (``memory_budget``: bytes for a unit)."""
+    (``memory_budget``: bytes for a unit; None: the default share of this machine's memory)."""
+    from tecb_eval.grid.scheduling import DEFAULT_MEMORY_SHARE, check_timeout, machine_memory
     from tecb_eval.grid.work import WORKER_BASELINE_BYTES, ward_path
 
     if limit is None:
         return
+    limit = check_timeout(limit, "--time-limit")
+    memory_budget = memory_budget or int(DEFAULT_MEMORY_SHARE * machine_memory())
     for bench in plan.benchmarks:
         for unit in plan.units[(bench.fingerprint, plan.seed)]:
             n = len(unit.texts)
