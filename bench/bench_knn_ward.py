@@ -28,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchdata import BLURBS_DEV  # noqa: E402
+from benchdata import BLURBS_DEV
 
 
 def main() -> int:
@@ -52,7 +52,7 @@ def main() -> int:
         frame = run_grid(built, args.models.split(","), configurations=configurations, limit_splits=args.limit_splits,
                          cache_dir=work / "cache", jobs=args.jobs, progress=False, log=lambda message: None)
         print(f"load {os.getloadavg()[0]:.1f}; {len(frame)} cells; split sizes "
-              f"{sorted(set(int(n) for n in frame.n_samples))}")
+              f"{sorted({int(n) for n in frame.n_samples})}")
         print(f"{'dataset':<24}{'model':<12}{'reduction':<10}{'exact Ward':>11}{'k-NN Ward':>11}{'diff':>8}"
               f"{'diff range':>18}{'exact s':>9}{'k-NN s':>9}")
         keys = ["dataset", "model", "reduction"]
