@@ -33,6 +33,14 @@ def _local_inputs(models, datasets) -> list:
     return local + [spec for spec in (m["spec"] if isinstance(m, dict) else m for m in models) if Path(spec).is_dir()]
 
 
+def _stability_pipelines(frame):
+    # Imported only where a corpus without labels asks for it: recommend's modules cost a labelled
+    # run half a second of imports.
+    from tecb_eval.reports.unlabelled import stability_pipelines
+
+    return stability_pipelines(frame)
+
+
 def _run_grid(args, models, datasets, configurations=None):
     from tecb_data.outputs import check_output, refuse_nested
     from tecb_eval.grid.run import run_grid
@@ -54,6 +62,7 @@ def _run_grid(args, models, datasets, configurations=None):
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
         topics=getattr(args, "topics", None),
+        stability_ranking=_stability_pipelines, time_limit=None if args.time_limit == 0 else args.time_limit,
         **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
            else {}),
     )
@@ -155,6 +164,7 @@ def _cmd_demo(args) -> int:
 
 def register(commands) -> None:
     from tecb_eval.clustering.names import ALGORITHMS, REDUCTIONS
+    from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT
     from tecb_eval.grid.protocols import PROTOCOLS
 
     run = commands.add_parser(
@@ -193,10 +203,15 @@ def register(commands) -> None:
     run.add_argument("--min-cluster-size", metavar="RANGE",
                      help="HDBSCAN's min_cluster_size, as --k takes its range (default: HDBSCAN's 5)")
     run.add_argument("--stability", type=int, metavar="N",
-                     help="rerun each cell's clustering N times, each with its own seed on a subsample of the texts, "
-                          "and store its agreement with the cell (ARI and AMI, mean and 5th-95th percentile); 0: none "
-                          "(default: 5 on a corpus without labels, 0 on labelled data); stored rows without it are "
-                          "run again from the caches")
+                     help="rerun every cell's clustering N times, each with its own seed on a subsample of the "
+                          "texts, and store its agreement with the cell (ARI and AMI, mean and 5th-95th percentile); "
+                          "0: none (default: on a corpus without labels 5 reruns of the pipelines `recommend` lists "
+                          "first, once the grid has run; none on labelled data); stored rows without it are run "
+                          "again from the caches")
+    run.add_argument("--time-limit", type=float, metavar="SECONDS", default=DEFAULT_TIME_LIMIT,
+                     help="refuse, before any work, a configuration whose cells on one split (every point of its "
+                          "range) are estimated to take longer than this on one core, in one line with the estimate "
+                          f"(default {DEFAULT_TIME_LIMIT:g}; 0: no limit)")
     run.add_argument("--stability-fraction", type=float, metavar="F",
                      help="the share of the texts each --stability rerun clusters, above 0 and at most 1 (default 0.8)")
     run.add_argument("--topics", action=argparse.BooleanOptionalAction, default=None,

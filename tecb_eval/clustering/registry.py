@@ -13,6 +13,7 @@ scikit-learn); a factory imports its estimator when it is called.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -71,6 +72,9 @@ class Algorithm:
     # the algorithms that take k, "min_cluster_size" for HDBSCAN; None: it takes no such range.
     ranged: str | None = None
     ranged_default: int | None = None  # that parameter's own default, where it is not the labels' count
+    # In the grid's default product of algorithms (the paper's); False: run only where named
+    # (--algorithm, --config), as an algorithm the paper did not run.
+    in_default_grid: bool = True
 
 
 @dataclass(frozen=True)
@@ -156,9 +160,31 @@ def _ward_memory(m: int, dim: int, k: int, path: str) -> int:
 
 
 def _ward_cost(m: int, dim: int, k: int, path: str) -> float:
+    # CPU seconds of one quiet core, fitted to bench/bench_scale200k.py's runs (docs/benchmarks.md):
+    # on the vectors 21 s at 100k in 2-d and 1,122 s at 50k in 384-d (the chain recomputes centroid
+    # distances); on the matrix 31 s at 25k in 2-d and 122 s in 384-d.
     if path == "vector":
-        return m * m * dim * 8e-9  # the chain recomputes centroid distances: ~5x the matrix in 384-d
-    return m * m * (dim + 8) * 1.5e-9
+        return m * m * (dim + 1) * 1.2e-9
+    return m * m * (5e-8 + dim * 3.8e-10)
+
+
+def _knn_ward(b: Build):
+    from tecb_eval.clustering.estimators import KnnWard
+
+    return KnnWard(n_clusters=b.n_clusters)
+
+
+def _knn_ward_memory(m: int, dim: int, k: int, path: str) -> int:
+    # The float64 copy, the graph and scikit-learn's heap of candidate merges (Python tuples, one
+    # per edge, ~100 bytes each): bench/bench_knn_ward.py measures the peak.
+    return 2 * m * dim * 8 + m * UMAP_NEIGHBOURS * 2 * 120
+
+
+def _knn_ward_cost(m: int, dim: int, k: int, path: str) -> float:
+    # CPU seconds of one core: the neighbours (a tree in few dimensions; brute force, m^2 d, beyond)
+    # and the merges along the graph's edges; 2.1 s at 10k in 2-d, 9.9 s at 10k in 384-d (2026-11-29).
+    neighbours = m * m * dim * 2e-10 if dim > 15 else m * math.log2(max(m, 2)) * 2e-6
+    return neighbours + m * UMAP_NEIGHBOURS * 1.4e-5
 
 
 def _centroid_cost(m: int, dim: int, k: int, path: str) -> float:
@@ -176,6 +202,14 @@ ALGORITHMS_REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
               equivalent=Equivalent("sklearn.cluster", "AgglomerativeClustering"),
               memory=_ward_memory, cost=_ward_cost, defaults={"linkage": "ward"}, words="Ward agglomerative clustering",
               ranged="k"),
+    Algorithm("agglomerative_knn", "agglomerative-knn", "agglom. k-NN",
+              "Ward agglomerative clustering on a 15-nearest-neighbour graph (connectivity-constrained, not exact Ward)",
+              labels_noise=False, takes_k=True, side_by_side=True, build=_knn_ward,
+              equivalent=Equivalent("tecb_eval.clustering.estimators", "KnnWard",
+                                    note="scikit-learn's AgglomerativeClustering(linkage='ward', "
+                                         "connectivity=kneighbors_graph(X, 15))"),
+              memory=_knn_ward_memory, cost=_knn_ward_cost, defaults={"linkage": "ward", "n_neighbors": UMAP_NEIGHBOURS},
+              words="Ward agglomerative clustering on a k-NN graph", ranged="k", in_default_grid=False),
     Algorithm("hdbscan", "hdbscan", "HDBSCAN", "HDBSCAN with its defaults (finds its own number of clusters; noise)",
               labels_noise=True, takes_k=False, side_by_side=True, build=_hdbscan,
               equivalent=Equivalent("hdbscan", "HDBSCAN"), memory=_labels_memory, cost=_centroid_cost,
@@ -269,6 +303,8 @@ REDUCTIONS_REGISTRY: dict[str, Reduction] = {r.name: r for r in (
 )}
 
 ALGORITHMS = tuple(ALGORITHMS_REGISTRY)
+# What the grid runs when no algorithm is named: the paper's.
+DEFAULT_ALGORITHMS = tuple(a.name for a in ALGORITHMS_REGISTRY.values() if a.in_default_grid)
 REDUCTIONS = tuple(REDUCTIONS_REGISTRY)
 # The reference table's spellings of the reductions ("-", "pca+umap") -> ours.
 REFERENCE_REDUCTIONS = {r.paper_name: r.name for r in REDUCTIONS_REGISTRY.values()}

@@ -32,6 +32,16 @@ CACHE_OPTION = "--cache-dir"  # what `run`, `demo` and `layers` call the cache f
 ENCODE_CHUNK = 4096
 
 
+def check_cache_folder(cache_dir, inputs: list) -> None:
+    """Before any work: a cache inside a dataset folder (``inputs``: the datasets and model folders
+    a run reads) breaks the dataset; inside an export it is deleted with it; one that cannot be
+    written is one line."""
+    from tecb_data.outputs import refuse_nested, writable_folder
+
+    refuse_nested(cache_dir, option="cache folder", itself=True, inputs=inputs)
+    writable_folder(cache_dir, option="cache folder")
+
+
 def text_key(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=KEY_BYTES).digest()
 

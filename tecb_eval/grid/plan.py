@@ -17,9 +17,11 @@ from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.cluster_counts import setting_name
+from tecb_eval.clustering.cluster_counts import parse_setting, setting_name
 from tecb_eval.clustering.criteria import needing
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
+from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY
+from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT  # noqa: F401 (re-exported)
 from tecb_eval.clustering.stability import (DEFAULT_FRACTION, UNLABELLED_RUNS, check_fraction, check_runs,
                                             subsample_size)
 from tecb_eval.grid import extra, protocols
@@ -65,7 +67,7 @@ def check_options(models, *, protocol: str, seed, seeds, limit_splits, metrics, 
     specs = tuple(model_spec(item) for item in models)
     _check_names(specs)
     if algorithms is None:
-        algorithms = algo.ALGORITHMS if protocol == "legacy" else (algo.TABLE2_CONFIGURATION[0],)
+        algorithms = algo.DEFAULT_ALGORITHMS if protocol == "legacy" else (algo.TABLE2_CONFIGURATION[0],)
     pairs, skipped = algo.configurations(algorithms, reductions, configurations)
     if not pairs:
         raise UserError("no configuration left to run; name at least one algorithm and reduction")
@@ -128,8 +130,12 @@ class Plan:
             for b in self.benchmarks for s in self.seeds
         }
         # Reruns per cell for its stability (tecb_eval.clustering.stability): None is the default,
-        # on for a corpus without labels, off for labelled data.
+        # on a corpus without labels for the pipelines ``stability_on`` names once the grid has
+        # ranked them (run_grid's second pass), off for labelled data.
         self.stability = None if stability is None else check_runs(stability)
+        # (dataset fingerprint, model, reduction, algorithm, setting) of the pipelines whose cells
+        # the default reruns; None: the first pass, which reruns none.
+        self.stability_on: frozenset | None = None
         self.stability_fraction = check_fraction(stability_fraction)
         # The criteria that need the texts (tecb_eval.clustering.topics): None is the default, on for
         # a corpus without labels (what recommend ranks by), off for labelled data (a labelled run
@@ -139,10 +145,12 @@ class Plan:
         self._check_stability()
 
     def stability_runs(self, bench) -> int:
-        """How many times each cell of ``bench`` reruns its clustering for its stability."""
+        """How many times each cell of ``bench`` handed to the executor reruns its clustering for
+        its stability: ``--stability N``, else on a corpus without labels the default's reruns in
+        the pass over the chosen pipelines (whose cells are the only ones pending then)."""
         if self.stability is not None:
             return self.stability
-        return 0 if getattr(bench, "labelled", True) else UNLABELLED_RUNS
+        return UNLABELLED_RUNS if self.stability_on is not None and not getattr(bench, "labelled", True) else 0
 
     def topics_for(self, bench) -> bool:
         """Whether the cells of ``bench`` get topic words, their coherence and diversity: as asked,
@@ -152,8 +160,14 @@ class Plan:
         return not getattr(bench, "labelled", True) or any(c.labelled_default for c in needing("texts"))
 
     def stability_missing(self, row: dict, bench) -> bool:
-        """Whether a stored row lacks the stability ``--stability N`` asks for (another N or share,
-        or none): its cell is run again from the caches. The default keeps stored rows as they are."""
+        """Whether a stored row lacks the stability this run asks for: ``--stability N`` on every
+        cell (another N or share, or none), or the default's on a chosen pipeline (none measured).
+        Its cell is run again from the caches; every other stored row is kept as it is."""
+        if self.stability is None:
+            if self.stability_on is None or getattr(bench, "labelled", True) or row.get("stability_runs"):
+                return False
+            return (bench.fingerprint, row.get("model"), row.get("reduction"), row.get("algorithm"),
+                    row.get("setting") or "") in self.stability_on
         if not self.stability:
             return False
         return row.get("stability_runs") != self.stability or row.get("stability_fraction") != self.stability_fraction
@@ -272,6 +286,60 @@ class Plan:
                 if cells:
                     work.append(Pending(bench, encoder, seed, cells))
         return work
+
+
+# The dimensions a cell on unreduced embeddings is estimated with before any model is opened: the
+# fewest of the built-in models (tfidf-lsa's 256), so that a refusal never rests on a guess too high.
+ESTIMATE_DIM = 256
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def skipped_note(skipped) -> str:
+    """The line naming the configurations the paper left out and a grid skips unless named."""
+    return ("skipping " + ", ".join(f"{a} on {r}" for a, r in skipped) + " (unreduced embeddings, as in the "
+            "paper); ask for them explicitly with configurations=[...] / --config ALGORITHM:none")
+
+
+def check_time(plan: Plan, limit: float | None, memory_budget: int | None) -> None:
+    """Before any work: a configuration whose cells on one split (every point of its range) are
+    estimated to take longer than ``limit`` seconds on one core (the registry's ``cost``, fitted to
+    the benches' measurements) is one line with its estimate, as a unit that cannot fit the memory
+    budget is; None: no limit. Ward's path is the one the memory planner would take
+    (``memory_budget``: bytes for a unit; None: the default share of this machine's memory)."""
+    from tecb_eval.grid.scheduling import DEFAULT_MEMORY_SHARE, check_timeout, machine_memory
+    from tecb_eval.grid.work import WORKER_BASELINE_BYTES, ward_path
+
+    if limit is None:
+        return
+    limit = check_timeout(limit, "--time-limit")
+    memory_budget = memory_budget or int(DEFAULT_MEMORY_SHARE * machine_memory())
+    for bench in plan.benchmarks:
+        for unit in plan.units[(bench.fingerprint, plan.seed)]:
+            n = len(unit.texts)
+            for algorithm, reduction in plan.configurations:
+                entry = algo.algorithm_entry(algorithm)
+                dim = algo.reduction_entry(reduction).reduced_dim(ESTIMATE_DIM)
+                points = [parse_setting(s) for s in plan.settings(algorithm)]
+                ks = [p[1] if p and p[0] == "k" else (unit.k or 2) for p in points]
+                path = ward_path(n, dim, plan.profile, max(0, memory_budget - WORKER_BASELINE_BYTES),
+                                 len(unit.base_texts) * dim)
+
+                def seconds(candidate) -> float:
+                    return sum(candidate.cost(n, dim, k, path) for k in ks)
+
+                if seconds(entry) > limit:
+                    faster = [a.name for a in ALGORITHMS_REGISTRY.values()
+                              if a.ranged == entry.ranged and a.name != algorithm and seconds(a) <= limit]
+                    cells = f"its {len(ks)} cells" if len(ks) > 1 else "its cell"
+                    raise UserError(
+                        f"{algorithm}:{reduction} on the {n:,} texts of split {unit.name!r} of {bench.name}: about "
+                        f"{_duration(seconds(entry))} on one core for {cells} (estimated for {dim}-d vectors), more "
+                        f"than --time-limit {_duration(limit)}; "
+                        + (f"use {' or '.join(faster)}, " if faster else "")
+                        + "a reduction, fewer texts (--sample when building), or a larger --time-limit")
 
 
 def stored_cells(plan: Plan, spec: ModelSpec, store, metrics, found) -> bool:

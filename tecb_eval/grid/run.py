@@ -31,14 +31,16 @@ from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.clustering.stability import DEFAULT_FRACTION
-from tecb_eval.grid import executors, scheduling
-from tecb_eval.grid.cache import ReductionCache
+from tecb_eval.grid import executors, scheduling, work as work_module
+from tecb_eval.grid.cache import ReductionCache, check_cache_folder
 from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster, opens_on_a_worker
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
-from tecb_eval.grid.plan import Plan, check_backfill, check_options, preflight, stored_cells
+from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT
+from tecb_eval.grid.plan import Plan, check_backfill, check_options, check_time, preflight, skipped_note, stored_cells
 from tecb_eval.grid.samples import SampleCache
+from tecb_eval.grid.stability_pass import stability_pass
 from tecb_eval.grid.store import ResultsStore, check_results, rows_frame
 from tecb_eval.models.spec import ModelRun, ModelSpec, find_model, open_model
 
@@ -52,7 +54,7 @@ class Grid:
     stability options :class:`~tecb_eval.grid.plan.Plan` takes."""
 
     def __init__(self, datasets, models, *, configurations, protocol, seed: int | None = None,
-                 seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None,
+                 seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None, time_limit=None,
                  profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
                  jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
                  scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
@@ -66,6 +68,7 @@ class Grid:
         seeds = seeds or (DEFAULT_SEED if seed is None else int(seed),)
         self.plan = Plan(datasets, models, configurations=configurations, protocol=protocol, seeds=seeds,
                          limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log, **cells)
+        check_time(self.plan, time_limit, memory_limit)  # cells past the time limit: one line, before any work
         self.store = store
         self.metrics = tuple(metrics)
         check_backfill(self.plan, store, self.metrics)
@@ -187,6 +190,7 @@ def run_grid(
     k=None, min_cluster_size=None,
     stability: int | None = None,
     stability_fraction: float = DEFAULT_FRACTION, topics: bool | None = None,
+    stability_ranking: Callable[[pd.DataFrame], set | None] | None = None, time_limit: float | None = DEFAULT_TIME_LIMIT,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
 
@@ -211,10 +215,6 @@ def run_grid(
     ``memory_limit`` (bytes, ``"8GB"`` or a share of RAM like ``0.5``): the budget for units
     running side by side; on a cluster, per worker. Default: 70 % of RAM (of each worker's limit
     on a cluster). Scores are the same bit for bit whatever ``jobs`` or ``scheduler``.
-
-    ``metrics`` (``("level", "dbcv")``, ``--metrics``): cells whose stored row lacks per-level scores
-    or DBCV that the cell has today (a row written before them) are run again from the caches and
-    their rows replaced; without it such rows are kept as they are ("not measured").
 
     With ``scheduler``, a sentence-transformers model named by text is encoded on the cluster too,
     in shards of its missing texts (:mod:`tecb_eval.grid.cluster_encode`); ``encode_on="gpu"``
@@ -256,9 +256,14 @@ def run_grid(
             None: the number of labels (a corpus without labels needs it).
         min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
             None: the registry's default.
-        stability (int | None): Reruns per cell (``--stability``); None: 5 without labels, else 0.
+        stability (int | None): Reruns of every cell (``--stability N``); 0: none. None: none on
+            labelled data, on a corpus without labels 5 of the pipelines ``stability_ranking`` picks.
         stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1).
         topics (bool | None): Topic words, NPMI and diversity (``--topics``); None: only without labels.
+        stability_ranking (Callable | None): The grid's rows -> the pipelines to rerun (see
+            :func:`tecb_eval.reports.unlabelled.stability_pipelines`, which ``tecb-eval run`` gives).
+        time_limit (float | None): Seconds one configuration's cells on one split may be estimated
+            to take on one core, else refused before any work (``--time-limit``); None: no limit.
 
     Returns:
         pandas.DataFrame: One row per cell, the fields of the results-store row below.
@@ -303,21 +308,15 @@ def run_grid(
             # Before any work: a store that cannot be kept there is found now, not after the encoding.
             check_results(results, inputs=[d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()])
         if cache_dir is not None:
-            from tecb_data.outputs import refuse_nested, writable_folder
-
-            # A cache inside a dataset folder breaks the dataset; inside an export it is deleted with it.
-            refuse_nested(cache_dir, option="cache folder", itself=True, inputs=[
-                *(d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()),
-                *(s.spec for s in options.models if isinstance(s.spec, (str, Path)) and Path(s.spec).is_dir())])
-            writable_folder(cache_dir, option="cache folder")
+            check_cache_folder(cache_dir, [*(d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()),
+                                           *(s.spec for s in options.models if isinstance(s.spec, (str, Path))
+                                             and Path(s.spec).is_dir())])
         for spec in options.models:
             find_model(spec.spec)
         if scheduler is not None:
             preflight([spec for spec in options.models if not opens_on_a_worker(spec)])  # the rest open here
         if options.skipped:
-            say("skipping " + ", ".join(f"{a} on {r}" for a, r in options.skipped)
-                + " (unreduced embeddings, as in the paper); ask for them explicitly with "
-                + "configurations=[...] / --config ALGORITHM:none")
+            say(skipped_note(options.skipped))
         # ... while this process loads the first model, which it would load after the draws (on a
         # cluster, the workers load it).
         opened = open_model(options.models[0], min(options.seeds)) if drawing and scheduler is None else None
@@ -330,8 +329,8 @@ def run_grid(
         grid = Grid(datasets, options.models, configurations=options.configurations, protocol=protocol,
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
-                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size,
-                    stability=stability, stability_fraction=stability_fraction, topics=topics)
+                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size, memory_limit=memory,
+                    stability=stability, stability_fraction=stability_fraction, topics=topics, time_limit=time_limit)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs
@@ -341,6 +340,7 @@ def run_grid(
                 jobs=jobs, scheduler=None, memory_limit=memory, timeout=scheduler_timeout, log=say,
                 threads=cores if jobs == 1 else 1))
         frame = grid.run(executor)
+        frame = stability_pass(grid, executor, frame, stability_ranking, say)
     for line in grid.time_summary():
         say(line)
     return frame

@@ -182,6 +182,33 @@ def largest_topics(row) -> list[dict]:
     return cluster_topics(row, TOPICS_SHOWN)
 
 
+def runners_up_shown(calibration: dict) -> int:
+    """How many runner-ups ``recommend`` lists after its pick: more where the criterion's
+    calibration is missing, weak or against V-measure (its pick is then a guess)."""
+    return RUNNERS_UP if calibration and not (calibration.get("weak") or calibration.get("against")) else RUNNERS_UP + 2
+
+
+def stability_pipelines(frame: pd.DataFrame, calibration: dict | None = None) -> set[tuple] | None:
+    """The pipelines whose stability ``tecb-eval run`` measures by default: on each corpus without
+    labels in ``frame``, the pick and the runner-ups :func:`recommend_unlabelled` lists, as
+    ``(dataset_fingerprint, model, reduction, algorithm, setting)``. None (every cell) where the
+    calibration's best criterion is (or averages) stability itself, which the grid cannot rank by before it
+    has measured it. ``calibration``: the packaged one unless given."""
+    from tecb_eval.reports.versions import unlabelled_rows
+
+    found = calib.read_calibration() if calibration is None else calibration
+    if any(part.startswith("stability") for part in calib.parts(str(found["best"]))):
+        return None
+    corpora = frame[unlabelled_rows(frame)]
+    out: set[tuple] = set()
+    for dataset, rows in corpora.groupby("mteb_name", sort=True):
+        picked = recommend_unlabelled(rows, str(dataset), calibration=found)
+        shown = picked["pipelines"][:1 + runners_up_shown(picked["calibration"])]
+        for fingerprint in sorted(set(rows["dataset_fingerprint"].astype(str))):
+            out |= {(fingerprint, p["model"], p["reduction"], p["algorithm"], p["setting"] or "") for p in shown}
+    return out
+
+
 def stability_of(rows: pd.DataFrame) -> dict | None:
     """A pipeline's stability (:mod:`tecb_eval.clustering.stability`): the means over its splits and
     seeds of the ARI and AMI between reruns and of their interval's ends, with the reruns and the
@@ -269,8 +296,7 @@ def text(found: dict) -> str:
         out.append(f"  ties: no other pipeline lies {tied['spread']} of the pick")
     elif tied.get("spread"):
         out.append(f"  ties: {tied['spread']}")
-    shown = RUNNERS_UP if c and not (c.get("weak") or c.get("against")) else RUNNERS_UP + 2
-    for other in found["pipelines"][1:1 + shown]:
+    for other in found["pipelines"][1:1 + runners_up_shown(c)]:
         out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
                    f"{setting_words(other['setting'])} ({other['score']:.4f})")
     out += ["  BERTopic:", *("    " + line if line else "" for line in found["bertopic"].splitlines()), ""]
