@@ -5,7 +5,7 @@ one core is refused before any work, in one line naming it, its estimate and wha
 from __future__ import annotations
 
 import pytest
-from conftest import eval_error
+from helpers import eval_error
 from tablefiles import unlabelled_corpus
 
 from tecb_eval.clustering import registry

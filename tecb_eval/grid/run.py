@@ -31,7 +31,7 @@ from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.clustering.stability import DEFAULT_FRACTION
-from tecb_eval.grid import executors, scheduling, work as work_module
+from tecb_eval.grid import executors, scheduling
 from tecb_eval.grid.cache import ReductionCache, check_cache_folder
 from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster, opens_on_a_worker
 from tecb_eval.grid.encoding import Encoding
