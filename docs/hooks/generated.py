@@ -155,7 +155,8 @@ def tools() -> dict:
 
 
 def _html(text: str) -> str:
-    return _cell(text).replace("<", "&lt;").replace(">", "&gt;")
+    # "[,name=NAME]" after "[...]" would read as a reference link: a help text's brackets are text.
+    return _cell(text).replace("<", "&lt;").replace(">", "&gt;").replace("[", "\\[")
 
 
 def _option_row(action) -> str:
