@@ -61,7 +61,7 @@ def _run_grid(args, models, datasets, configurations=None):
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
-        topics=getattr(args, "topics", None),
+        topics=getattr(args, "topics", None), label_free=getattr(args, "label_free", None),
         stability_ranking=_stability_pipelines, time_limit=None if args.time_limit == 0 else args.time_limit,
         **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
            else {}),
@@ -214,10 +214,15 @@ def register(commands) -> None:
                           f"(default {DEFAULT_TIME_LIMIT:g}; 0: no limit)")
     run.add_argument("--stability-fraction", type=float, metavar="F",
                      help="the share of the texts each --stability rerun clusters, above 0 and at most 1 (default 0.8)")
+    run.add_argument("--label-free", action=argparse.BooleanOptionalAction, default=None,
+                     help="store each cell's label-free criteria: silhouette, Calinski-Harabasz, Davies-Bouldin, "
+                          "DBCV, size balance, the spectrum's k, the cluster assignment (for consensus) and the "
+                          "topic words (default: on for a corpus without labels, off on labelled data, where they "
+                          "cost more than the clustering; `tecb-eval calibrate` needs them on labelled data); "
+                          "stored rows without them are run again from the caches")
     run.add_argument("--topics", action=argparse.BooleanOptionalAction, default=None,
                      help="store each cell's topic words (c-TF-IDF), their NPMI coherence and topic diversity "
-                          "(default: on for a corpus without labels, off on labelled data; `tecb-eval calibrate` "
-                          "needs them on labelled data)")
+                          "(default: as --label-free; --no-topics leaves them out of a --label-free run)")
     format_option(run, "format of the tables printed")
     run.add_argument("--out", type=Path, help="also write CSV, tables, MTEB JSON and plots here: a new or empty "
                                               "folder or an earlier export's, replaced whole")

@@ -39,9 +39,10 @@ class Criterion:
     low: float  # where its score can lie
     high: float
     # Whether a grid on labelled data computes it without being asked: a labelled run ranks by
-    # V-measure and AMI, so a criterion that costs more than the clustering waits for
-    # --label-free all (what calibration needs).
-    labelled_default: bool = True
+    # V-measure and AMI, and every criterion here costs more than scoring against the labels (on
+    # the vectors, more than the clustering itself), so each waits for --label-free (what
+    # calibration needs). A corpus without labels gets them all.
+    labelled_default: bool = False
 
     @property
     def panel(self) -> str:
@@ -69,9 +70,9 @@ _ENTRIES = (
               "sklearn.metrics.adjusted_mutual_info_score", -1.0, 1.0),
     Criterion("npmi", "topic coherence (NPMI)", 1, "texts",
               "a document-term matrix per split, top-10 word pairs per cluster",
-              "gensim CoherenceModel(coherence='c_npmi')", -1.0, 1.0, labelled_default=False),
+              "gensim CoherenceModel(coherence='c_npmi')", -1.0, 1.0),
     Criterion("topic_diversity", "topic diversity", 1, "texts", "the top-10 words of each cluster",
-              "a hand-computed share of unique words", 0.0, 1.0, labelled_default=False),
+              "a hand-computed share of unique words", 0.0, 1.0),
     Criterion("consensus", "consensus (weighted AMI)", 1, "partitions",
               "AMI between every pair of partitions of a split, after the run",
               "sklearn.metrics.adjusted_mutual_info_score", -1.0, 1.0),

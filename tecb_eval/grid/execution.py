@@ -89,6 +89,8 @@ class Execution:
                     profile=self.plan.profile.name, n=len(base_texts), dim=int(vectors.matrix.shape[1]),
                     cells=work_cells(cells), stability=self.plan.stability_runs(item.bench),
                     stability_fraction=self.plan.stability_fraction,
+                    label_free=self.plan.label_free_for(item.bench), dbcv=self.plan.dbcv_for(item.bench),
+                    assignment=self.plan.label_free_for(item.bench) or self.plan.topics_for(item.bench),
                 )
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,

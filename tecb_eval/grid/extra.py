@@ -90,13 +90,14 @@ def level_scores(unit, cell, reduced: np.ndarray, predicted: np.ndarray) -> list
 
 def extra_scores(unit, cell, reduced: np.ndarray, data: np.ndarray, predicted: np.ndarray) -> dict:
     """The per-level scores (``levels``, ``levels_s``) where the cell has levels, and DBCV
-    (``dbcv``, ``dbcv_note``, ``dbcv_points``, ``dbcv_s``) where it is a density clustering."""
+    (``dbcv``, ``dbcv_note``, ``dbcv_points``, ``dbcv_s``) where it is a density clustering and
+    the unit asks for it (a label-free criterion: a labelled run computes it only when asked)."""
     out = {}
     if getattr(cell, "levels", ()):
         started = time.perf_counter()
         out["levels"] = level_scores(unit, cell, reduced, predicted)
         out["levels_s"] = time.perf_counter() - started
-    if cell.algorithm in NOISE_ALGORITHMS:
+    if cell.algorithm in NOISE_ALGORITHMS and getattr(unit, "dbcv", True):
         started = time.perf_counter()
         out.update(dbcv(data, predicted, unit.seed, cell.split, cell.algorithm))
         out["dbcv_s"] = time.perf_counter() - started

@@ -102,7 +102,7 @@ class Plan:
                  profile=DEFAULT_PROFILE, samples=None, log: Callable[[str], None] = print,
                  k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None,
                  stability: int | None = None, stability_fraction: float = DEFAULT_FRACTION,
-                 topics: bool | None = None):
+                 topics: bool | None = None, label_free: bool | None = None, metrics: Sequence[str] = ()):
         self.benchmarks = []
         for bench in map(load_dataset, datasets):
             # The same build given twice (a path and its copy, or twice in the list) is one dataset:
@@ -141,6 +141,13 @@ class Plan:
         # a corpus without labels (what recommend ranks by), off for labelled data (a labelled run
         # ranks by V-measure; calibration asks for them with --topics).
         self.topics = topics
+        # Every label-free criterion of the registry that a run computes (the vectors', the topic
+        # words', the kept assignment for consensus): None is the default, on for a corpus without
+        # labels, off on labelled data, where they cost more than the clustering and a labelled run
+        # ranks by V-measure (``tecb-eval calibrate`` asks for them with --label-free).
+        self.label_free = label_free
+        # --metrics: DBCV asked for by name is computed whatever --label-free says.
+        self.metrics = tuple(metrics)
         self._check_ranges()
         self._check_stability()
 
@@ -152,12 +159,35 @@ class Plan:
             return self.stability
         return UNLABELLED_RUNS if self.stability_on is not None and not getattr(bench, "labelled", True) else 0
 
+    def label_free_for(self, bench) -> bool:
+        """Whether the cells of ``bench`` get the label-free criteria on the vectors (and DBCV) and
+        keep their assignment: as ``--label-free`` asks, else without labels, or where the registry
+        says a labelled run needs them."""
+        if self.label_free is not None:
+            return self.label_free
+        return not getattr(bench, "labelled", True) or any(c.labelled_default for c in needing("vectors"))
+
+    def dbcv_for(self, bench) -> bool:
+        return self.label_free_for(bench) or "dbcv" in self.metrics
+
     def topics_for(self, bench) -> bool:
-        """Whether the cells of ``bench`` get topic words, their coherence and diversity: as asked,
-        else without labels, or where the registry says a labelled run needs them."""
+        """Whether the cells of ``bench`` get topic words, their coherence and diversity: as
+        ``--topics`` asks, else as ``--label-free`` asks, else without labels, or where the registry
+        says a labelled run needs them."""
         if self.topics is not None:
             return self.topics
+        if self.label_free is not None:
+            return self.label_free
         return not getattr(bench, "labelled", True) or any(c.labelled_default for c in needing("texts"))
+
+    def label_free_missing(self, row: dict, bench, algorithm: str) -> bool:
+        """Whether a stored row lacks label-free scores this run asks for by name (``--label-free``,
+        ``--topics``): its cell is run again from the caches. The defaults never rerun a stored row,
+        as neither the option nor its default is part of a cell's key."""
+        if self.label_free and ("silhouette" not in row
+                                or extra.missing(row, None, algorithm, ("dbcv",))):
+            return True
+        return bool(self.topics or (self.topics is None and self.label_free)) and "npmi" not in row
 
     def stability_missing(self, row: dict, bench) -> bool:
         """Whether a stored row lacks the stability this run asks for: ``--stability N`` on every
@@ -279,7 +309,8 @@ class Plan:
                             row = store.get(self.key(spec.name, encoder.identity, bench, unit, reduction, algorithm,
                                                      seed, setting))
                             if (row is None or (metrics and extra.missing(row, unit, algorithm, metrics))
-                                    or self.stability_missing(row, bench)):
+                                    or self.stability_missing(row, bench)
+                                    or self.label_free_missing(row, bench, algorithm)):
                                 cells.append((unit, reduction, algorithm, setting))
                             else:
                                 found(bench, row)

@@ -67,7 +67,8 @@ class Grid:
         self.samples = samples if samples is not None else SampleCache(self.cache_dir)
         seeds = seeds or (DEFAULT_SEED if seed is None else int(seed),)
         self.plan = Plan(datasets, models, configurations=configurations, protocol=protocol, seeds=seeds,
-                         limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log, **cells)
+                         limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log,
+                         metrics=tuple(metrics), **cells)
         check_time(self.plan, time_limit, memory_limit)  # cells past the time limit: one line, before any work
         self.store = store
         self.metrics = tuple(metrics)
@@ -189,7 +190,7 @@ def run_grid(
     encode_on: str | None = None,
     k=None, min_cluster_size=None,
     stability: int | None = None,
-    stability_fraction: float = DEFAULT_FRACTION, topics: bool | None = None,
+    stability_fraction: float = DEFAULT_FRACTION, topics: bool | None = None, label_free: bool | None = None,
     stability_ranking: Callable[[pd.DataFrame], set | None] | None = None, time_limit: float | None = DEFAULT_TIME_LIMIT,
 ) -> pd.DataFrame:
     """Run (or resume) the grid and return one row per (model, dataset, reduction, algorithm, split, seed).
@@ -259,7 +260,10 @@ def run_grid(
         stability (int | None): Reruns of every cell (``--stability N``); 0: none. None: none on
             labelled data, on a corpus without labels 5 of the pipelines ``stability_ranking`` picks.
         stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1).
-        topics (bool | None): Topic words, NPMI and diversity (``--topics``); None: only without labels.
+        topics (bool | None): Topic words, NPMI and diversity (``--topics``); None: as ``label_free``.
+        label_free (bool | None): Every label-free criterion of the registry (``--label-free``): the
+            scores on the vectors, DBCV, the spectrum's k, the kept assignment and, unless ``topics``
+            says otherwise, the topic words. None: on a corpus without labels, off on labelled data.
         stability_ranking (Callable | None): The grid's rows -> the pipelines to rerun (see
             :func:`tecb_eval.reports.unlabelled.stability_pipelines`, which ``tecb-eval run`` gives).
         time_limit (float | None): Seconds one configuration's cells on one split may be estimated
@@ -330,7 +334,8 @@ def run_grid(
                     seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
                     profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
                     opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size, memory_limit=memory,
-                    stability=stability, stability_fraction=stability_fraction, topics=topics, time_limit=time_limit)
+                    stability=stability, stability_fraction=stability_fraction, topics=topics, label_free=label_free,
+                    time_limit=time_limit)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs

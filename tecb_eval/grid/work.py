@@ -71,6 +71,15 @@ class WorkUnit:
     # and the share of the texts each clusters.
     stability: int = 0
     stability_fraction: float = DEFAULT_FRACTION
+    # The label-free criteria on the vectors (silhouette, Calinski-Harabasz, Davies-Bouldin, size
+    # balance, the spectrum's k, DBCV): they cost more than the clustering, so a labelled run, which
+    # ranks by V-measure, computes them only when asked (Plan.label_free_for).
+    label_free: bool = True
+    # DBCV of a density clustering: with the criteria above, or alone where --metrics dbcv asks for it.
+    dbcv: bool = True
+    # The cluster assignment kept in the row (for consensus and the topic words): with the criteria
+    # above, or where only the topic words are asked for.
+    assignment: bool = True
 
     def ward_path(self, m: int) -> str:
         return ward_path(m, _reduced_dim(self), self.profile, self.ward_budget, self.n * self.dim)
@@ -247,6 +256,8 @@ def _spectra(unit: WorkUnit, reduced: np.ndarray) -> dict:
     """The spectrum's number of clusters of each split the unit clusters (:mod:`tecb_eval.clustering.spectrum`):
     one graph per split, whatever the algorithms on it."""
     out = {}
+    if not unit.label_free:
+        return out
     for cell in unit.cells:
         if cell.split not in out:
             data = reduced if cell.rows is None else reduced[cell.rows]
@@ -265,16 +276,19 @@ def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray, spectra: dict) ->
     started = time.perf_counter()
     predicted = algo.cluster(estimator, data)
     cluster_s = time.perf_counter() - started
-    started = time.perf_counter()
-    label_free = label_free_scores(data, predicted, unit.seed, cell.split, cell.algorithm, cell.setting)
-    k_hat, spectrum_s = spectra[cell.split]
-    label_free["spectral_k"] = k_hat
-    label_free["spectral_k_fit"] = spectrum.fit_to(int(len(set(predicted.tolist()) - {-1})), k_hat)
-    # The assignment travels back as compact text, kept in the row for criteria across partitions.
-    label_free["assignment"] = consensus.encode(predicted)
-    # The split's graph is counted once per split, with the first cell on it.
-    label_free["label_free_s"] = time.perf_counter() - started + spectrum_s
-    spectra[cell.split] = (k_hat, 0.0)
+    label_free = {}
+    if unit.label_free:
+        started = time.perf_counter()
+        label_free = label_free_scores(data, predicted, unit.seed, cell.split, cell.algorithm, cell.setting)
+        k_hat, spectrum_s = spectra[cell.split]
+        label_free["spectral_k"] = k_hat
+        label_free["spectral_k_fit"] = spectrum.fit_to(int(len(set(predicted.tolist()) - {-1})), k_hat)
+        # The split's graph is counted once per split, with the first cell on it.
+        label_free["label_free_s"] = time.perf_counter() - started + spectrum_s
+        spectra[cell.split] = (k_hat, 0.0)
+    if unit.assignment:
+        # The assignment travels back as compact text, kept in the row for criteria across partitions.
+        label_free["assignment"] = consensus.encode(predicted)
     if unit.stability:
         started = time.perf_counter()
         label_free.update(_stability(unit, cell, data, predicted, k, point))
