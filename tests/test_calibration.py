@@ -59,7 +59,7 @@ def test_calibrate_and_recommend_on_a_corpus_without_labels(blurbs_folder, tmp_p
     common = ["--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--config", "agglomerative:pca",
               "--cache-dir", str(tmp_path / "c"), "--quiet"]
     assert main(["run", "--data", str(blurbs_folder), *common, "--k", "2:10:4", "--limit-splits", "3",
-                 "--results", str(labelled)]) == 0
+                 "--results", str(labelled), "--label-free"]) == 0
     out = tmp_path / "cal.json"
     capsys.readouterr()
     assert main(["calibrate", str(labelled), "--out", str(out), "--resamples", "200"]) == 0

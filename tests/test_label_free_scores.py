@@ -70,7 +70,8 @@ def test_labelled_rows_carry_both_and_unlabelled_rows_no_label_score(corpus_and_
 
     results = tmp_path / "r.jsonl"
     assert main(["run", "--data", str(blurbs_folder), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
-                 "--limit-splits", "1", "--results", str(results), "--cache-dir", str(tmp_path / "c"), "--quiet"]) == 0
+                 "--limit-splits", "1", "--results", str(results), "--cache-dir", str(tmp_path / "c"), "--quiet",
+                 "--label-free"]) == 0
     (labelled,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert 0 <= labelled["v_measure"] <= 1 and -1 <= labelled["silhouette"] <= 1 and labelled["calinski_harabasz"] > 0
     store = corpus_and_store
@@ -135,3 +136,37 @@ def corpus_and_store(tmp_path_factory):
                  "--config", "hdbscan:pca", "--k", "3,6", "--results", str(results), "--cache-dir",
                  str(folder / "c"), "--quiet"]) == 0
     return results
+
+
+# Every field a label-free criterion writes into a row, and the time they took.
+LABEL_FREE_ROW_FIELDS = ("silhouette", "silhouette_points", "silhouette_seed", "calinski_harabasz", "davies_bouldin",
+                         "size_balance", "label_free_note", "spectral_k", "spectral_k_fit", "assignment", "label_free_s",
+                         "dbcv", "dbcv_note", "dbcv_s", "npmi", "topic_diversity", "topic_words", "topics_s")
+
+
+def test_a_labelled_run_computes_no_label_free_criterion_unless_asked(blurbs_folder, tmp_path, capsys):
+    from tecb_eval.cli import main
+
+    results = tmp_path / "r.jsonl"
+    common = ["run", "--data", str(blurbs_folder), "--model", "tfidf-lsa", "--config", "hdbscan:none",
+              "--limit-splits", "1", "--cache-dir", str(tmp_path / "c"), "--quiet"]
+    argv = [*common, "--results", str(results)]
+    assert main(argv) == 0
+    (plain,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert not set(LABEL_FREE_ROW_FIELDS) & set(plain), sorted(set(LABEL_FREE_ROW_FIELDS) & set(plain))
+    # Asked for, a stored row without them is run again from the caches; its labelled scores stay.
+    capsys.readouterr()
+    assert main([*argv, "--label-free"]) == 0
+    asked = [json.loads(line) for line in results.read_text().splitlines()][-1]
+    assert {"silhouette", "spectral_k", "assignment", "label_free_s", "npmi", "topic_words"} <= set(asked)
+    assert "dbcv" in asked or "dbcv_note" in asked
+    assert asked["v_measure"] == plain["v_measure"] and asked["ami"] == plain["ami"]
+    # The default again keeps what is stored: nothing computed, nothing taken away.
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert [json.loads(line) for line in results.read_text().splitlines()][-1] == asked
+    # --topics alone: the topic words (and the assignment they are built from), none of the vectors' criteria.
+    only = tmp_path / "topics.jsonl"
+    assert main([*common, "--results", str(only), "--topics"]) == 0
+    (topics,) = [json.loads(line) for line in only.read_text().splitlines()]
+    assert "npmi" in topics and "assignment" in topics and "silhouette" not in topics and "dbcv" not in topics

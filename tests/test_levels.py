@@ -187,7 +187,7 @@ def test_levels_and_dbcv_are_the_same_bits_in_worker_processes(demo_datasets, tm
     folder = demo_datasets / "blurbs-clustering-s2s"
     configs = ["minibatch_kmeans:pca", "hdbscan:pca", "dbstream:pca"]
     frames = [run_grid([folder], ["tfidf-lsa"], configurations=configs, limit_splits=3, jobs=jobs,
-                       cache_dir=tmp_path / f"cache-{jobs}", progress=False, log=lambda m: None)
+                       cache_dir=tmp_path / f"cache-{jobs}", progress=False, log=lambda m: None, label_free=True)
               for jobs in (1, 2)]
     order = ["algorithm", "split"]
     serial, parallel = (f.sort_values(order).reset_index(drop=True) for f in frames)

@@ -41,10 +41,11 @@ from tecb_eval.grid.work import WORKER_BASELINE_BYTES, Cell, WorkUnit, run_unit
 
 import distributed  # noqa: E402  (the [test] extra)
 
-METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found",
-           # The label-free criteria, the spectrum's k, the kept assignment and the topic words.
-           "silhouette", "calinski_harabasz", "davies_bouldin", "size_balance", "spectral_k", "spectral_k_fit",
-           "assignment", "npmi", "topic_diversity", "topic_words"]
+METRICS = ["v_measure", "homogeneity", "completeness", "ami", "ari", "noise_fraction", "n_clusters_found"]
+# The label-free criteria, the spectrum's k, the kept assignment, DBCV and the topic words: a labelled
+# grid computes none of them unless asked (--label-free), so its rows have none, whichever executor ran them.
+LABEL_FREE = ["silhouette", "calinski_harabasz", "davies_bouldin", "size_balance", "spectral_k", "spectral_k_fit",
+              "assignment", "dbcv", "npmi", "topic_diversity", "topic_words", "label_free_s", "topics_s"]
 ORDER = ["model", "dataset", "reduction", "algorithm", "split", "seed"]
 CONFIGS = ["minibatch_kmeans:none", "agglomerative:none", "minibatch_kmeans:pca", "hdbscan:pca",
            "dbstream:pca", "minibatch_kmeans:umap", "agglomerative:umap"]
@@ -93,12 +94,13 @@ def serial(grid_data, tmp_path_factory):
     processes (pytest-xdist can split this module between two; each compares it with grids it runs)."""
     return computed_once(tmp_path_factory, "parallel-serial", lambda: run_grid(
         grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2, jobs=1,
-        cache_dir=tmp_path_factory.mktemp("serial-cache"), progress=False, topics=True))
+        cache_dir=tmp_path_factory.mktemp("serial-cache"), progress=False))
 
 
 def _same_scores(a, b) -> bool:
     a, b = a.sort_values(ORDER).reset_index(drop=True), b.sort_values(ORDER).reset_index(drop=True)
-    return a[ORDER].equals(b[ORDER]) and a[METRICS].equals(b[METRICS])
+    return (a[ORDER].equals(b[ORDER]) and a[METRICS].equals(b[METRICS])
+            and not set(LABEL_FREE) & (set(a.columns) | set(b.columns)))
 
 
 def _tables(frame) -> str:
@@ -120,7 +122,7 @@ def test_seeds_give_a_row_per_cell_and_seed_with_one_encoding(demo, grid_data, s
 
 def test_jobs_give_the_serial_scores_and_tables_bit_for_bit(grid_data, serial, tmp_path):
     parallel = run_grid(grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2, jobs=2,
-                        cache_dir=tmp_path / "cache", results=tmp_path / "r.jsonl", progress=False, topics=True)
+                        cache_dir=tmp_path / "cache", results=tmp_path / "r.jsonl", progress=False)
     assert _same_scores(serial, parallel)
     assert _tables(serial) == _tables(parallel)
     # The store holds every cell once, whatever order the workers finished in.
@@ -132,7 +134,7 @@ def test_dask_cluster_gives_the_serial_scores(grid_data, serial, cluster, tmp_pa
     messages = []
     frame = run_grid(grid_data, MODELS, configurations=CONFIGS, seeds=(42, 7), limit_splits=2,
                      scheduler=cluster.scheduler_address, cache_dir=tmp_path / "cache", progress=False,
-                     log=messages.append, topics=True)
+                     log=messages.append)
     assert _same_scores(serial, frame)
     assert any(line.startswith("peak RSS per worker") for line in messages)
 

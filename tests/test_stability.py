@@ -113,7 +113,8 @@ def test_labelled_rows_get_stability_on_request_and_keep_their_scores(blurbs_fol
 
     results = tmp_path / "r.jsonl"
     argv = ["run", "--data", str(blurbs_folder), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:none",
-            "--limit-splits", "1", "--results", str(results), "--cache-dir", str(tmp_path / "c"), "--quiet"]
+            "--limit-splits", "1", "--results", str(results), "--cache-dir", str(tmp_path / "c"), "--quiet",
+            "--label-free"]
     assert main(argv) == 0
     (before,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert not any(name.startswith("stability") for name in before)  # off by default on labelled data
