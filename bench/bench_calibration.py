@@ -2,9 +2,9 @@
 
 Builds the GermEval 2019 dev Blurbs S2S and P2P datasets (``tecb-data build --source blurbs``) and
 the real 10kGNAD test set (``../shared/data/10kgnad/test.csv`` through the table source, its
-article text as the P2P view), runs the grid on them with topic words (``--topics``; models,
-configurations and a k / min_cluster_size range as given), calibrates every label-free criterion
-and the rank-average combinations against AMI and V-measure, leaving one dataset out
+article text as the P2P view), runs the grid on them with every label-free criterion
+(``--label-free``; models, configurations and a k / min_cluster_size range as given), calibrates
+every label-free criterion and the rank-average combinations against AMI and V-measure, leaving one dataset out
 (``tecb-eval calibrate``), prints the tables and writes ``tecb_eval/data/calibration.json`` (its
 date, the builds' fingerprints, the models, algorithms and splits) with ``--write``.
 
@@ -62,7 +62,7 @@ def main() -> int:
         built += [f for f, _ in build_table(TENKGNAD_TEST, tmp / "data", news)]
         results = args.store or tmp / "results.jsonl"
         cache = (args.store.parent / (args.store.name + ".cache")) if args.store else tmp / "cache"
-        argv = ["run", "--results", str(results), "--cache-dir", str(cache), "--quiet", "--topics",
+        argv = ["run", "--results", str(results), "--cache-dir", str(cache), "--quiet", "--label-free",
                 "--k", args.k, "--min-cluster-size", args.min_cluster_size, "--limit-splits", str(args.limit_splits),
                 "--stability", str(args.stability)]
         for folder in built:

@@ -1,7 +1,8 @@
 """What the label-free criteria cost beside the grid, on 5,000 texts and about 60 pipelines.
 
 Builds a corpus without labels from the first 5,000 GermEval 2019 Blurbs texts (dev, then test;
-title and blurb), runs the grid with topic words (``--topics``) and without stability reruns
+title and blurb), runs the grid with every label-free criterion (``--label-free``, the default on
+a corpus without labels, given so that the bench measures them whatever the default) and without stability reruns
 (``--stability 0``: reruns are a criterion of their own, priced per rerun in docs/unlabelled.md),
 then computes consensus over the kept assignments as ``recommend`` does, and prints each part's
 seconds and its share of the grid's wall clock:
@@ -75,7 +76,7 @@ def main() -> int:
             return 1
         results = tmp / "r.jsonl"
         argv = ["run", "--data", str(tmp / "data" / "cost-s2s"), "--results", str(results), "--cache-dir",
-                str(tmp / "cache"), "--quiet", "--topics", "--stability", "0", "--k", args.k, "--min-cluster-size",
+                str(tmp / "cache"), "--quiet", "--label-free", "--stability", "0", "--k", args.k, "--min-cluster-size",
                 args.min_cluster_size, "--jobs", str(args.jobs)]
         for model in args.models.split(","):
             argv += ["--model", model]

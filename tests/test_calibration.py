@@ -123,14 +123,20 @@ def test_a_calibration_from_one_split_prints_no_nan_and_recommend_and_report_use
 
     labelled, corpus_store, out = tmp_path / "lab.jsonl", tmp_path / "corpus.jsonl", tmp_path / "cal.json"
     common = ["--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--cache-dir", str(tmp_path / "c"), "--quiet"]
-    assert main(["run", "--data", str(blurbs_folder), *common, "--k", "2:10:4", "--limit-splits", "1",
-                 "--results", str(labelled)]) == 0
+    run = ["run", "--data", str(blurbs_folder), *common, "--k", "2:10:4", "--limit-splits", "1",
+           "--results", str(labelled)]
+    assert main(run) == 0
+    # A labelled run computes no label-free score by default: calibrate says, in one line, what to run.
+    said = eval_error(capsys, ["calibrate", str(labelled), "--out", str(out)])
+    assert f"{labelled}: nothing to calibrate" in said and "run the grid again with --label-free" in said, said
+    assert not out.exists()
+    assert main([*run, "--label-free", "--no-topics"]) == 0
     capsys.readouterr()
     assert main(["calibrate", str(labelled), "--out", str(out), "--resamples", "200"]) == 0
     printed = capsys.readouterr().out
     assert "nan" not in printed.lower() and "one split: no interval" in printed
-    # What calibration needs and the labelled run left out by default is said, with the option that gives it.
-    assert "not calibrated: the labelled run had no topic words; run it again with --topics" in printed
+    # What calibration needs and the run left out is said, with the option that gives it.
+    assert "not calibrated: the labelled run had no topic words; run it again with --label-free" in printed
     assert "NaN" not in out.read_text()
     corpus = unlabelled_corpus(tmp_path / "corpus")
     assert main(["run", "--data", str(corpus), *common, "--k", "3,6", "--results", str(corpus_store)]) == 0

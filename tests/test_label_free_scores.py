@@ -140,8 +140,8 @@ def corpus_and_store(tmp_path_factory):
 
 # Every field a label-free criterion writes into a row, and the time they took.
 LABEL_FREE_ROW_FIELDS = ("silhouette", "silhouette_points", "silhouette_seed", "calinski_harabasz", "davies_bouldin",
-                         "size_balance", "label_free_note", "spectral_k", "spectral_k_fit", "assignment", "label_free_s",
-                         "dbcv", "dbcv_note", "dbcv_s", "npmi", "topic_diversity", "topic_words", "topics_s")
+                         "size_balance", "label_free_note", "spectral_k", "spectral_k_fit", "assignment",
+                         "label_free_s", "dbcv", "dbcv_note", "dbcv_s", "npmi", "topic_diversity", "topic_words", "topics_s")
 
 
 def test_a_labelled_run_computes_no_label_free_criterion_unless_asked(blurbs_folder, tmp_path, capsys):

@@ -126,6 +126,7 @@ def _cmd_calibrate(args) -> int:
         # Before any work: never a file the command did not write, never its input.
         check_output_file(args.out, option="--out", inputs=[args.results], outputs=[], ours=_is_calibration)
     frame, left_out = select(read_store(args.results), points=True, like_with_like=False, **selection(args))
+    calibration.require_label_free(frame, args.results)
     cells = calibration.cell_statistics(frame)
     table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, cells=cells)
     chosen = calibration.choose(cells)

@@ -94,6 +94,17 @@ def candidates(frame: pd.DataFrame) -> list[str]:
     return single + [combination((a, b)) for i, a in enumerate(single) for b in single[i + 1:]]
 
 
+def require_label_free(frame: pd.DataFrame, where) -> None:
+    """One line naming ``where`` and the option to rerun with, where the rows hold labelled
+    pipelines but not one label-free score: a labelled grid computes them only when asked."""
+    labelled = labelled_rows(frame)
+    if len(labelled) and not candidates(labelled) and (
+            "assignment" not in labelled.columns or not labelled["assignment"].map(lambda v: isinstance(v, str)).any()):
+        raise UserError(f"{where}: nothing to calibrate: the labelled rows hold no label-free scores (a labelled run "
+                        "computes them only when asked); run the grid again with --label-free (its stored cells are "
+                        "scored again from the caches)")
+
+
 def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
     """One row per (dataset, split, seed, criterion): rho, tau, regret, k error and the pipelines compared."""
     from scipy import stats
@@ -137,10 +148,10 @@ def missing_criteria(frame: pd.DataFrame) -> list[str]:
     texts = [c for c in needing("texts") if not has(c.name)]
     if texts:
         out.append(f"note: {', '.join(c.title for c in texts)} not calibrated: the labelled run had no topic words; "
-                   "run it again with --topics (a labelled run leaves them out unless asked)")
+                   "run it again with --label-free (a labelled run leaves them out unless asked)")
     if "assignment" not in frame.columns or not frame["assignment"].map(lambda v: isinstance(v, str)).any():
-        out.append("note: consensus not calibrated: the rows keep no cluster assignments; run the grid again with this "
-                   "tecb")
+        out.append("note: consensus not calibrated: the rows keep no cluster assignments; run the grid again with "
+                   "--label-free")
     if not any(has(c.name) for c in needing("reruns")):
         out.append("note: stability not calibrated: run the labelled grid with --stability N to calibrate it")
     return out
