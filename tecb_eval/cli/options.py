@@ -273,6 +273,12 @@ def print_tables(frame, fmt: str = DEFAULT_TABLE_FORMAT, selection: dict | None 
         # Datasets without labels and k ranges: their label-free scores, the curve down the column.
         points = frame[unlabelled_rows(frame) | range_rows(frame)]
         heading = "Label-free scores (means over splits and seeds; '-': undefined):"
+        from tecb_eval.clustering.criteria import needing
+
+        if not any(c.name in points.columns for c in needing("vectors")):
+            # Labelled k ranges run without --label-free: the points' clusters and noise, and why no score.
+            heading = ("Label-free scores: none in these rows (a labelled run computes them with --label-free); "
+                       "clusters and noise per point:")
         if fmt == "csv":  # a CSV stays data only: what it says goes to stderr
             print(heading, file=sys.stderr)
         print(format_label_free(label_free_table(task_named(points)), fmt, note=None if fmt == "csv" else heading))
