@@ -171,7 +171,7 @@ def test_table_levels_and_density_print_from_a_store(demo_datasets, tmp_path, ca
     store = tmp_path / "r.jsonl"
     run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"],
              configurations=["minibatch_kmeans:none", "hdbscan:pca"], limit_splits=2, results=store,
-             progress=False, log=lambda m: None)
+             progress=False, log=lambda m: None, metrics=["dbcv"])  # DBCV: a label-free criterion, asked for
     assert eval_main(["table", str(store), "--levels"]) == 0
     shown = capsys.readouterr().out
     assert "BlurbsClusteringS2S Level 0" in shown and "BlurbsClusteringS2S Level 1" in shown
