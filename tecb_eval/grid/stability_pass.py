@@ -29,7 +29,13 @@ def stability_pass(grid, executor, frame: pd.DataFrame, ranking, say) -> pd.Data
     grid.rows.clear()
     say(f"stability: {UNLABELLED_RUNS} reruns of the {len(chosen)} pipelines recommend lists first (every cell: "
         "--stability N)")
+    first = len(grid.ledger.new_rows)
     frame = grid.run(executor)
     for name, count in stored.items():  # the second pass finds the first's rows: counted once
         grid.ledger.of(name)["stored"] = count
+    # A cell run again for its stability was computed once already: said apart, not counted twice.
+    for row in grid.ledger.new_rows[first:]:
+        spent = grid.ledger.of(row["dataset"])
+        spent["stability_reruns"] = spent.get("stability_reruns", 0) + 1
+    del grid.ledger.new_rows[first:]
     return frame
