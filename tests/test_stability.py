@@ -32,6 +32,7 @@ FIELDS = ("stability_runs", "stability_fraction", "stability_ari", "stability_ar
 # What the module's runs printed (the fixture's run, for its summary line).
 SAID: dict[str, str] = {}
 
+
 def referee(predicted, reruns) -> dict:
     """The agreements as scikit-learn scores them, their mean and 5th / 95th percentiles."""
     out = {}
