@@ -120,7 +120,11 @@ def topic_words(corpus: Corpus, predicted, top: int = TOP_WORDS) -> dict[int, li
     kept = np.flatnonzero(predicted != -1)
     members = sparse.csr_matrix((np.ones(len(kept)), ([position[c] for c in predicted[kept]], kept)),
                                 shape=(len(clusters), len(predicted)))
-    per_cluster = np.asarray((members @ corpus.counts).todense())
+    per_cluster = members @ corpus.counts
+    # Only the words the clusters use: the others weigh 0 and are never topic words. The sums are of
+    # whole counts, exact in any order, so the weights are the same floats as over the whole vocabulary.
+    used = np.flatnonzero(np.asarray(per_cluster.sum(axis=0)).ravel() > 0)
+    per_cluster = np.asarray(per_cluster[:, used].todense())
     totals = per_cluster.sum(axis=1, keepdims=True)
     share = np.divide(per_cluster, totals, out=np.zeros_like(per_cluster), where=totals > 0)
     frequency = per_cluster.sum(axis=0)
@@ -130,8 +134,10 @@ def topic_words(corpus: Corpus, predicted, top: int = TOP_WORDS) -> dict[int, li
     out = {}
     for c, row in zip(clusters, weights):
         # Best first; among equal weights the word first in alphabetical order: the same words everywhere.
-        order = np.lexsort((np.arange(len(row)), -row))
-        out[int(c)] = [corpus.vocabulary[i] for i in order[:top] if row[i] > 0]
+        # Weights are never negative, so the words of positive weight, in a stable sort, come first.
+        positive = np.flatnonzero(row > 0)
+        order = positive[np.argsort(-row[positive], kind="stable")]
+        out[int(c)] = [corpus.vocabulary[used[i]] for i in order[:top]]
     return out
 
 
@@ -151,16 +157,13 @@ def npmi(corpus: Corpus, topics: list[list[str]]) -> float | None:
     column = {w: i for i, w in enumerate(relevant)}
     scores = []
     for t in topics:
-        ids = [column[corpus.index[w]] for w in t]
-        values = []
-        for a in ids:
-            for b in ids:
-                if a == b:
-                    continue
-                p_ab, p_a, p_b = joint[a, b] / total, single[a] / total, single[b] / total
-                pmi = np.log((p_ab + _EPSILON) / (p_a * p_b))
-                values.append(pmi / -np.log(p_ab + _EPSILON))
-        scores.append(float(np.mean(values)))
+        ids = np.array([column[corpus.index[w]] for w in t])
+        # Every ordered pair of distinct words, a before b, in the order of the words: gensim's order.
+        a, b = np.repeat(ids, len(ids)), np.tile(ids, len(ids))
+        a, b = a[a != b], b[a != b]
+        p_ab, p_a, p_b = joint[a, b] / total, single[a] / total, single[b] / total
+        pmi = np.log((p_ab + _EPSILON) / (p_a * p_b))
+        scores.append(float(np.mean(pmi / -np.log(p_ab + _EPSILON))))
     return float(np.mean(scores))
 
 
