@@ -52,6 +52,7 @@ class Corpus:
         self.counts = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
                                         shape=(len(self.tokens), len(self.vocabulary)))
         self.counts.sum_duplicates()
+        self._ids, self._lengths = cols, np.array([len(d) for d in self.tokens], dtype=np.int64)
         self._windows = None
 
     def windows(self):
@@ -60,49 +61,49 @@ class Corpus:
         if self._windows is None:
             from scipy import sparse
 
-            rows, cols, start = [], [], 0
-            for doc in self.tokens:
-                ids = np.array([self.index[w] for w in doc], dtype=np.int64)
-                count = max(len(doc) - WINDOW + 1, 1)
-                window, word = _presence(ids, count)
-                rows.append(start + window)
-                cols.append(word)
-                start += count
-            rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-            cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+            counts = np.maximum(self._lengths - WINDOW + 1, 1)
+            rows, cols = _presence(self._ids, self._lengths, counts)
+            start = int(counts.sum())
             matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(start, len(self.vocabulary)))
             matrix.data[:] = 1.0  # duplicates summed by the constructor: presence only
             self._windows = matrix.tocsc()
         return self._windows
 
 
-def _presence(ids: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(window, word) pairs of one text of word ids where gensim's sliding window holds the word.
+def _presence(ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(window, word) pairs where gensim's sliding window holds the word, for all texts at once:
+    ``ids`` the word ids of the texts one after another, ``lengths`` each text's words, ``counts``
+    each text's windows; windows are numbered across the texts, in order.
 
     gensim slides the window by marking the word that enters present and the word that leaves
     absent, even where the word that leaves occurs again inside the window; a word is then absent
     until its next occurrence enters. So a word is present from the window its occurrence enters
     (the first window, for the first WINDOW words) until the window after one of its occurrences
-    leaves, the leaving before the entering within one step."""
+    leaves in the same text, the leaving before the entering within one step."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    positions = np.arange(len(ids))
-    enters = np.maximum(positions - WINDOW + 1, 0)
+    text = np.repeat(np.arange(len(lengths)), lengths)
+    positions = np.arange(len(ids)) - (np.cumsum(lengths) - lengths)[text]
+    offset = (np.cumsum(counts) - counts)[text]  # the text's first window
+    end = offset + counts[text]  # one past its last
+    enters = np.maximum(positions - WINDOW + 1, 0) + offset
     leaves = positions + 1
-    has_leave = leaves <= count - 1
+    has_leave = leaves <= counts[text] - 1
+    leaves = leaves + offset
     words = np.concatenate([ids[has_leave], ids])
     times = np.concatenate([leaves[has_leave], enters])
+    ends = np.concatenate([end[has_leave], end])
     kinds = np.concatenate([np.zeros(int(has_leave.sum()), dtype=np.int64), np.ones(len(ids), dtype=np.int64)])
     order = np.lexsort((kinds, times, words))
-    words, times, kinds = words[order], times[order], kinds[order]
-    big = count + 1
+    words, times, kinds, ends = words[order], times[order], kinds[order], ends[order]
+    big = int(counts.sum()) + 1
     key = np.where(kinds == 0, words * big + times, np.iinfo(np.int64).max)
     following = np.minimum.accumulate(key[::-1])[::-1]  # the next leave at or after each event
     sets = kinds == 1
-    nxt = following[sets]
-    same = (nxt != np.iinfo(np.int64).max) & (nxt // big == words[sets])
-    first, word = times[sets], words[sets]
-    last = np.where(same, nxt % big, count)  # exclusive
+    nxt, first, word, stop = following[sets], times[sets], words[sets], ends[sets]
+    # A leave of the same word counts only in the same text: its window lies before the text's end.
+    same = (nxt != np.iinfo(np.int64).max) & (nxt // big == word) & (nxt % big < stop)
+    last = np.where(same, nxt % big, stop)  # exclusive
     spans = np.maximum(last - first, 0)
     window = np.repeat(first, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
     return window.astype(np.int64), np.repeat(word, spans)
