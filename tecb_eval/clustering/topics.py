@@ -121,24 +121,28 @@ def topic_words(corpus: Corpus, predicted, top: int = TOP_WORDS) -> dict[int, li
     kept = np.flatnonzero(predicted != -1)
     members = sparse.csr_matrix((np.ones(len(kept)), ([position[c] for c in predicted[kept]], kept)),
                                 shape=(len(clusters), len(predicted)))
-    per_cluster = members @ corpus.counts
-    # Only the words the clusters use: the others weigh 0 and are never topic words. The sums are of
-    # whole counts, exact in any order, so the weights are the same floats as over the whole vocabulary.
-    used = np.flatnonzero(np.asarray(per_cluster.sum(axis=0)).ravel() > 0)
-    per_cluster = np.asarray(per_cluster[:, used].todense())
-    totals = per_cluster.sum(axis=1, keepdims=True)
-    share = np.divide(per_cluster, totals, out=np.zeros_like(per_cluster), where=totals > 0)
-    frequency = per_cluster.sum(axis=0)
+    # Clusters x words, sparse: only a cluster's own words get a weight (the others weigh 0 and are
+    # never topic words). The sums are of whole counts, exact in any order, and each weight is the
+    # same two steps on the same numbers as over a dense table, so the same floats.
+    per_cluster = sparse.csr_matrix(members @ corpus.counts)
+    per_cluster.sum_duplicates()
+    frequency = np.asarray(per_cluster.sum(axis=0)).ravel()
+    totals = np.asarray(per_cluster.sum(axis=1)).ravel()
     mean_words = per_cluster.sum() / len(clusters)
-    idf = np.log(1 + mean_words / np.where(frequency > 0, frequency, np.inf))
-    weights = share * idf
+    used = frequency > 0
+    idf = np.zeros(len(frequency))
+    idf[used] = np.log(1 + mean_words / frequency[used])
+    lengths = np.diff(per_cluster.indptr)
+    weights = per_cluster.data / np.repeat(totals, lengths) * idf[per_cluster.indices]
     out = {}
-    for c, row in zip(clusters, weights):
-        # Best first; among equal weights the word first in alphabetical order: the same words everywhere.
-        # Weights are never negative, so the words of positive weight, in a stable sort, come first.
-        positive = np.flatnonzero(row > 0)
-        order = positive[np.argsort(-row[positive], kind="stable")]
-        out[int(c)] = [corpus.vocabulary[used[i]] for i in order[:top]]
+    for i, c in enumerate(clusters):
+        start, stop = per_cluster.indptr[i], per_cluster.indptr[i + 1]
+        row, words = weights[start:stop], per_cluster.indices[start:stop]
+        # Best first; among equal weights the word first in alphabetical order (the columns are in
+        # that order): the same words everywhere. Weights are never negative: only positive ones count.
+        positive = row > 0
+        order = words[positive][np.lexsort((words[positive], -row[positive]))]
+        out[int(c)] = [corpus.vocabulary[w] for w in order[:top]]
     return out
 
 
