@@ -109,7 +109,9 @@ def _ami(a, ka: int, ha: float, b, kb: int, hb: float) -> float:
     information is scikit-learn's own compiled function. The contingency table is one bincount."""
     from math import log
 
-    from sklearn.metrics.cluster._expected_mutual_info_fast import expected_mutual_information
+    from sklearn.metrics.cluster._expected_mutual_info_fast import (
+        expected_mutual_information,
+    )
 
     if (ka == kb == 1) or (ka == kb == 0):
         return 1.0
