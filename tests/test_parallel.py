@@ -162,7 +162,7 @@ def test_a_worker_killed_mid_grid_is_survived(grid_data, serial, cluster, tmp_pa
             killer.start()
             frame = run_grid(grid_data, MODELS, configurations=KILL_CONFIGS, seeds=(7,), limit_splits=2,
                              scheduler=cluster.scheduler_address, cache_dir=tmp_path / "cache", results=results,
-                             progress=False, log=lambda m: None)
+                             progress=False, log=lambda m: None, topics=True)
             grid_ended.set()
             killer.join(timeout=600)
         finally:
@@ -410,9 +410,9 @@ def test_a_units_cells_side_by_side_give_the_one_thread_scores_bit_for_bit(monke
     where: dict[str, str] = {}
     real = work._run_cell
 
-    def noted(unit, cell, reduced):
+    def noted(unit, cell, reduced, *rest):
         where[f"{cell.split}/{cell.algorithm}"] = threading.current_thread().name
-        return real(unit, cell, reduced)
+        return real(unit, cell, reduced, *rest)
 
     monkeypatch.setattr(work, "_run_cell", noted)  # our own function, watched to see where each cell ran
     one = run_unit(unit, X, False, threads=1)
