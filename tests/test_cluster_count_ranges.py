@@ -38,7 +38,7 @@ def test_every_point_is_a_row_on_one_encoding_and_one_reduction(corpus, tmp_path
     code = main(["run", "--data", str(corpus), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:pca",
                  "--config", "agglomerative:pca", "--config", "hdbscan:pca", "--k", "2:10:4",
                  "--min-cluster-size", "5,10", "--results", str(results), "--cache-dir", str(tmp_path / "c"),
-                 "--quiet", "--jobs", "1"])
+                 "--quiet", "--jobs", "1", "--stability", "0"])  # the points alone: no stability pass
     err = capsys.readouterr().err
     assert code == 0, err
     assert "encoded 120 texts" in err and "1 of 1 reductions computed" in err
@@ -54,7 +54,8 @@ def test_every_point_is_a_row_on_one_encoding_and_one_reduction(corpus, tmp_path
             assert json.loads(row["algorithm_params"])["min_cluster_size"] == int(row["setting"].split("=")[1])
     # A second run with the same ranges finds every point stored.
     assert main(["run", "--data", str(corpus), "--model", "tfidf-lsa", "--config", "minibatch_kmeans:pca",
-                 "--k", "2,6,10", "--results", str(results), "--cache-dir", str(tmp_path / "c"), "--quiet"]) == 0
+                 "--k", "2,6,10", "--results", str(results), "--cache-dir", str(tmp_path / "c"), "--quiet",
+                 "--stability", "0"]) == 0
     assert len(results.read_text().splitlines()) == len(rows)
 
 

@@ -60,6 +60,28 @@ def test_consensus_is_the_pipeline_weighted_mean_of_scikit_learns_ami():
     assert consensus.consensus([base], [("m",)]) == [None]
 
 
+def test_consensus_ami_of_every_pair_is_scikit_learns_including_noise_and_single_clusters():
+    from sklearn.metrics import adjusted_mutual_info_score as ami
+
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 9, size=700)
+    parts = [base, rng.integers(-1, 30, size=700), np.where(base > 6, -1, base), np.zeros(700, dtype=int),
+             np.full(700, 4), rng.choice(40, 700, p=rng.dirichlet(np.full(40, 0.5))), base * 7 - 3]
+    n = len(parts)
+    codes = []
+    for p in parts:
+        code = np.unique(p, return_inverse=True)[1].ravel()
+        codes.append((code, int(code.max()) + 1, consensus._entropy(code)))
+    for i in range(n):
+        for j in range(i + 1, n):
+            assert consensus._ami(*codes[i], *codes[j]) == pytest.approx(ami(parts[i], parts[j]), abs=1e-12), (i, j)
+    # Seven partitions, each its own pipeline: consensus is the plain mean of sklearn's AMI.
+    found = consensus.consensus(parts, list(range(n)))
+    for i in range(n):
+        expected = np.mean([ami(parts[i], parts[j]) for j in range(n) if j != i])
+        assert found[i] == pytest.approx(expected, abs=1e-12)
+
+
 def test_kept_assignments_are_compact_deterministic_and_refuse_damage_in_one_line():
     labels = np.array([-1, 0, 3, 2, 2, 300, -1])
     text = consensus.encode(labels)

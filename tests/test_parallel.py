@@ -412,9 +412,9 @@ def test_a_units_cells_side_by_side_give_the_one_thread_scores_bit_for_bit(monke
     where: dict[str, str] = {}
     real = work._run_cell
 
-    def noted(unit, cell, reduced, spectra):
+    def noted(unit, cell, reduced, *rest):
         where[f"{cell.split}/{cell.algorithm}"] = threading.current_thread().name
-        return real(unit, cell, reduced, spectra)
+        return real(unit, cell, reduced, *rest)
 
     monkeypatch.setattr(work, "_run_cell", noted)  # our own function, watched to see where each cell ran
     one = run_unit(unit, X, False, threads=1)

@@ -6,6 +6,9 @@ bit on Dask workers, and shown by `recommend` and the corpus's own report page."
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import json
 from pathlib import Path
 
@@ -24,6 +27,10 @@ from tecb_eval.clustering.stability import draws, stability
 
 FIELDS = ("stability_runs", "stability_fraction", "stability_ari", "stability_ari_low", "stability_ari_high",
           "stability_ami", "stability_ami_low", "stability_ami_high", "stability_note")
+
+
+# What the module's runs printed (the fixture's run, for its summary line).
+SAID: dict[str, str] = {}
 
 
 def referee(predicted, reruns) -> dict:
@@ -79,6 +86,8 @@ def test_a_corpus_without_labels_reruns_the_pipelines_recommend_lists_and_matche
     # By default only the pick and the runner-ups `recommend` lists are rerun, once every cell has run.
     chosen = {p[1:] for p in stability_pipelines(rows_frame(rows))}
     assert 0 < len(chosen) < len(rows)
+    # The run's summary counts each cell once and says which ran again for their stability.
+    assert f": {len(rows)} cells computed, {len(chosen)} of them run again for their stability;" in SAID["run"]
     for r in rows:
         measured = (r["model"], r["reduction"], r["algorithm"], r["setting"]) in chosen
         assert (r.get("stability_runs"), r.get("stability_fraction")) == ((5, 0.8) if measured else (None, None))
@@ -217,6 +226,9 @@ def corpus(tmp_path_factory):
     folder = tmp_path_factory.mktemp("stability")
     dataset = unlabelled_corpus(folder)
     results, cache = folder / "r.jsonl", folder / "c"
-    assert main(["run", "--data", str(dataset), *CONFIGS, "--results", str(results), "--cache-dir", str(cache),
-                 "--quiet"]) == 0
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        assert main(["run", "--data", str(dataset), *CONFIGS, "--results", str(results), "--cache-dir", str(cache),
+                     "--quiet"]) == 0
+    SAID["run"] = said.getvalue()
     return results, cache, dataset

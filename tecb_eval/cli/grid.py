@@ -62,10 +62,18 @@ def _run_grid(args, models, datasets, configurations=None):
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
         topics=getattr(args, "topics", None), label_free=getattr(args, "label_free", None),
-        stability_ranking=_stability_pipelines, time_limit=None if args.time_limit == 0 else args.time_limit,
+        stability_ranking=_stability_pipelines, time_limit=_time_limit(args),
         **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
            else {}),
     )
+
+
+def _time_limit(args) -> float | None:
+    """``--time-limit`` where the command has it (0: none); the grid's default where it has not (``demo``)."""
+    from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT
+
+    given = getattr(args, "time_limit", DEFAULT_TIME_LIMIT)
+    return None if given == 0 else given
 
 
 def _export(args, frame, datasets, models, said: frozenset = frozenset()) -> int:

@@ -65,23 +65,82 @@ def consensus(partitions, groups) -> list[float | None]:
     Returns:
         list[float | None]: One per partition, in order.
     """
-    from sklearn.metrics import adjusted_mutual_info_score
-
     n = len(partitions)
     counts: dict = {}
     for g in groups:
         counts[g] = counts.get(g, 0) + 1
     weights = np.array([1.0 / counts[g] for g in groups])
+    # What is per partition (its clusters, its entropy) once; per pair only the contingency table.
+    codes, sizes, entropies = [], [], []
+    for p in partitions:
+        _, code = np.unique(np.asarray(p), return_inverse=True)
+        code = code.astype(np.int64, copy=False).ravel()
+        codes.append(code)
+        sizes.append(int(code.max()) + 1 if len(code) else 0)
+        entropies.append(_entropy(code))
     ami = np.eye(n)
     for i in range(n):
         for j in range(i + 1, n):
-            ami[i, j] = ami[j, i] = adjusted_mutual_info_score(partitions[i], partitions[j])
+            ami[i, j] = ami[j, i] = _ami(codes[i], sizes[i], entropies[i], codes[j], sizes[j], entropies[j])
     out: list[float | None] = []
     for i in range(n):
         others = np.arange(n) != i
         total = weights[others].sum()
         out.append(float((weights[others] * ami[i, others]).sum() / total) if total > 0 else None)
     return out
+
+
+def _entropy(code) -> float:
+    """scikit-learn's entropy of a labelling, from its cluster codes (0..k-1), operation for operation."""
+    from math import log
+
+    if len(code) == 0:
+        return 1.0
+    pi = np.bincount(code).astype(np.float64)
+    if pi.size == 1:
+        return 0.0
+    pi_sum = np.sum(pi)
+    return float(-np.sum((pi / pi_sum) * (np.log(pi) - log(pi_sum))))
+
+
+def _ami(a, ka: int, ha: float, b, kb: int, hb: float) -> float:
+    """scikit-learn's ``adjusted_mutual_info_score(a, b)`` (arithmetic mean) from cluster codes, their counts
+    and entropies, operation for operation so that the value is the same float; the expected mutual
+    information is scikit-learn's own compiled function. The contingency table is one bincount."""
+    from math import log
+
+    from sklearn.metrics.cluster._expected_mutual_info_fast import (
+        expected_mutual_information,
+    )
+
+    if (ka == kb == 1) or (ka == kb == 0):
+        return 1.0
+    if ka == 1 or kb == 1:
+        return 0.0
+    n_samples = len(a)
+    contingency = np.bincount(a * kb + b, minlength=ka * kb).reshape(ka, kb)
+    # The mutual information as sklearn's mutual_info_score computes it from a contingency table
+    # (its non-zero cells in row-major order, as scipy's find gives them).
+    nzx, nzy = np.nonzero(contingency)
+    nz_val = contingency[nzx, nzy]
+    contingency_sum = contingency.sum()
+    pi = contingency.sum(axis=1)
+    pj = contingency.sum(axis=0)
+    log_contingency_nm = np.log(nz_val)
+    contingency_nm = nz_val / contingency_sum
+    outer = pi.take(nzx).astype(np.int64, copy=False) * pj.take(nzy).astype(np.int64, copy=False)
+    log_outer = -np.log(outer) + log(pi.sum()) + log(pj.sum())
+    mi = contingency_nm * (log_contingency_nm - log(contingency_sum)) + contingency_nm * log_outer
+    mi = np.where(np.abs(mi) < np.finfo(mi.dtype).eps, 0.0, mi)
+    mi = float(np.clip(mi.sum(), 0.0, None))
+    emi = expected_mutual_information(contingency, n_samples)
+    normalizer = np.mean([ha, hb])
+    eps = np.finfo("float64").eps
+    denominator = normalizer - emi
+    denominator = min(denominator, -eps) if denominator < 0 else max(denominator, eps)
+    numerator = mi - emi
+    numerator = min(numerator, -eps) if numerator < 0 else max(numerator, eps)
+    return float(numerator / denominator)
 
 
 def with_consensus(frame):

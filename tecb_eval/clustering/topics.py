@@ -52,6 +52,7 @@ class Corpus:
         self.counts = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
                                         shape=(len(self.tokens), len(self.vocabulary)))
         self.counts.sum_duplicates()
+        self._ids, self._lengths = cols, np.array([len(d) for d in self.tokens], dtype=np.int64)
         self._windows = None
 
     def windows(self):
@@ -60,49 +61,49 @@ class Corpus:
         if self._windows is None:
             from scipy import sparse
 
-            rows, cols, start = [], [], 0
-            for doc in self.tokens:
-                ids = np.array([self.index[w] for w in doc], dtype=np.int64)
-                count = max(len(doc) - WINDOW + 1, 1)
-                window, word = _presence(ids, count)
-                rows.append(start + window)
-                cols.append(word)
-                start += count
-            rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-            cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+            counts = np.maximum(self._lengths - WINDOW + 1, 1)
+            rows, cols = _presence(self._ids, self._lengths, counts)
+            start = int(counts.sum())
             matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(start, len(self.vocabulary)))
             matrix.data[:] = 1.0  # duplicates summed by the constructor: presence only
             self._windows = matrix.tocsc()
         return self._windows
 
 
-def _presence(ids: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(window, word) pairs of one text of word ids where gensim's sliding window holds the word.
+def _presence(ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(window, word) pairs where gensim's sliding window holds the word, for all texts at once:
+    ``ids`` the word ids of the texts one after another, ``lengths`` each text's words, ``counts``
+    each text's windows; windows are numbered across the texts, in order.
 
     gensim slides the window by marking the word that enters present and the word that leaves
     absent, even where the word that leaves occurs again inside the window; a word is then absent
     until its next occurrence enters. So a word is present from the window its occurrence enters
     (the first window, for the first WINDOW words) until the window after one of its occurrences
-    leaves, the leaving before the entering within one step."""
+    leaves in the same text, the leaving before the entering within one step."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    positions = np.arange(len(ids))
-    enters = np.maximum(positions - WINDOW + 1, 0)
+    text = np.repeat(np.arange(len(lengths)), lengths)
+    positions = np.arange(len(ids)) - (np.cumsum(lengths) - lengths)[text]
+    offset = (np.cumsum(counts) - counts)[text]  # the text's first window
+    end = offset + counts[text]  # one past its last
+    enters = np.maximum(positions - WINDOW + 1, 0) + offset
     leaves = positions + 1
-    has_leave = leaves <= count - 1
+    has_leave = leaves <= counts[text] - 1
+    leaves = leaves + offset
     words = np.concatenate([ids[has_leave], ids])
     times = np.concatenate([leaves[has_leave], enters])
+    ends = np.concatenate([end[has_leave], end])
     kinds = np.concatenate([np.zeros(int(has_leave.sum()), dtype=np.int64), np.ones(len(ids), dtype=np.int64)])
     order = np.lexsort((kinds, times, words))
-    words, times, kinds = words[order], times[order], kinds[order]
-    big = count + 1
+    words, times, kinds, ends = words[order], times[order], kinds[order], ends[order]
+    big = int(counts.sum()) + 1
     key = np.where(kinds == 0, words * big + times, np.iinfo(np.int64).max)
     following = np.minimum.accumulate(key[::-1])[::-1]  # the next leave at or after each event
     sets = kinds == 1
-    nxt = following[sets]
-    same = (nxt != np.iinfo(np.int64).max) & (nxt // big == words[sets])
-    first, word = times[sets], words[sets]
-    last = np.where(same, nxt % big, count)  # exclusive
+    nxt, first, word, stop = following[sets], times[sets], words[sets], ends[sets]
+    # A leave of the same word counts only in the same text: its window lies before the text's end.
+    same = (nxt != np.iinfo(np.int64).max) & (nxt // big == word) & (nxt % big < stop)
+    last = np.where(same, nxt % big, stop)  # exclusive
     spans = np.maximum(last - first, 0)
     window = np.repeat(first, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
     return window.astype(np.int64), np.repeat(word, spans)
@@ -120,18 +121,28 @@ def topic_words(corpus: Corpus, predicted, top: int = TOP_WORDS) -> dict[int, li
     kept = np.flatnonzero(predicted != -1)
     members = sparse.csr_matrix((np.ones(len(kept)), ([position[c] for c in predicted[kept]], kept)),
                                 shape=(len(clusters), len(predicted)))
-    per_cluster = np.asarray((members @ corpus.counts).todense())
-    totals = per_cluster.sum(axis=1, keepdims=True)
-    share = np.divide(per_cluster, totals, out=np.zeros_like(per_cluster), where=totals > 0)
-    frequency = per_cluster.sum(axis=0)
+    # Clusters x words, sparse: only a cluster's own words get a weight (the others weigh 0 and are
+    # never topic words). The sums are of whole counts, exact in any order, and each weight is the
+    # same two steps on the same numbers as over a dense table, so the same floats.
+    per_cluster = sparse.csr_matrix(members @ corpus.counts)
+    per_cluster.sum_duplicates()
+    frequency = np.asarray(per_cluster.sum(axis=0)).ravel()
+    totals = np.asarray(per_cluster.sum(axis=1)).ravel()
     mean_words = per_cluster.sum() / len(clusters)
-    idf = np.log(1 + mean_words / np.where(frequency > 0, frequency, np.inf))
-    weights = share * idf
+    used = frequency > 0
+    idf = np.zeros(len(frequency))
+    idf[used] = np.log(1 + mean_words / frequency[used])
+    lengths = np.diff(per_cluster.indptr)
+    weights = per_cluster.data / np.repeat(totals, lengths) * idf[per_cluster.indices]
     out = {}
-    for c, row in zip(clusters, weights):
-        # Best first; among equal weights the word first in alphabetical order: the same words everywhere.
-        order = np.lexsort((np.arange(len(row)), -row))
-        out[int(c)] = [corpus.vocabulary[i] for i in order[:top] if row[i] > 0]
+    for i, c in enumerate(clusters):
+        start, stop = per_cluster.indptr[i], per_cluster.indptr[i + 1]
+        row, words = weights[start:stop], per_cluster.indices[start:stop]
+        # Best first; among equal weights the word first in alphabetical order (the columns are in
+        # that order): the same words everywhere. Weights are never negative: only positive ones count.
+        positive = row > 0
+        order = words[positive][np.lexsort((words[positive], -row[positive]))]
+        out[int(c)] = [corpus.vocabulary[w] for w in order[:top]]
     return out
 
 
@@ -151,16 +162,13 @@ def npmi(corpus: Corpus, topics: list[list[str]]) -> float | None:
     column = {w: i for i, w in enumerate(relevant)}
     scores = []
     for t in topics:
-        ids = [column[corpus.index[w]] for w in t]
-        values = []
-        for a in ids:
-            for b in ids:
-                if a == b:
-                    continue
-                p_ab, p_a, p_b = joint[a, b] / total, single[a] / total, single[b] / total
-                pmi = np.log((p_ab + _EPSILON) / (p_a * p_b))
-                values.append(pmi / -np.log(p_ab + _EPSILON))
-        scores.append(float(np.mean(values)))
+        ids = np.array([column[corpus.index[w]] for w in t])
+        # Every ordered pair of distinct words, a before b, in the order of the words: gensim's order.
+        a, b = np.repeat(ids, len(ids)), np.tile(ids, len(ids))
+        a, b = a[a != b], b[a != b]
+        p_ab, p_a, p_b = joint[a, b] / total, single[a] / total, single[b] / total
+        pmi = np.log((p_ab + _EPSILON) / (p_a * p_b))
+        scores.append(float(np.mean(pmi / -np.log(p_ab + _EPSILON))))
     return float(np.mean(scores))
 
 

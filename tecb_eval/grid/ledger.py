@@ -109,6 +109,8 @@ def _dataset_line(dataset: str, spent: dict, part: pd.DataFrame) -> str:
     scoring = float(part.levels_s.fillna(0).sum() + part.dbcv_s.fillna(0).sum())
     return (f"{dataset}: {len(part):,} cell{'s' if len(part) != 1 else ''} computed"
             + (f", {spent['stored']:,} from the results store" if spent["stored"] else "")
+            + (f", {spent['stability_reruns']:,} of them run again for their stability"
+               if spent.get("stability_reruns") else "")
             + f"; {encode}; {reduce}; clustering {part.cluster_s.sum():.1f} s"
             # Per-level scores cluster again per level (as MTEB does); DBCV takes distances.
             + (f", per-level scores and DBCV {scoring:.1f} s" if scored else "")

@@ -25,11 +25,18 @@ def stability_pass(grid, executor, frame: pd.DataFrame, ranking, say) -> pd.Data
         chosen = {(r["dataset_fingerprint"], r["model"], r["reduction"], r["algorithm"], r.get("setting") or "")
                   for r in frame.to_dict("records") if r.get("dataset_fingerprint") in fingerprints}
     grid.plan.stability_on = frozenset(chosen)
-    stored = {name: spent["stored"] for name, spent in grid.ledger.spent.items()}
+    # The second pass finds the first's rows, texts and reductions done: what it spent is counted once.
+    before = {name: dict(spent) for name, spent in grid.ledger.spent.items()}
     grid.rows.clear()
     say(f"stability: {UNLABELLED_RUNS} reruns of the {len(chosen)} pipelines recommend lists first (every cell: "
         "--stability N)")
+    first = len(grid.ledger.new_rows)
     frame = grid.run(executor)
-    for name, count in stored.items():  # the second pass finds the first's rows: counted once
-        grid.ledger.of(name)["stored"] = count
+    for name, spent in before.items():
+        grid.ledger.of(name).update(spent)
+    # A cell run again for its stability was computed once already: said apart, not counted twice.
+    for row in grid.ledger.new_rows[first:]:
+        spent = grid.ledger.of(row["dataset"])
+        spent["stability_reruns"] = spent.get("stability_reruns", 0) + 1
+    del grid.ledger.new_rows[first:]
     return frame

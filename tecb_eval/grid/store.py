@@ -171,9 +171,7 @@ def _extra_problem(row: dict, shown, whole) -> str | None:
     for name, scale in [(n, n) for n in LABEL_FREE_SCORES] + list(STABILITY_SCORES.items()):
         if row.get(name) is not None and not in_range(scale, row[name]):
             low, high = SCORE_RANGES[scale]
-            return f"{name} {shown(row[name])} is out of range (a {name} lies from {low:g} to {high:g})"
-    if row.get("dbcv") is not None and not in_range("dbcv", row["dbcv"]):
-        return f"dbcv {shown(row['dbcv'])} is not a number from -1 to 1"
+            return f"{name} {shown(row[name])} is not a number from {low:g} to {high:g}"
     levels = row.get("levels")
     if levels is not None:
         if not isinstance(levels, list) or not all(
