@@ -1,6 +1,7 @@
-"""Label-free scores in every results row: scikit-learn's silhouette (cosine, sampled above a size
-with a recorded seed), Calinski-Harabasz, Davies-Bouldin and the size balance on the vectors the
-algorithm clustered; on a corpus without labels no score that needs labels is stored or printed."""
+"""Label-free scores in every row of a corpus without labels, and in a labelled run's rows only when
+asked (--label-free): scikit-learn's silhouette (cosine, sampled above a size with a recorded
+seed), Calinski-Harabasz, Davies-Bouldin and the size balance on the vectors the algorithm
+clustered; on a corpus without labels no score that needs labels is stored or printed."""
 
 from __future__ import annotations
 
