@@ -3,9 +3,6 @@ recommend tests compare such a model with one that runs here without calling any
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 API_IDENTITY = "openai:text-embedding-3-small@https://api.example.invalid/v1|dimensions=native"
 PRICE = 0.02  # per million tokens
 
@@ -29,12 +26,3 @@ def api_copy(rows: list[dict], name: str, *, price: float | None = PRICE, shift:
                 copy[field] = min(1.0, max(-1.0, copy[field] + shift))
         out.append(copy)
     return out
-
-
-def read_rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def write_rows(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
-    return path

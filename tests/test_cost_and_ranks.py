@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from apirows import PRICE, api_copy, read_rows, split_tokens, write_rows
+from apirows import PRICE, api_copy, split_tokens
+from helpers import store_rows, write_store
 
 API = "api-small"
 
@@ -30,8 +31,8 @@ def run(argv: list[str]) -> str:
 @pytest.fixture(scope="module")
 def tied_store(small_store, tmp_path_factory):
     """tfidf-lsa, and the same scores as an API model's (a tie), with tokens and a price."""
-    rows = read_rows(small_store)
-    return write_rows(tmp_path_factory.mktemp("tied") / "results.jsonl", rows + api_copy(rows, API))
+    rows = store_rows(small_store)
+    return write_store(tmp_path_factory.mktemp("tied") / "results.jsonl", rows + api_copy(rows, API))
 
 
 def expected_usage(rows: list[dict]) -> tuple[float, float]:
@@ -54,7 +55,7 @@ def test_the_leaderboard_shares_the_rank_of_a_tie_and_shows_cost_beside_quality(
     html = (site / "index.html").read_text(encoding="utf-8")
     assert _cells(html, "rank") == ["1=", "1="]
     assert _cells(html, "margin")[0] == "tied"
-    tokens, cost = expected_usage(read_rows(small_store))
+    tokens, cost = expected_usage(store_rows(small_store))
     rows = re.findall(r"<tr>\s*<td class=\"num rank\".*?</tr>", html, flags=re.DOTALL)
     api_row = next(r for r in rows if f">{API}</a>" in r)
     local_row = next(r for r in rows if ">tfidf-lsa</a>" in r)
@@ -63,7 +64,7 @@ def test_the_leaderboard_shares_the_rank_of_a_tie_and_shows_cost_beside_quality(
 
 
 def test_the_model_page_of_an_api_model_shows_its_cost_on_each_dataset(site, small_store):
-    tokens, cost = expected_usage(read_rows(small_store))
+    tokens, cost = expected_usage(store_rows(small_store))
     page = (site / "models" / f"{API}.html").read_text(encoding="utf-8")
     assert f"{tokens:,.0f} tokens, cost {cost:.6g}" in page and f"at {PRICE} per million tokens" in page
     assert "API cost" not in (site / "models" / "tfidf-lsa.html").read_text(encoding="utf-8")
@@ -72,7 +73,7 @@ def test_the_model_page_of_an_api_model_shows_its_cost_on_each_dataset(site, sma
 def test_results_csv_has_each_api_models_tokens_and_cost_and_none_for_a_local_model(tied_store, small_store):
     text = run(["table", str(tied_store), "--table", "full", "--format", "csv"])
     rows = list(csv.DictReader(io.StringIO(text)))
-    tokens, cost = expected_usage(read_rows(small_store))
+    tokens, cost = expected_usage(store_rows(small_store))
     api = [r for r in rows if r["transformer"] == API]
     local = [r for r in rows if r["transformer"] == "tfidf-lsa"]
     assert api and local
@@ -84,13 +85,13 @@ def test_results_csv_has_each_api_models_tokens_and_cost_and_none_for_a_local_mo
 
 
 def test_table2_says_each_api_models_total_over_the_splits(tied_store, small_store):
-    tokens, cost = expected_usage(read_rows(small_store))
+    tokens, cost = expected_usage(store_rows(small_store))
     text = run(["table", str(tied_store), "--table", "2"])
     assert f"{API} on BlurbsClusteringS2S {tokens:,.0f} tokens, cost {cost:.6g} over 4 splits" in text
 
 
 def test_recommend_shows_cost_of_the_pick_and_runner_up_and_a_shared_rank(tied_store, small_store):
-    tokens, cost = expected_usage(read_rows(small_store))
+    tokens, cost = expected_usage(store_rows(small_store))
     text = run(["recommend", str(tied_store), "--resamples", "99"])
     assert f"API cost: {tokens:,.0f} tokens, cost {cost:.6g} for the texts of the 4 splits compared" in text
     ranked = next(line for line in text.splitlines() if "pipelines ranked" in line)
@@ -114,15 +115,15 @@ def test_shared_ranks_as_numbers_for_machine_readable_outputs_and_as_text_for_pe
 
 
 def test_a_pick_whose_ami_interval_holds_zero_is_said_to_barely_beat_chance(small_store, tmp_path):
-    rows = read_rows(small_store)
+    rows = store_rows(small_store)
     # AMI around 0 on the splits: some below, some above, so its interval holds 0.
     splits = sorted({r["split"] for r in rows})
     for row in rows:
         row["ami"] = (-0.02, 0.03, -0.01, 0.02)[splits.index(row["split"]) % 4]
-    store = write_rows(tmp_path / "results.jsonl", rows)
+    store = write_store(tmp_path / "results.jsonl", rows)
     text = run(["recommend", str(store), "--resamples", "99"])
     assert "barely beat chance" in text, text
-    assert "barely beat chance" not in run(["recommend", str(write_rows(tmp_path / "clear.jsonl", read_rows(small_store))),
+    assert "barely beat chance" not in run(["recommend", str(write_store(tmp_path / "clear.jsonl", store_rows(small_store))),
                                             "--resamples", "99"])
 
 
@@ -132,14 +133,14 @@ def test_a_results_csv_with_cost_columns_is_read_back_as_a_reference(small_store
     from tecb_eval.reports import tables
 
     # Every paper configuration, as a full grid writes them: a reference is blocks of all 14.
-    base = [r for r in read_rows(small_store) if (r["algorithm"], r["reduction"]) == TABLE2_CONFIGURATION]
+    base = [r for r in store_rows(small_store) if (r["algorithm"], r["reduction"]) == TABLE2_CONFIGURATION]
     rows = [{**r, "algorithm": a, "reduction": d, "v_measure": r["v_measure"] * (1 - i / 100)}
             for i, (a, d) in enumerate(PAPER_CONFIGURATIONS) for r in base]
     # The API model also ran a dataset the local one did not: its column (an MTEB task name the
     # authors' file spells otherwise) is empty on the local model's rows.
     other = [{**r, "mteb_name": "TenKGnadClusteringS2S", "dataset": "tenkgnad-s2s",
               "dataset_fingerprint": "f" * len(r["dataset_fingerprint"])} for r in rows]
-    store = write_rows(tmp_path / "results.jsonl", rows + api_copy(rows + other, API))
+    store = write_store(tmp_path / "results.jsonl", rows + api_copy(rows + other, API))
     results_csv = tmp_path / "results.csv"
     results_csv.write_text(run(["table", str(store), "--table", "full", "--format", "csv"]), encoding="utf-8")
     written = list(csv.DictReader(io.StringIO(results_csv.read_text(encoding="utf-8"))))
