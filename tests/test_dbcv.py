@@ -77,7 +77,7 @@ def test_undefined_dbcv_is_null_with_a_reason_never_zero(labels, reason):
 def test_hdbscan_and_dbstream_rows_carry_dbcv_and_k_based_rows_do_not(demo_datasets):
     frame = run_grid([demo_datasets / "blurbs-clustering-s2s"], ["tfidf-lsa"],
                      configurations=["hdbscan:pca", "dbstream:pca", "minibatch_kmeans:pca"], limit_splits=2,
-                     jobs=1, progress=False)
+                     jobs=1, progress=False, label_free=True)  # on labelled data DBCV is asked for
     density = frame[frame.algorithm.isin(["hdbscan", "dbstream"])]
     assert len(density) == 4
     for row in density.to_dict("records"):

@@ -101,7 +101,7 @@ def test_a_closed_stdout_ends_calibrate_and_recommend_quietly_with_141(blurbs_fo
     common = ["--model", "tfidf-lsa", "--config", "minibatch_kmeans:none", "--config", "agglomerative:pca",
               "--cache-dir", str(tmp_path / "c"), "--quiet"]
     assert main(["run", "--data", str(blurbs_folder), *common, "--k", "2:10:4", "--limit-splits", "3",
-                 "--results", str(labelled)]) == 0
+                 "--label-free", "--results", str(labelled)]) == 0
     assert main(["run", "--data", str(unlabelled_corpus(tmp_path / "corpus")), *common, "--k", "3,6",
                  "--results", str(corpus)]) == 0
     out = tmp_path / "cal.json"

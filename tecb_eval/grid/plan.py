@@ -149,7 +149,7 @@ class Plan:
         # --metrics: DBCV asked for by name is computed whatever --label-free says.
         self.metrics = tuple(metrics)
         self._check_ranges()
-        self._check_stability()
+        check_stability(self)
 
     def stability_runs(self, bench) -> int:
         """How many times each cell of ``bench`` handed to the executor reruns its clustering for
@@ -201,32 +201,6 @@ class Plan:
         if not self.stability:
             return False
         return row.get("stability_runs") != self.stability or row.get("stability_fraction") != self.stability_fraction
-
-    def _check_stability(self) -> None:
-        """Asked for by name, reruns that could not cluster a split's subsample as its cells do
-        (fewer texts than their k) are one line before any work; by default such a cell's row says
-        so in its ``stability_note``."""
-        if not self.stability:
-            return
-        option = f"--stability {self.stability}"
-        for bench in self.benchmarks:
-            for unit in self.units[(bench.fingerprint, self.seed)]:
-                n = len(unit.texts)
-                size = subsample_size(n, self.stability_fraction)
-                needs = [(2, "two texts")]
-                for algorithm, _ in self.configurations:
-                    parameter = algo.algorithm_entry(algorithm).ranged
-                    if parameter == "k":
-                        most = max(self.ranges["k"] or (unit.k or 0,))
-                        needs.append((most, f"k = {most}"))
-                    elif parameter == "min_cluster_size" and self.ranges["min_cluster_size"]:
-                        most = max(self.ranges["min_cluster_size"])
-                        needs.append((most, f"min_cluster_size = {most}"))
-                most, what = max(needs)
-                if size < most:
-                    raise UserError(f"{option}: each rerun clusters {size} of the {n} texts of split {unit.name!r} of "
-                                    f"{bench.name} ({self.stability_fraction:g} of them), fewer than {what} needs; "
-                                    "give a larger --stability-fraction or smaller k, or leave --stability out")
 
     def settings(self, algorithm: str) -> tuple[str, ...]:
         """The cluster settings ``algorithm`` runs at: each point of its range, or ``""``, its own."""
@@ -429,3 +403,30 @@ def preflight(specs: Sequence[ModelSpec], *, here: bool = True) -> None:
     ``here=False``: what needs torch or transformers is left to the Dask worker that opens the model."""
     for spec in specs:
         encoders.preflight(spec.spec, here=here, **spec.options)
+
+
+def check_stability(plan: Plan) -> None:
+    """Asked for by name, reruns that could not cluster a split's subsample as its cells do
+    (fewer texts than their k) are one line before any work; by default such a cell's row says
+    so in its ``stability_note``."""
+    if not plan.stability:
+        return
+    option = f"--stability {plan.stability}"
+    for bench in plan.benchmarks:
+        for unit in plan.units[(bench.fingerprint, plan.seed)]:
+            n = len(unit.texts)
+            size = subsample_size(n, plan.stability_fraction)
+            needs = [(2, "two texts")]
+            for algorithm, _ in plan.configurations:
+                parameter = algo.algorithm_entry(algorithm).ranged
+                if parameter == "k":
+                    most = max(plan.ranges["k"] or (unit.k or 0,))
+                    needs.append((most, f"k = {most}"))
+                elif parameter == "min_cluster_size" and plan.ranges["min_cluster_size"]:
+                    most = max(plan.ranges["min_cluster_size"])
+                    needs.append((most, f"min_cluster_size = {most}"))
+            most, what = max(needs)
+            if size < most:
+                raise UserError(f"{option}: each rerun clusters {size} of the {n} texts of split {unit.name!r} of "
+                                f"{bench.name} ({plan.stability_fraction:g} of them), fewer than {what} needs; "
+                                "give a larger --stability-fraction or smaller k, or leave --stability out")

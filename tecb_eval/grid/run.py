@@ -252,11 +252,9 @@ def run_grid(
         log (Callable[[str], None] | None): Receives each line the run says; None: standard error.
         encode_on (str | None): With ``scheduler``: ``"gpu"`` encodes only on workers started with
             ``--resources GPU=1``; None or ``"any"``: any worker.
-        k (str | Sequence[int] | None): Cluster counts (``--k``: ``"5:60"``, ``"5,10,20"`` or ints), one
-            row per point on the same cached embeddings and reductions, its ``setting`` naming it;
-            None: the number of labels (a corpus without labels needs it).
-        min_cluster_size (str | Sequence[int] | None): HDBSCAN's ``min_cluster_size`` range, as ``k``;
-            None: the registry's default.
+        k (str | Sequence[int] | None): Cluster counts (``--k``: ``"5:60"``, ``"5,10,20"`` or ints), a row
+            per point on the same embeddings and reductions; None: the number of labels.
+        min_cluster_size (str | Sequence[int] | None): HDBSCAN's, as ``k``; None: the registry's default.
         stability (int | None): Reruns of every cell (``--stability N``); 0: none. None: none on
             labelled data, on a corpus without labels 5 of the pipelines ``stability_ranking`` picks.
         stability_fraction (float): The share of the texts each rerun clusters (above 0, at most 1).
