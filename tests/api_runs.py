@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+import helpers
+
 KEY = "sk-tecbTestKey-7f3a9c1e5b2d4f60"  # unique: looked for in every file and output
 KEY_VARIABLE = "TECB_TEST_OPENAI_KEY"
 DATASET = "tenkgnad-clustering-s2s"
@@ -44,15 +46,7 @@ def run(argv: list[str]) -> tuple[int, str]:
 def eval_error(capsys, argv: list[str]) -> str:
     """`tecb-eval argv` fails as a user error: exit 2, one error line, and besides it only the
     endpoint's notes (the texts leaving the machine, a wait)."""
-    from tecb_eval.cli import main
-
-    capsys.readouterr()
-    code = main(argv)
-    error = capsys.readouterr().err
-    lines = [line for line in error.splitlines() if line.strip() and "Loading weights" not in line]
-    errors = [line for line in lines if line.startswith("tecb-eval: error: ")]
-    assert code == 2 and len(errors) == 1 and all(line.startswith("note: ") for line in lines if line not in errors), error
-    return errors[0]
+    return helpers.eval_error(capsys, argv, notes=True)
 
 
 def shards(cache: Path) -> list[Path]:
