@@ -19,7 +19,7 @@ from sklearn import metrics
 from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.datasets import make_blobs
 
-from helpers import eval_error
+from helpers import eval_error, store_rows
 from tablefiles import unlabelled_corpus
 
 import tecb_eval
@@ -70,8 +70,7 @@ def test_agreement_is_scikit_learns_over_seeded_subsamples_without_replacement()
 def newest(store: Path) -> list[dict]:
     """The store's rows, the last of each cell (a rerun appends the row that replaces it)."""
     rows = {}
-    for line in store.read_text().splitlines():
-        r = json.loads(line)
+    for r in store_rows(store):
         rows[(r["model"], r["reduction"], r["algorithm"], r["setting"])] = r
     return list(rows.values())
 
