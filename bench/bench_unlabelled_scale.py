@@ -35,6 +35,7 @@ wall-time ratio and whether the rows are identical.
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_unlabelled_scale.py --texts 20000
     .venv/bin/python bench/bench_unlabelled_scale.py --texts 5000 --models tfidf-lsa --k 5:30:5
     .venv/bin/python bench/bench_unlabelled_scale.py --texts 5000 --compare          # one process vs Dask
+    .venv/bin/python bench/bench_unlabelled_scale.py --texts 100000 --model tfidf-lsa --model minilm-l6,backend=onnx,dtype=int8
 
 Everything is written in a temporary folder (``--keep DIR``: there instead, for a look afterwards),
 never in the repository.
@@ -281,7 +282,7 @@ def bench(args, work: Path, *, scheduler: bool, jobs: str | None) -> dict:
         phases.append(run_phase("build", tecb("data", "build", "--source", "table", "--input", csv_path, "--text", "text",
                                              "--name", name, "--out", data, "--quiet"), env, log=work / "build.log"))
         folder = next(data.glob(f"{name}-*"))
-        models = [m for m in args.models.split(",") if m]
+        models = args.model or [m for m in args.models.split(",") if m]
         model_args = [x for m in models for x in ("--model", m)]
         common = ["--data", folder, *model_args, "--cache-dir", cache, "--quiet", *where]
         scratch = work / "scratch.jsonl"
@@ -361,6 +362,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--texts", type=int, default=20000)
     p.add_argument("--models", default="tfidf-lsa,minilm-l6")
+    p.add_argument("--model", action="append", metavar="SPEC",
+                   help="a model with its options, as tecb-eval run's --model takes it (repeat it; replaces --models), "
+                        "e.g. --model tfidf-lsa --model minilm-l6,backend=onnx,dtype=int8")
     p.add_argument("--configs", default=DEFAULT_CONFIGS)
     p.add_argument("--k", default="5:60:5")
     p.add_argument("--min-cluster-size", default="10,50,100")
@@ -383,7 +387,7 @@ def main() -> None:
     top = args.keep or Path(tempfile.mkdtemp(prefix="tecb-unlabelled-"))
     if args.keep and REPO in [args.keep.resolve(), *args.keep.resolve().parents]:
         raise SystemExit(f"--keep {args.keep}: inside the repository; give a folder outside it")
-    print(f"bench_unlabelled_scale: --texts {args.texts}, models {args.models}, configs {args.configs}, --k {args.k}, "
+    print(f"bench_unlabelled_scale: --texts {args.texts}, models {' '.join(args.model or [args.models])}, configs {args.configs}, --k {args.k}, "
           f"--min-cluster-size {args.min_cluster_size}, stability {args.stability or 'default'}; load "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; in {top}")
     try:
