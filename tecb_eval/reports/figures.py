@@ -604,11 +604,11 @@ def label_free_curves(points: pd.DataFrame, parameter: str, title: str):
     interval's ends as a band. None where no pipeline has two points of that parameter."""
     from tecb_eval.grid.store import read_setting
 
-    settings = points["setting"].map(lambda s: read_setting(s))
+    settings = points["setting"].map(read_setting)
     mine = points[settings.map(lambda p: p is not None and p[0] == parameter)].copy()
     if mine.empty:
         return None
-    mine["x"] = [read_setting(s).value for s in mine["setting"]]
+    mine["x"] = [point.value for point in settings[mine.index]]
     columns = [c for c, _ in CURVE_PANELS if c in mine.columns and pd.to_numeric(mine[c], errors="coerce").notna().any()]
     for band in ("stability_ari_low", "stability_ari_high"):
         if band in mine.columns:
