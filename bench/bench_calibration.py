@@ -121,13 +121,13 @@ def v_measure_figure(frame, path: Path) -> None:
     where AMI, corrected for chance, peaks near the labels."""
     import pandas as pd
 
-    from tecb_eval.clustering.cluster_counts import parse_setting
+    from tecb_eval.grid.store import read_setting
     from tecb_eval.reports.figures import new_figure
     from tecb_eval.reports.label_free import with_setting
 
     rows = with_setting(frame)
     rows = rows[(rows.algorithm == "minibatch_kmeans") & (rows.reduction == "none")].copy()
-    rows["k"] = [p[1] if p and p[0] == "k" else None for p in map(parse_setting, rows.setting)]
+    rows["k"] = [p[1] if p and p[0] == "k" else None for p in map(read_setting, rows.setting)]
     rows = rows[rows.k.notna()]
     datasets = sorted(rows.mteb_name.unique())
     fig, axes = new_figure(1, len(datasets), figsize=(4.6 * len(datasets), 3.6), squeeze=False)

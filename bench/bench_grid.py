@@ -37,6 +37,7 @@ from tecb_eval.clustering import algorithms as algo  # noqa: E402
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS, parse_configuration  # noqa: E402
 from tecb_eval.grid.cache import EmbeddingStore  # noqa: E402
 from tecb_eval.models.encoders import get_encoder  # noqa: E402
+from tecb_eval.grid.plan import GridConfig  # noqa: E402
 from tecb_eval.grid.run import Grid  # noqa: E402
 from tecb_eval.grid.store import ResultsStore  # noqa: E402
 
@@ -124,9 +125,9 @@ def run(args, configs, views, work: Path) -> int:
         return 0
     # 1. our grid, fresh caches, model loading included
     started = time.perf_counter()
-    grid = Grid(benches, ["minilm-l6"], configurations=configs, protocol="legacy", seed=args.seed,
-                cache_dir=work / "cache", store=ResultsStore(work / "results.jsonl"), limit_splits=args.limit_splits,
-                progress=False)
+    config = GridConfig(models=["minilm-l6"], configurations=configs, protocol="legacy", seed=args.seed,
+                        cache_dir=work / "cache", limit_splits=args.limit_splits, progress=False, time_limit=None)
+    grid = Grid(benches, config, store=ResultsStore(work / "results.jsonl"))
     frame = grid.run()
     ours_seconds = time.perf_counter() - started
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -42,6 +42,7 @@ from tecb_data.demo import demo_input  # noqa: E402
 from tecb_data.load import load  # noqa: E402
 from tecb_eval.grid import executors, scheduling  # noqa: E402
 from tecb_eval.clustering.algorithms import PAPER_CONFIGURATIONS  # noqa: E402
+from tecb_eval.grid.plan import GridConfig  # noqa: E402
 from tecb_eval.grid.run import Grid  # noqa: E402
 from tecb_eval.grid.store import ResultsStore  # noqa: E402
 
@@ -76,16 +77,16 @@ def run_mode(name: str, bench, warmup, work: Path, embeddings: Path, args, **opt
     cache = work / f"cache-{name}"
     cache.mkdir()
     (cache / "embeddings").symlink_to(embeddings)  # the same vectors; reductions computed afresh
-    common = dict(configurations=PAPER_CONFIGURATIONS, protocol="legacy", seed=42, progress=False,
-                  log=lambda m: print(f"  {m}"))
+    common = dict(configurations=PAPER_CONFIGURATIONS, protocol="legacy", seed=42, progress=False, time_limit=None)
+    log = lambda m: print(f"  {m}")  # noqa: E731
     with executors.open_executor(jobs=options.get("jobs", 1), scheduler=options.get("scheduler"), memory_limit=None,
                                  timeout=scheduling.DASK_CONNECT_TIMEOUT, log=print) as executor:
         started = time.perf_counter()
-        Grid([warmup], ["tfidf-lsa"], cache_dir=work / f"warmup-{name}", store=ResultsStore(None), limit_splits=4,
-             **common).run(executor)
+        Grid([warmup], GridConfig(models=["tfidf-lsa"], cache_dir=work / f"warmup-{name}", limit_splits=4, **common),
+             store=ResultsStore(None), log=log).run(executor)
         warm = time.perf_counter() - started
-        grid = Grid([bench], ["minilm-l6"], cache_dir=cache, store=ResultsStore(None), limit_splits=args.splits,
-                    **common)
+        grid = Grid([bench], GridConfig(models=["minilm-l6"], cache_dir=cache, limit_splits=args.splits, **common),
+                    store=ResultsStore(None), log=log)
         frame = grid.run(executor)
     phase = grid.wall_seconds["reduce+cluster"]
     rss = ", ".join(f"{v / 2**20:,.0f}" for _, v in sorted(grid.worker_rss.items()))
@@ -180,9 +181,10 @@ def main() -> int:
         # Encode once, outside the timed phases.
         started = time.perf_counter()
         encode_cache = work / "cache-encode"
-        Grid([bench], ["minilm-l6"], configurations=[("minibatch_kmeans", "none")], protocol="legacy", seed=42,
-             cache_dir=encode_cache, store=ResultsStore(None), limit_splits=args.splits, progress=False,
-             log=lambda m: None, jobs=1).run()
+        config = GridConfig(models=["minilm-l6"], configurations=[("minibatch_kmeans", "none")], protocol="legacy",
+                            seed=42, cache_dir=encode_cache, limit_splits=args.splits, progress=False, jobs=1,
+                            time_limit=None)
+        Grid([bench], config, store=ResultsStore(None), log=lambda m: None).run()
         print(f"encoding (once, shared by every mode): {time.perf_counter() - started:.1f} s")
         embeddings = encode_cache / "embeddings"
 

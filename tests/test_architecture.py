@@ -412,3 +412,84 @@ def test_the_encoder_feature_check_finds_a_probe_and_a_class_test(tmp_path):
         "tecb_eval/grid/encoding.py:4 isinstance(..., int, MeanPoolingEncoder)",
         "tecb_eval/grid/encoding.py:7 getattr(..., 'prompt')",
     ]
+
+
+# The grid's options travel as one checked GridConfig (tecb_eval/grid/plan.py); run_grid keeps
+# its keywords as the library's face and makes the config from them.
+MOST_PARAMETERS = 12
+LONG_SIGNATURES_ALLOWED = {"tecb_eval/grid/run.py:run_grid"}
+
+
+def long_signatures(root: Path, folder: str = "tecb_eval/grid") -> list[str]:
+    """Functions and methods under ``folder`` that take more than :data:`MOST_PARAMETERS` parameters,
+    as ``file:name (count)``: every named one counts (positional, keyword-only, ``*args``,
+    ``**options``), ``self`` and ``cls`` do not."""
+    found = []
+    for path in sorted((root / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            named = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            count = (len([name for name in named if name not in ("self", "cls")]) + (args.vararg is not None)
+                     + (args.kwarg is not None))
+            where = f"{path.relative_to(root).as_posix()}:{node.name}"
+            if where in LONG_SIGNATURES_ALLOWED:
+                continue
+            if count > MOST_PARAMETERS:
+                found.append(f"{where} ({count})")
+    return found
+
+
+def test_no_grid_function_takes_more_than_twelve_parameters():
+    assert long_signatures(REPO) == []
+
+
+def test_the_signature_check_finds_a_long_list_and_a_catch_all_beside_it(tmp_path):
+    thirteen = ", ".join(f"p{i}" for i in range(12))
+    root = _package(tmp_path, {
+        "tecb_eval/grid/plan.py": (
+            f"def long(a, *, {thirteen}):\n    pass\n"
+            f"class Plan:\n    def __init__(self, {thirteen[:-5]}):\n        pass\n"
+            f"def catch_all(self, a, {thirteen[:-5]}, **cells):\n    pass\n"
+            "def forwards(self, what, *args, **options):\n    pass\n"),
+        "tecb_eval/grid/run.py": f"def run_grid(a, b, *, {thirteen}):\n    pass\n",
+    })
+    assert long_signatures(root) == ["tecb_eval/grid/plan.py:long (13)", "tecb_eval/grid/plan.py:catch_all (13)"]
+
+
+def setting_text_reads(root: Path) -> list[str]:
+    """Where code under ``tecb_eval`` (outside the models' room, whose identities are ``a=b|c=d``
+    texts of their own) splits a text on ``=``, or where the grid reads a row's setting text back,
+    as ``file:line``. A cluster setting travels as a typed ``Setting`` (parameter, value); its text
+    (``"k=10"``) is made for a row and read back in one place, the results store's ``read_setting``."""
+    found = []
+    for path in sorted((root / "tecb_eval").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith("tecb_eval/models/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            splits = (name in ("partition", "rpartition", "split", "rsplit") and node.args
+                      and isinstance(node.args[0], ast.Constant) and node.args[0].value == "=")
+            grid_reads = (name == "read_setting" and relative.startswith("tecb_eval/grid/")
+                          and relative != "tecb_eval/grid/store.py")
+            if splits and relative != "tecb_eval/grid/store.py" or grid_reads:
+                found.append(f"{relative}:{node.lineno} {name}")
+    return found
+
+
+def test_a_setting_text_is_read_only_by_the_results_store():
+    assert setting_text_reads(REPO) == []
+
+
+def test_the_setting_check_finds_a_split_and_a_read_in_the_grid(tmp_path):
+    root = _package(tmp_path, {
+        "tecb_eval/grid/store.py": "def read_setting(t):\n    return t.partition('=')\n",
+        "tecb_eval/grid/work.py": "def k(cell):\n    return read_setting(cell.setting)\n",
+        "tecb_eval/reports/figures.py": "def k(s):\n    a = read_setting(s)\n    return s.split('=', 1)[1]\n",
+        "tecb_eval/models/kinds/common.py": "def parts(identity):\n    return identity.split('=')\n",
+    })
+    assert setting_text_reads(root) == ["tecb_eval/grid/work.py:2 read_setting", "tecb_eval/reports/figures.py:3 split"]

@@ -173,15 +173,16 @@ def test_paper_configurations_and_explicit_unreduced_density(demo, tmp_path):
 
 def test_umap_reductions_are_computed_once_and_shared(demo, tmp_path):
     from tecb_eval.grid import run as grid_module
+    from tecb_eval.grid.plan import GridConfig
 
     pairs = configurations(explicit=["minibatch_kmeans:umap", "agglomerative:umap", "minibatch_kmeans:pca50+umap"])[0]
-    args = dict(configurations=pairs,
-                protocol="legacy", seed=42, cache_dir=tmp_path, limit_splits=2, progress=False)
-    first = grid_module.Grid([demo / "tenkgnad-clustering-s2s"], ["tfidf-lsa"], store=ResultsStore(None), **args)
+    config = GridConfig(models=("tfidf-lsa",), configurations=pairs, protocol="legacy", seed=42, cache_dir=tmp_path,
+                        limit_splits=2, progress=False)
+    first = grid_module.Grid([demo / "tenkgnad-clustering-s2s"], config, store=ResultsStore(None))
     frame = first.run()
     assert first.reductions.computed == 2 * 2  # (umap, pca50+umap) x 2 splits, shared by both algorithms
     assert frame.groupby(["split", "reduction"]).reduce_cached.sum().max() == 1  # timed once, then shared
-    second = grid_module.Grid([demo / "tenkgnad-clustering-s2s"], ["tfidf-lsa"], store=ResultsStore(None), **args)
+    second = grid_module.Grid([demo / "tenkgnad-clustering-s2s"], config, store=ResultsStore(None))
     assert second.run()[METRICS].equals(frame[METRICS]) and second.reductions.computed == 0
 
 

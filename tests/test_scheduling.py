@@ -86,13 +86,13 @@ def test_workers_start_only_for_work_that_pays_for_them():
 
 
 def test_the_work_estimate_grows_with_the_grid(blurbs_folder, tmp_path):
+    from tecb_eval.grid.plan import GridConfig
     from tecb_eval.grid.run import Grid
     from tecb_eval.grid.store import ResultsStore
 
     def grid(splits, configurations, models=("tfidf-lsa",)):
-        return Grid([blurbs_folder], list(models), configurations=[tuple(c.split(":")) for c in configurations],
-                    protocol="legacy", cache_dir=None, store=ResultsStore(None), limit_splits=splits,
-                    progress=False, log=lambda m: None)
+        config = GridConfig(models=models, configurations=configurations, limit_splits=splits, progress=False)
+        return Grid([blurbs_folder], config, store=ResultsStore(None), log=lambda m: None)
 
     one = grid(1, ["minibatch_kmeans:umap"])
     assert one.units_side_by_side() == 1

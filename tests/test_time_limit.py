@@ -34,6 +34,7 @@ def test_the_default_time_limit_refuses_exact_ward_on_100000_unreduced_texts_and
     from types import SimpleNamespace
 
     from tecb_data.errors import UserError
+    from tecb_eval.clustering.cluster_counts import Setting
     from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT
     from tecb_eval.grid.plan import check_time
 
@@ -41,7 +42,7 @@ def test_the_default_time_limit_refuses_exact_ward_on_100000_unreduced_texts_and
     unit = SimpleNamespace(texts=range(100_000), base_texts=range(100_000), name="all", k=0)
     bench = SimpleNamespace(fingerprint="f", name="corpus-s2s")
     plan = SimpleNamespace(benchmarks=[bench], units={("f", 42): [unit]}, seed=42, profile=None,
-                           configurations=[("agglomerative", "none")], settings=lambda a: tuple(f"k={k}" for k in range(5, 65, 5)))
+                           configurations=[("agglomerative", "none")], settings=lambda a: tuple(Setting("k", k) for k in range(5, 65, 5)))
     with pytest.raises(UserError, match=r"agglomerative:none on the 100,000 texts of split 'all' of corpus-s2s: "
                                         r"about \d+\.\d h on one core for its 12 cells .* more than --time-limit 1\.0 h; "
                                         r"use minibatch_kmeans, a reduction"):

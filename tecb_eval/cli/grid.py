@@ -43,7 +43,7 @@ def _stability_pipelines(frame):
 
 def _run_grid(args, models, datasets, configurations=None):
     from tecb_data.outputs import check_output, refuse_nested
-    from tecb_eval.grid.run import run_grid
+    from tecb_eval.grid.run import run_config
 
     if args.cache_dir is not None:
         # The cache is written into, never replaced: not a dataset's folder, another output's, or an input.
@@ -51,21 +51,25 @@ def _run_grid(args, models, datasets, configurations=None):
     if getattr(args, "out", None) is not None:
         # A read-only, foreign or file-typed --out fails now, not after the grid; nothing is created yet.
         check_output(args.out, **_output_rules(args, models, datasets))
-    return run_grid(
-        datasets, models, algorithms=args.algorithm, reductions=args.reduction or None,
-        configurations=configurations, protocol=args.protocol, profile=args.profile,
-        seed=None if args.seeds else args.seed,
-        seeds=args.seeds, cache_dir=args.cache_dir,
-        results=args.results, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
+    return run_config(datasets, grid_config(args, models, configurations), results=args.results,
+                      stability_ranking=_stability_pipelines)
+
+
+def grid_config(args, models, configurations=None):
+    """The grid's options of `run` or `demo`, checked once (:class:`~tecb_eval.grid.plan.GridConfig`)."""
+    from tecb_eval.grid.plan import GridConfig
+
+    fraction = getattr(args, "stability_fraction", None)
+    return GridConfig(
+        models=models, algorithms=args.algorithm, reductions=args.reduction or None, configurations=configurations,
+        protocol=args.protocol, profile=args.profile, seed=None if args.seeds else args.seed, seeds=args.seeds,
+        cache_dir=args.cache_dir, limit_splits=args.limit_splits or None, progress=not args.quiet,  # 0: all
         jobs=args.jobs, scheduler=args.scheduler, scheduler_timeout=args.scheduler_timeout,
         memory_limit=args.memory_limit, metrics=(getattr(args, "metrics", None) or "").split(","),
         encode_on=getattr(args, "encode_on", None), k=getattr(args, "k", None),
         min_cluster_size=getattr(args, "min_cluster_size", None), stability=getattr(args, "stability", None),
         topics=getattr(args, "topics", None), label_free=getattr(args, "label_free", None),
-        stability_ranking=_stability_pipelines, time_limit=_time_limit(args),
-        **({"stability_fraction": args.stability_fraction} if getattr(args, "stability_fraction", None) is not None
-           else {}),
-    )
+        time_limit=_time_limit(args), **({"stability_fraction": fraction} if fraction is not None else {}))
 
 
 def _time_limit(args) -> float | None:

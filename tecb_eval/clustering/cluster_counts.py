@@ -10,6 +10,8 @@ labels, HDBSCAN's defaults) has none, so every store written before ranges reads
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tecb_data.errors import UserError
 
 DEFAULT_STEP = 5
@@ -50,14 +52,19 @@ def parse_range(text, option: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def setting_name(parameter: str, value: int) -> str:
-    """What a row's ``setting`` says: ``"k=10"``."""
-    return f"{parameter}={int(value)}"
+class Setting(NamedTuple):
+    """A point of a range of cluster counts, as the grid carries it: the parameter the algorithm's
+    range sets (``"k"``, ``"min_cluster_size"``) and its value. None is the algorithm's own setting."""
+
+    parameter: str
+    value: int
+
+    @property
+    def name(self) -> str:
+        """What a row's ``setting`` says (``"k=10"``); read back by :func:`tecb_eval.grid.store.read_setting`."""
+        return f"{self.parameter}={int(self.value)}"
 
 
-def parse_setting(setting: str | None) -> tuple[str, int] | None:
-    """``"k=10"`` -> ``("k", 10)``; None or ``""`` (the algorithm's own setting) -> None."""
-    if not setting:
-        return None
-    parameter, _, value = str(setting).partition("=")
-    return parameter, int(value)
+def setting_name(setting: Setting | None) -> str:
+    """A row's ``setting`` of ``setting``: ``"k=10"``, or ``""`` for the algorithm's own."""
+    return "" if setting is None else setting.name

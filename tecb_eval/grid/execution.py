@@ -16,6 +16,7 @@ from dataclasses import replace
 from tecb_data.demo import is_demo_manifest
 from tecb_eval.clustering import algorithms as algo
 from tecb_eval.clustering import consensus, topics
+from tecb_eval.clustering.cluster_counts import setting_name
 from tecb_eval.clustering.label_free import LABEL_FREE_FIELDS
 from tecb_eval.clustering.stability import STABILITY_FIELDS
 from tecb_eval.files import short_hash
@@ -85,13 +86,8 @@ class Execution:
                     inputs[input_key] = lambda texts=base_texts, v=vectors: v.rows(texts)
                 unit = WorkUnit(
                     key=key, label=f"{run.spec.name} / {item.bench.name} / {base_name} / {reduction} / seed {item.seed}",
-                    dataset=item.bench.name, reduction=reduction, seed=item.seed, protocol=self.plan.protocol,
-                    profile=self.plan.profile.name, n=len(base_texts), dim=int(vectors.matrix.shape[1]),
-                    cells=work_cells(cells), stability=self.plan.stability_runs(item.bench),
-                    stability_fraction=self.plan.stability_fraction,
-                    label_free=self.plan.label_free_for(item.bench), dbcv=self.plan.dbcv_for(item.bench),
-                    assignment=self.plan.label_free_for(item.bench) or self.plan.topics_for(item.bench),
-                )
+                    dataset=item.bench.name, reduction=reduction, seed=item.seed, n=len(base_texts),
+                    dim=int(vectors.matrix.shape[1]), cells=work_cells(cells), **self.plan.unit_options(item.bench))
                 tasks.append(scheduling.Task(unit, input_key, reduced is not None))
                 context[key] = dict(run=run, bench=item.bench, fingerprint=fingerprint, cached=reduced is not None,
                                     base_texts=base_texts,
@@ -144,9 +140,9 @@ class Execution:
                 **({"n_labels": int(cell.k)} if cell.labels is not None else {"labelled": False}),
                 "reduction": unit.reduction,
                 "algorithm": cell.algorithm,
-                # A point of a range of cluster counts ("k=10"); "" at the algorithm's own setting,
-                # which is what a stored row without the field reads as.
-                "setting": cell.setting or "",
+                # A point of a range of cluster counts named ("k=10"); "" at the algorithm's own
+                # setting, which is what a stored row without the field reads as.
+                "setting": setting_name(cell.setting),
                 **{k: scores[k] for k in work_module.METRIC_FIELDS},
                 **{k: scores[k] for k in LABEL_FREE_FIELDS + ("label_free_s",) if k in scores},
                 # Where the run asked for reruns (tecb_eval.clustering.stability); a row without

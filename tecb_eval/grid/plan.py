@@ -1,14 +1,15 @@
 """The grid's plan: what is to be computed, checked once.
 
-:func:`check_options` checks every option of a run before any work (protocol, seeds, splits,
-metrics, models' options, configurations); :class:`Plan` holds what the checked options name: the
-datasets (a build given twice counted once), the models, the configurations, the seeds and each
-dataset's units, and says which cells a model still lacks in the results store.
+:class:`GridConfig` is every option of a run, checked once before any work (protocol, seeds,
+splits, metrics, models, configurations, ranges, jobs, memory, time limit); :class:`Plan` holds what
+it names: the datasets (a build given twice counted once), the models, the configurations, the
+seeds and each dataset's units, and says which cells a model still lacks in the results store.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -17,14 +18,16 @@ from tecb_data.errors import UserError
 from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.cluster_counts import parse_setting, setting_name
+from tecb_eval.clustering.cluster_counts import Setting, parse_range, setting_name
 from tecb_eval.clustering.criteria import needing
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE, get_profile
 from tecb_eval.clustering.registry import ALGORITHMS_REGISTRY
-from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT  # noqa: F401 (re-exported)
+from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT
 from tecb_eval.clustering.stability import (DEFAULT_FRACTION, UNLABELLED_RUNS, check_fraction, check_runs,
                                             subsample_size)
-from tecb_eval.grid import extra, protocols
+from tecb_eval.grid import extra, protocols, scheduling
+from tecb_eval.grid.cluster_encode import ENCODE_ON
+from tecb_eval.grid.scheduling import DASK_CONNECT_TIMEOUT
 from tecb_eval.grid.seeds import check_seed, check_seeds
 from tecb_eval.grid.store import cell_key, seed_set_name
 from tecb_eval.grid.work import Cell, WorkUnit
@@ -33,45 +36,100 @@ from tecb_eval.models.spec import ModelSpec, known_identity, model_spec
 
 
 @dataclass(frozen=True)
-class Options:
-    """A run's options once checked: what :class:`Plan` and the executor are built from."""
+class GridConfig:
+    """Every option of a grid run, checked once where it is made: by ``tecb-eval run`` from its
+    arguments, or by :func:`~tecb_eval.grid.run.run_grid` from its keywords (which document each
+    option). One line for the first option that is wrong, before any dataset is read or any work.
+    :class:`Plan`, :class:`~tecb_eval.grid.run.Grid` and the work units read it.
 
-    protocol: str
-    seeds: tuple[int, ...]
-    limit_splits: int | None
-    metrics: tuple[str, ...]
-    models: tuple[ModelSpec, ...]
-    configurations: list
-    skipped: list
+    Once made it holds the options checked: ``models`` as :class:`ModelSpec`, ``seeds`` the run's
+    seeds (``seed`` folded into them, then None), ``configurations`` the (algorithm, reduction)
+    pairs to run and ``skipped`` the pairs the paper left out, ``k`` and ``min_cluster_size`` the
+    points of their ranges (``()``: none), ``memory_limit`` in bytes, ``limit_splits`` None for all."""
+
+    models: tuple = ()
+    algorithms: Sequence[str] | None = None
+    reductions: Sequence[str] = algo.REDUCTIONS
+    configurations: Sequence | None = None
+    protocol: str = "legacy"
+    seed: int | None = None
+    seeds: Sequence[int] | None = None
+    limit_splits: int | None = None
+    profile: str = DEFAULT_PROFILE
+    metrics: Sequence[str] = ()
+    k: object = None
+    min_cluster_size: object = None
+    stability: int | None = None
+    stability_fraction: float = DEFAULT_FRACTION
+    topics: bool | None = None
+    label_free: bool | None = None
+    time_limit: float | None = DEFAULT_TIME_LIMIT
+    cache_dir: str | Path | None = None
+    jobs: int | None = None
+    scheduler: str | None = None
+    memory_limit: int | str | float | None = None
+    scheduler_timeout: float = DASK_CONNECT_TIMEOUT
+    encode_on: str | None = None
+    progress: bool = True
+    skipped: tuple = field(default=(), init=False)
+
+    def __post_init__(self):
+        for name, value in _checked(self).items():
+            object.__setattr__(self, name, value)
 
 
-def check_options(models, *, protocol: str, seed, seeds, limit_splits, metrics, algorithms, reductions,
-                  configurations) -> Options:
-    """Every option of a run checked before any work: one line for the first that is wrong."""
+def _unset(value) -> bool:
+    return value is None or (isinstance(value, tuple) and not value)
+
+
+def _checked(given: GridConfig) -> dict:
+    """The options of ``given`` checked, in the order a user would fix them: one line for the first
+    that is wrong."""
+    ranges = {"k": "--k", "min_cluster_size": "--min-cluster-size"}
+    out = {name: () if _unset(getattr(given, name)) else parse_range(getattr(given, name), option)
+           for name, option in ranges.items()}
+    protocol, seed, seeds, limit_splits = given.protocol, given.seed, given.seeds, given.limit_splits
     if protocol not in protocols.PROTOCOLS:
         raise UserError(f"unknown protocol {protocol!r}; choose from {', '.join(protocols.PROTOCOLS)}")
     if seeds is not None and seed is not None:
         raise UserError(f"seed={seed!r} and seeds={seeds!r} given together (--seed and --seeds): seeds replaces "
                         "seed, so give one of them")
-    seeds = check_seeds(seeds) if seeds is not None else (check_seed(DEFAULT_SEED if seed is None else seed),)
+    out["seeds"] = check_seeds(seeds) if seeds is not None else (check_seed(DEFAULT_SEED if seed is None else seed),)
+    out["seed"] = None
     if limit_splits is not None and (isinstance(limit_splits, bool) or not isinstance(limit_splits, (int, np.integer))
                                      or limit_splits < 0):
         raise UserError(f"limit_splits (--limit-splits) must be a number of splits, or 0 for all of them; "
                         f"got {limit_splits!r}")
-    limit_splits = int(limit_splits) if limit_splits else None  # 0: all splits, as `demo` documents
-    if protocol == "fast" and limit_splits:
+    out["limit_splits"] = int(limit_splits) if limit_splits else None  # 0: all splits, as `demo` documents
+    if protocol == "fast" and out["limit_splits"]:
         raise UserError(f"limit_splits={limit_splits} (--limit-splits) applies to the legacy protocol's splits; the "
                         "fast protocol samples from all of them at once (MTEB v2): leave it out")
-    if not models:
+    if not given.models:
         raise UserError("no models given")
-    specs = tuple(model_spec(item) for item in models)
-    _check_names(specs)
+    out["models"] = tuple(m if isinstance(m, ModelSpec) else model_spec(m) for m in given.models)
+    _check_names(out["models"])
+    algorithms = given.algorithms
     if algorithms is None:
         algorithms = algo.DEFAULT_ALGORITHMS if protocol == "legacy" else (algo.TABLE2_CONFIGURATION[0],)
-    pairs, skipped = algo.configurations(algorithms, reductions, configurations)
+    pairs, skipped = algo.configurations(algorithms, given.reductions or algo.REDUCTIONS, given.configurations)
     if not pairs:
         raise UserError("no configuration left to run; name at least one algorithm and reduction")
-    return Options(protocol, tuple(seeds), limit_splits, tuple(extra.check_metrics(metrics)), specs, pairs, skipped)
+    out.update(configurations=tuple(pairs), skipped=tuple(skipped), metrics=extra.check_metrics(given.metrics))
+    scheduling.check_jobs(given.jobs, given.scheduler)
+    if given.encode_on not in ENCODE_ON:
+        raise UserError(f"encode_on={given.encode_on!r} (--encode-on): choose from "
+                        f"{', '.join(e for e in ENCODE_ON if e)}")
+    if given.encode_on == "gpu" and given.scheduler is None:
+        raise UserError("--encode-on gpu sends encode tasks to Dask workers with a GPU resource: give --scheduler "
+                        "ADDRESS too, or leave it out to encode here")
+    out["memory_limit"] = scheduling.parse_memory(given.memory_limit)
+    get_profile(given.profile)
+    out["stability"] = None if given.stability is None else check_runs(given.stability)
+    out["stability_fraction"] = check_fraction(given.stability_fraction)
+    if given.time_limit is not None:
+        out["time_limit"] = scheduling.check_timeout(given.time_limit, "--time-limit")
+    out["cache_dir"] = None if given.cache_dir is None else Path(given.cache_dir)
+    return out
 
 
 def _check_names(specs: Sequence[ModelSpec]) -> None:
@@ -98,11 +156,8 @@ class Pending:
 class Plan:
     """What a run computes: datasets x models x configurations x seeds, by units of the protocol."""
 
-    def __init__(self, datasets, models, *, configurations, protocol, seeds: Sequence[int], limit_splits=None,
-                 profile=DEFAULT_PROFILE, samples=None, log: Callable[[str], None] = print,
-                 k: Sequence[int] | None = None, min_cluster_size: Sequence[int] | None = None,
-                 stability: int | None = None, stability_fraction: float = DEFAULT_FRACTION,
-                 topics: bool | None = None, label_free: bool | None = None, metrics: Sequence[str] = ()):
+    def __init__(self, datasets, config: GridConfig, *, samples=None, log: Callable[[str], None] = print):
+        self.config = config
         self.benchmarks = []
         for bench in map(load_dataset, datasets):
             # The same build given twice (a path and its copy, or twice in the list) is one dataset:
@@ -112,43 +167,43 @@ class Plan:
                 log(f"note: {bench.location} is the same dataset build as {twin.location}; evaluated once")
                 continue
             self.benchmarks.append(bench)
-        # run_grid hands the specs check_options made: each model goes through model_spec once per run.
-        self.models = [m if isinstance(m, ModelSpec) else model_spec(m) for m in models]
-        self.configurations = configurations
-        self.protocol = protocol
+        self.models = list(config.models)
+        self.configurations = config.configurations
+        self.protocol = config.protocol
         # Several seeds: every reduction, clustering and fast-protocol sample varies with the seed;
         # encoding happens once, seeded (for encoders that take a seed) by the smallest. A seed set is
         # a set: sorted here, so the order it was asked in changes no row, identity or cache key.
-        self.seeds = tuple(sorted(int(s) for s in seeds))
+        self.seeds = tuple(sorted(config.seeds))
         self.seed = self.seeds[0]
         self.seed_set = seed_set_name(self.seeds)
-        self.profile = get_profile(profile)
+        self.profile = get_profile(config.profile)
         # Ranges of cluster counts (tecb_eval.clustering.cluster_counts): every point is a cell of its own.
-        self.ranges = {"k": tuple(k or ()), "min_cluster_size": tuple(min_cluster_size or ())}
+        self.ranges = {"k": config.k, "min_cluster_size": config.min_cluster_size}
         self.units = {
-            (b.fingerprint, s): protocols.units_for(b, protocol, s, limit_splits=limit_splits, samples=samples)
+            (b.fingerprint, s): protocols.units_for(b, self.protocol, s, limit_splits=config.limit_splits,
+                                                    samples=samples)
             for b in self.benchmarks for s in self.seeds
         }
         # Reruns per cell for its stability (tecb_eval.clustering.stability): None is the default,
         # on a corpus without labels for the pipelines ``stability_on`` names once the grid has
         # ranked them (run_grid's second pass), off for labelled data.
-        self.stability = None if stability is None else check_runs(stability)
+        self.stability = config.stability
         # (dataset fingerprint, model, reduction, algorithm, setting) of the pipelines whose cells
         # the default reruns; None: the first pass, which reruns none.
         self.stability_on: frozenset | None = None
-        self.stability_fraction = check_fraction(stability_fraction)
+        self.stability_fraction = config.stability_fraction
         # The criteria that need the texts (tecb_eval.clustering.topics): None is the default, on for
         # a corpus without labels (what recommend ranks by), off for labelled data (a labelled run
         # ranks by V-measure; calibration asks for them with --topics).
-        self.topics = topics
+        self.topics = config.topics
         # Every label-free criterion of the registry that a run computes (the vectors', the topic
         # words', the kept assignment for consensus): None is the default, on for a corpus without
         # labels, off on labelled data, where they cost more than the clustering and a labelled run
         # ranks by V-measure (``tecb-eval calibrate`` asks for them with --label-free).
-        self.label_free = label_free
+        self.label_free = config.label_free
         # --metrics: DBCV asked for by name is computed whatever --label-free says.
-        self.metrics = tuple(metrics)
-        self._check_ranges()
+        self.metrics = config.metrics
+        check_ranges(self)
         check_stability(self)
 
     def stability_runs(self, bench) -> int:
@@ -180,6 +235,13 @@ class Plan:
             return self.label_free
         return not getattr(bench, "labelled", True) or any(c.labelled_default for c in needing("texts"))
 
+    def unit_options(self, bench) -> dict:
+        """What every work unit on ``bench`` is told of the run's options (the fields of
+        :class:`~tecb_eval.grid.work.WorkUnit` beside its cells): read from the config here, once."""
+        return dict(protocol=self.protocol, profile=self.profile.name, stability=self.stability_runs(bench),
+                    stability_fraction=self.stability_fraction, label_free=self.label_free_for(bench),
+                    dbcv=self.dbcv_for(bench), assignment=self.label_free_for(bench) or self.topics_for(bench))
+
     def label_free_missing(self, row: dict, bench, algorithm: str) -> bool:
         """Whether a stored row lacks label-free scores this run asks for by name (``--label-free``,
         ``--topics``): its cell is run again from the caches. The defaults never rerun a stored row,
@@ -202,42 +264,18 @@ class Plan:
             return False
         return row.get("stability_runs") != self.stability or row.get("stability_fraction") != self.stability_fraction
 
-    def settings(self, algorithm: str) -> tuple[str, ...]:
-        """The cluster settings ``algorithm`` runs at: each point of its range, or ``""``, its own."""
+    def settings(self, algorithm: str) -> tuple[Setting | None, ...]:
+        """The cluster settings ``algorithm`` runs at: each point of its range, or None, its own."""
         parameter = algo.algorithm_entry(algorithm).ranged
         values = self.ranges.get(parameter, ()) if parameter else ()
-        return tuple(setting_name(parameter, v) for v in values) or ("",)
-
-    def _check_ranges(self) -> None:
-        """Before any encoding: a range no split can take, or a k-taking algorithm on a corpus
-        without labels and without --k, is one line."""
-        option = {"k": "--k", "min_cluster_size": "--min-cluster-size"}
-        for parameter, values in self.ranges.items():
-            if values and not any(algo.algorithm_entry(a).ranged == parameter for a, _ in self.configurations):
-                raise UserError(f"{option[parameter]} is given but no algorithm of this run takes it "
-                                f"({', '.join(sorted({a for a, _ in self.configurations}))}); add one that does")
-        for bench in self.benchmarks:
-            units = self.units[(bench.fingerprint, self.seed)]
-            if not getattr(bench, "labelled", True) and not self.ranges["k"]:
-                needing = sorted({a for a, _ in self.configurations if algo.algorithm_entry(a).ranged == "k"})
-                if needing:
-                    raise UserError(f"{bench.location}: a corpus without labels gives {', '.join(needing)} no k; give "
-                                    "--k (a range such as 5:60 or a list such as 5,10,20), or run only hdbscan/dbstream")
-            for unit in units:
-                n = len(unit.texts)
-                if n < 2:
-                    raise UserError(f"{bench.location}: split {unit.name!r} holds {n} text; clustering needs two or more")
-                for parameter, values in self.ranges.items():
-                    if values and max(values) > n:
-                        raise UserError(f"{option[parameter]} up to {max(values)}: larger than the {n:,} texts of "
-                                        f"split {unit.name!r} of {bench.name}; give a range up to {n}")
+        return tuple(Setting(parameter, int(v)) for v in values) or (None,)
 
     def key(self, name: str, identity: str, bench, unit, reduction: str, algorithm: str, seed: int,
-            setting: str = "") -> tuple:
+            setting: Setting | None = None) -> tuple:
         return cell_key({
             "protocol": self.protocol, "profile": self.profile.name, "seeds": self.seed_set, "seed": seed,
             "model": name, "model_identity": identity, "dataset_fingerprint": bench.fingerprint,
-            "reduction": reduction, "algorithm": algorithm, "split": unit.name, "setting": setting,
+            "reduction": reduction, "algorithm": algorithm, "split": unit.name, "setting": setting_name(setting),
         })
 
     def total_cells(self) -> int:
@@ -327,8 +365,7 @@ def check_time(plan: Plan, limit: float | None, memory_budget: int | None) -> No
             for algorithm, reduction in plan.configurations:
                 entry = algo.algorithm_entry(algorithm)
                 dim = algo.reduction_entry(reduction).reduced_dim(ESTIMATE_DIM)
-                points = [parse_setting(s) for s in plan.settings(algorithm)]
-                ks = [p[1] if p and p[0] == "k" else (unit.k or 2) for p in points]
+                ks = [p.value if p and p.parameter == "k" else (unit.k or 2) for p in plan.settings(algorithm)]
                 path = ward_path(n, dim, plan.profile, max(0, memory_budget - WORKER_BASELINE_BYTES),
                                  len(unit.base_texts) * dim)
 
@@ -394,7 +431,7 @@ def by_base(cells) -> dict[tuple, list]:
 def work_cells(grouped) -> tuple:
     """The work cells of grouped (protocol unit, algorithm[, setting]) pairs; a cell's k stays the
     labels' count (its row's n_labels), a setting's k replaces it where the cell runs."""
-    return tuple(Cell(u.name, u.rows, u.labels, u.k, a, u.levels, setting[0] if setting else "")
+    return tuple(Cell(u.name, u.rows, u.labels, u.k, a, u.levels, setting[0] if setting else None)
                  for u, a, *setting in grouped)
 
 
@@ -403,6 +440,31 @@ def preflight(specs: Sequence[ModelSpec], *, here: bool = True) -> None:
     ``here=False``: what needs torch or transformers is left to the Dask worker that opens the model."""
     for spec in specs:
         encoders.preflight(spec.spec, here=here, **spec.options)
+
+
+def check_ranges(plan: Plan) -> None:
+    """Before any encoding: a range no split can take, or a k-taking algorithm on a corpus
+    without labels and without --k, is one line."""
+    option = {"k": "--k", "min_cluster_size": "--min-cluster-size"}
+    for parameter, values in plan.ranges.items():
+        if values and not any(algo.algorithm_entry(a).ranged == parameter for a, _ in plan.configurations):
+            raise UserError(f"{option[parameter]} is given but no algorithm of this run takes it "
+                            f"({', '.join(sorted({a for a, _ in plan.configurations}))}); add one that does")
+    for bench in plan.benchmarks:
+        units = plan.units[(bench.fingerprint, plan.seed)]
+        if not getattr(bench, "labelled", True) and not plan.ranges["k"]:
+            needing = sorted({a for a, _ in plan.configurations if algo.algorithm_entry(a).ranged == "k"})
+            if needing:
+                raise UserError(f"{bench.location}: a corpus without labels gives {', '.join(needing)} no k; give "
+                                "--k (a range such as 5:60 or a list such as 5,10,20), or run only hdbscan/dbstream")
+        for unit in units:
+            n = len(unit.texts)
+            if n < 2:
+                raise UserError(f"{bench.location}: split {unit.name!r} holds {n} text; clustering needs two or more")
+            for parameter, values in plan.ranges.items():
+                if values and max(values) > n:
+                    raise UserError(f"{option[parameter]} up to {max(values)}: larger than the {n:,} texts of "
+                                    f"split {unit.name!r} of {bench.name}; give a range up to {n}")
 
 
 def check_stability(plan: Plan) -> None:

@@ -25,20 +25,19 @@ from tecb_data.errors import UserError
 from tecb_data.heartbeat import Heartbeat
 from tecb_data.outputs import removed_if_unused
 from tecb_data.progress import Progress
-from tecb_data.seeding import DEFAULT_SEED
 from tecb_eval.benchmark import load_dataset
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.cluster_counts import parse_range
 from tecb_eval.clustering.profiles import DEFAULT_PROFILE
 from tecb_eval.clustering.stability import DEFAULT_FRACTION
 from tecb_eval.grid import executors, scheduling
 from tecb_eval.grid.cache import ReductionCache, check_cache_folder
-from tecb_eval.grid.cluster_encode import ENCODE_ON, ClusterEncoder, on_cluster, opens_on_a_worker
+from tecb_eval.grid.cluster_encode import ClusterEncoder, on_cluster, opens_on_a_worker
 from tecb_eval.grid.encoding import Encoding
 from tecb_eval.grid.execution import Execution, Interruptible
 from tecb_eval.grid.ledger import Ledger
 from tecb_eval.clustering.settings import DEFAULT_TIME_LIMIT
-from tecb_eval.grid.plan import Plan, check_backfill, check_options, check_time, preflight, skipped_note, stored_cells
+from tecb_eval.grid.plan import (GridConfig, Plan, check_backfill, check_time, preflight, skipped_note,
+                                 stored_cells)
 from tecb_eval.grid.samples import SampleCache
 from tecb_eval.grid.stability_pass import stability_pass
 from tecb_eval.grid.store import ResultsStore, check_results, rows_frame
@@ -46,43 +45,34 @@ from tecb_eval.models.spec import ModelRun, ModelSpec, find_model, open_model
 
 
 class Grid:
-    """One run of the grid over an open results store: its plan, its encoding and its execution.
+    """One run of the grid over an open results store: its plan, its encoding and its execution,
+    as ``config`` (:class:`~tecb_eval.grid.plan.GridConfig`, checked where it was made) asks.
 
-    ``samples``: a sample cache that may be drawing ahead (else one of ``cache_dir`` is made);
-    ``opened``: a model already opened (run_grid's first, loaded while MTEB drew). The options are
-    those :func:`run_grid` checked (:func:`tecb_eval.grid.plan.check_options`); ``cells``: the k and
-    stability options :class:`~tecb_eval.grid.plan.Plan` takes."""
+    ``samples``: a sample cache that may be drawing ahead (else one of the cache folder is made);
+    ``opened``: a model already opened (run_grid's first, loaded while MTEB drew)."""
 
-    def __init__(self, datasets, models, *, configurations, protocol, seed: int | None = None,
-                 seeds: Sequence[int] | None = None, cache_dir, store, limit_splits=None, time_limit=None,
-                 profile=DEFAULT_PROFILE, progress=True, log: Callable[[str], None] | None = None,
-                 jobs: int = 1, scheduler: str | None = None, memory_limit: int | None = None,
-                 scheduler_timeout: float = scheduling.DASK_CONNECT_TIMEOUT, metrics: Sequence[str] = (),
-                 samples: SampleCache | None = None, opened: ModelRun | None = None, encode_on: str | None = None,
-                 **cells):
+    def __init__(self, datasets, config: GridConfig, *, store, log: Callable[[str], None] | None = None,
+                 samples: SampleCache | None = None, opened: ModelRun | None = None):
+        self.config = config
         self.log = log or (lambda message: print(message, file=sys.stderr))
-        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self.cache_dir = config.cache_dir
         # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
         # from the cache folder (tecb_eval.grid.samples).
         self.samples = samples if samples is not None else SampleCache(self.cache_dir)
-        seeds = seeds or (DEFAULT_SEED if seed is None else int(seed),)
-        self.plan = Plan(datasets, models, configurations=configurations, protocol=protocol, seeds=seeds,
-                         limit_splits=limit_splits, profile=profile, samples=self.samples, log=self.log,
-                         metrics=tuple(metrics), **cells)
-        check_time(self.plan, time_limit, memory_limit)  # cells past the time limit: one line, before any work
+        self.plan = Plan(datasets, config, samples=self.samples, log=self.log)
+        # Cells past the time limit: one line, before any work.
+        check_time(self.plan, config.time_limit, config.memory_limit)
         self.store = store
-        self.metrics = tuple(metrics)
+        self.metrics = config.metrics
         check_backfill(self.plan, store, self.metrics)
-        self.progress = progress
-        self.executor_options = dict(jobs=jobs, scheduler=scheduler, memory_limit=memory_limit,
-                                     timeout=scheduler_timeout)
+        self.progress = config.progress
         self.ledger = Ledger({bench.name: bench.mteb_name for bench in self.plan.benchmarks})
         # On a Dask cluster the encode tasks go there too; "gpu": only to workers with Dask's GPU resource.
-        self.encode_resources = {"GPU": 1} if encode_on == "gpu" else None
+        self.encode_resources = {"GPU": 1} if config.encode_on == "gpu" else None
         self.rows: list[dict] = []
         self.reductions = ReductionCache(self.cache_dir)
-        self.encoding = Encoding(cache_dir=self.cache_dir, protocol=protocol, seed=self.plan.seed, ledger=self.ledger,
-                                 progress=progress, log=self.log, opened=opened)
+        self.encoding = Encoding(cache_dir=self.cache_dir, protocol=config.protocol, seed=self.plan.seed,
+                                 ledger=self.ledger, progress=self.progress, log=self.log, opened=opened)
         self.execution = Execution(self.plan, store=store, reductions=self.reductions, ledger=self.ledger,
                                    rows=self.rows)
 
@@ -107,7 +97,10 @@ class Grid:
         with contextlib.ExitStack() as stack:
             interrupt = stack.enter_context(Interruptible())
             if executor is None:
-                executor = stack.enter_context(executors.open_executor(log=self.log, **self.executor_options))
+                config = self.config
+                executor = stack.enter_context(executors.open_executor(
+                    jobs=config.jobs or 1, scheduler=config.scheduler, memory_limit=config.memory_limit,
+                    timeout=config.scheduler_timeout, log=self.log))
             if getattr(executor, "client", None) is not None:
                 self.encoding.cluster = ClusterEncoder(executor.client, self.log, self.encode_resources)
                 # The summary says where each model encoded and where the units ran.
@@ -275,20 +268,25 @@ def run_grid(
             ``seeds``, a dataset that fails verification, a results store of another grid, or a
             scheduler that does not answer within ``scheduler_timeout``; checked before any work.
     """
+    config = GridConfig(
+        models=models, algorithms=algorithms, reductions=reductions, configurations=configurations, protocol=protocol,
+        seed=seed, seeds=seeds, limit_splits=limit_splits, profile=profile, metrics=metrics, k=k,
+        min_cluster_size=min_cluster_size, stability=stability, stability_fraction=stability_fraction, topics=topics,
+        label_free=label_free, time_limit=time_limit, cache_dir=cache_dir, jobs=jobs, scheduler=scheduler,
+        memory_limit=memory_limit, scheduler_timeout=scheduler_timeout, encode_on=encode_on, progress=progress)
+    return run_config(datasets, config, results=results, log=log, stability_ranking=stability_ranking)
+
+
+def run_config(datasets, config: GridConfig, *, results: str | Path | None = None,
+               log: Callable[[str], None] | None = None,
+               stability_ranking: Callable[[pd.DataFrame], set | None] | None = None) -> pd.DataFrame:
+    """:func:`run_grid` with its options checked once into ``config`` (what ``tecb-eval run`` makes
+    from its arguments): the datasets loaded, the models found, the store and the executor opened,
+    the grid run and its time summary said."""
     say = log or (lambda message: print(message, file=sys.stderr))
-    k = None if k is None else parse_range(k, "--k")
-    min_cluster_size = None if min_cluster_size is None else parse_range(min_cluster_size, "--min-cluster-size")
-    options = check_options(models, protocol=protocol, seed=seed, seeds=seeds, limit_splits=limit_splits,
-                            metrics=metrics, algorithms=algorithms, reductions=reductions,
-                            configurations=configurations)
-    jobs_chosen = jobs is not None or bool(os.environ.get("TECB_JOBS", "").strip())
-    jobs = scheduling.check_jobs(jobs, scheduler)
-    if encode_on not in ENCODE_ON:
-        raise UserError(f"encode_on={encode_on!r} (--encode-on): choose from {', '.join(e for e in ENCODE_ON if e)}")
-    if encode_on == "gpu" and scheduler is None:
-        raise UserError("--encode-on gpu sends encode tasks to Dask workers with a GPU resource: give --scheduler "
-                        "ADDRESS too, or leave it out to encode here")
-    memory = scheduling.parse_memory(memory_limit)
+    jobs_chosen = config.jobs is not None or bool(os.environ.get("TECB_JOBS", "").strip())
+    jobs = scheduling.check_jobs(config.jobs, config.scheduler)
+    scheduler, cache_dir = config.scheduler, config.cache_dir
     if not datasets:
         raise UserError("no datasets given")
     # Every dataset is loaded and every model found before the first text is encoded: a typo in
@@ -301,50 +299,43 @@ def run_grid(
         samples = stack.enter_context(SampleCache(cache_dir))
         # MTEB's draws that are not stored start now in a child process (tecb_eval.grid.samples),
         # while this process checks the models (the child writes nothing) ...
-        drawing = protocol == "fast" and samples.draw_ahead(datasets, options.seeds) > 0
+        drawing = config.protocol == "fast" and samples.draw_ahead(datasets, config.seeds) > 0
         # A bad option fails now, not after the models before it have run. On a cluster the workers
         # open the sentence-transformers models and check their device and files (Grid.run): this
         # process, which only plans and writes, never imports torch for them.
-        preflight(options.models, here=scheduler is None)
+        preflight(config.models, here=scheduler is None)
         if results is not None:
             # Before any work: a store that cannot be kept there is found now, not after the encoding.
             check_results(results, inputs=[d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()])
         if cache_dir is not None:
             check_cache_folder(cache_dir, [*(d for d in sources if isinstance(d, (str, Path)) and Path(d).exists()),
-                                           *(s.spec for s in options.models if isinstance(s.spec, (str, Path))
+                                           *(s.spec for s in config.models if isinstance(s.spec, (str, Path))
                                              and Path(s.spec).is_dir())])
-        for spec in options.models:
+        for spec in config.models:
             find_model(spec.spec)
         if scheduler is not None:
-            preflight([spec for spec in options.models if not opens_on_a_worker(spec)])  # the rest open here
-        if options.skipped:
-            say(skipped_note(options.skipped))
+            preflight([spec for spec in config.models if not opens_on_a_worker(spec)])  # the rest open here
+        if config.skipped:
+            say(skipped_note(config.skipped))
         # ... while this process loads the first model, which it would load after the draws (on a
         # cluster, the workers load it).
-        opened = open_model(options.models[0], min(options.seeds)) if drawing and scheduler is None else None
+        opened = open_model(config.models[0], min(config.seeds)) if drawing and scheduler is None else None
+        open_here = dict(memory_limit=config.memory_limit, timeout=config.scheduler_timeout, log=say)
         if scheduler is not None:
             # The cluster is reached (and its workers checked) before the store is opened: a
             # scheduler that cannot be used leaves no trace.
-            executor = stack.enter_context(executors.open_executor(
-                jobs=jobs, scheduler=scheduler, memory_limit=memory, timeout=scheduler_timeout, log=say))
+            executor = stack.enter_context(executors.open_executor(jobs=jobs, scheduler=scheduler, **open_here))
         store = stack.enter_context(ResultsStore(results, lock=True))  # another run on this store waits for the lock
-        grid = Grid(datasets, options.models, configurations=options.configurations, protocol=protocol,
-                    seeds=options.seeds, cache_dir=cache_dir, store=store, limit_splits=options.limit_splits,
-                    profile=profile, progress=progress, log=say, metrics=options.metrics, samples=samples,
-                    opened=opened, encode_on=encode_on, k=k, min_cluster_size=min_cluster_size, memory_limit=memory,
-                    stability=stability, stability_fraction=stability_fraction, topics=topics, label_free=label_free,
-                    time_limit=time_limit)
+        grid = Grid(datasets, config, store=store, log=say, samples=samples, opened=opened)
         if scheduler is None:
             # The cores a grid run in this process leaves idle run a unit's cells side by side.
             cores = jobs
             jobs = scheduling.local_jobs(jobs, chosen=jobs_chosen, side_by_side=grid.units_side_by_side(),
                                          work_seconds=grid.estimated_work())
             executor = stack.enter_context(executors.open_executor(
-                jobs=jobs, scheduler=None, memory_limit=memory, timeout=scheduler_timeout, log=say,
-                threads=cores if jobs == 1 else 1))
+                jobs=jobs, scheduler=None, threads=cores if jobs == 1 else 1, **open_here))
         frame = grid.run(executor)
         frame = stability_pass(grid, executor, frame, stability_ranking, say)
     for line in grid.time_summary():
         say(line)
     return frame
-

@@ -37,6 +37,7 @@ import pandas as pd
 from tecb_data import inputs
 from tecb_data.errors import UserError
 from tecb_data.publication import sync_folder
+from tecb_eval.clustering.cluster_counts import Setting
 from tecb_eval.clustering.criteria import needing
 from tecb_eval.clustering.ranges import SCORE_RANGES, in_range, is_score
 from tecb_eval.grid.seeds import MAX_SEED
@@ -47,6 +48,16 @@ KEY_FIELDS = ("protocol", "profile", "seeds", "seed", "model", "model_identity",
 # run with one seed. A row without a setting ran at the algorithm's own (k = the labels' count).
 FIELD_DEFAULTS = {"profile": lambda row: "current", "seeds": lambda row: seed_set_name([row["seed"]]),
                   "setting": lambda row: ""}
+
+
+def read_setting(text: str | None) -> Setting | None:
+    """A stored row's ``setting`` as the grid made it: ``"k=10"`` -> ``Setting("k", 10)``; None or
+    ``""`` (the algorithm's own setting, and every row written before ranges) -> None. The one
+    place a setting's text is read: the grid carries :class:`Setting` and names it only in a row."""
+    if not isinstance(text, str) or not text:
+        return None
+    parameter, _, value = text.partition("=")
+    return Setting(parameter, int(value))
 
 
 def seed_set_name(seeds) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tecb_eval.clustering import algorithms as algo
-from tecb_eval.clustering.cluster_counts import parse_setting
+from tecb_eval.clustering.cluster_counts import Setting, setting_name
 from tecb_eval.clustering import consensus, spectrum
 from tecb_eval.clustering.label_free import label_free_scores
 from tecb_eval.clustering.profiles import get_profile
@@ -47,8 +47,8 @@ class Cell:
     algorithm: str
     # The label hierarchy's levels to score this cell's algorithm on (tecb_eval.grid.extra); () for none.
     levels: tuple = ()
-    # A point of a range of cluster counts ("k=10", "min_cluster_size=15"); "" for the algorithm's own.
-    setting: str = ""
+    # A point of a range of cluster counts (k = 10, min_cluster_size = 15); None for the algorithm's own.
+    setting: Setting | None = None
 
 
 @dataclass(frozen=True)
@@ -268,18 +268,20 @@ def _spectra(unit: WorkUnit, reduced: np.ndarray) -> dict:
 
 def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray, spectra: dict) -> dict:
     data = reduced if cell.rows is None else reduced[cell.rows]
-    point = parse_setting(cell.setting)
-    k = min(point[1] if point and point[0] == "k" else cell.k, data.shape[0])
+    point = cell.setting
+    k = min(point.value if point and point.parameter == "k" else cell.k, data.shape[0])
     estimator = algo.make_algorithm(cell.algorithm, k, unit.seed, unit.protocol, profile=unit.profile,
                                     ward_path=unit.ward_path(data.shape[0]),
-                                    min_cluster_size=point[1] if point and point[0] == "min_cluster_size" else None)
+                                    min_cluster_size=point.value if point and point.parameter == "min_cluster_size" else None)
     started = time.perf_counter()
     predicted = algo.cluster(estimator, data)
     cluster_s = time.perf_counter() - started
     label_free = {}
     if unit.label_free:
         started = time.perf_counter()
-        label_free = label_free_scores(data, predicted, unit.seed, cell.split, cell.algorithm, cell.setting)
+        # Seeded by the setting's name, as its row gives it: the draws follow the row's key.
+        label_free = label_free_scores(data, predicted, unit.seed, cell.split, cell.algorithm,
+                                       setting_name(cell.setting))
         k_hat, spectrum_s = spectra[cell.split]
         label_free["spectral_k"] = k_hat
         label_free["spectral_k_fit"] = spectrum.fit_to(int(len(set(predicted.tolist()) - {-1})), k_hat)
@@ -306,7 +308,7 @@ def _run_cell(unit: WorkUnit, cell: Cell, reduced: np.ndarray, spectra: dict) ->
 def _stability(unit: WorkUnit, cell: Cell, data: np.ndarray, predicted: np.ndarray, k: int, point) -> dict:
     """The cell's clustering run again ``unit.stability`` times on subsamples of ``data`` (the
     vectors it clustered), each with its own seed, and its agreement with ``predicted``."""
-    min_cluster_size = point[1] if point and point[0] == "min_cluster_size" else None
+    min_cluster_size = point.value if point and point.parameter == "min_cluster_size" else None
     entry = algorithm_entry(cell.algorithm)
 
     def fit(rows: np.ndarray, seed: int) -> np.ndarray:
@@ -315,7 +317,8 @@ def _stability(unit: WorkUnit, cell: Cell, data: np.ndarray, predicted: np.ndarr
         return algo.cluster(estimator, data[rows])
 
     return stability(predicted, fit, unit.stability, unit.stability_fraction, unit.seed, cell.split, cell.algorithm,
-                     cell.setting, too_few=k if entry.ranged == "k" else (min_cluster_size or entry.ranged_default or 0))
+                     setting_name(cell.setting),
+                     too_few=k if entry.ranged == "k" else (min_cluster_size or entry.ranged_default or 0))
 
 
 def _run_cell_one_thread(unit: WorkUnit, cell: Cell, reduced: np.ndarray, spectra: dict) -> dict:

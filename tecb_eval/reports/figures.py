@@ -602,13 +602,13 @@ def label_free_curves(points: pd.DataFrame, parameter: str, title: str):
     ``"min_cluster_size"``), one line per pipeline (model / reduction / algorithm) of ``points``
     (one dataset's rows of a range), the mean over splits and seeds; stability with the mean of its
     interval's ends as a band. None where no pipeline has two points of that parameter."""
-    from tecb_eval.clustering.cluster_counts import parse_setting
+    from tecb_eval.grid.store import read_setting
 
-    settings = points["setting"].map(lambda s: parse_setting(s) if isinstance(s, str) else None)
+    settings = points["setting"].map(read_setting)
     mine = points[settings.map(lambda p: p is not None and p[0] == parameter)].copy()
     if mine.empty:
         return None
-    mine["x"] = [parse_setting(s)[1] for s in mine["setting"]]
+    mine["x"] = [point.value for point in settings[mine.index]]
     columns = [c for c, _ in CURVE_PANELS if c in mine.columns and pd.to_numeric(mine[c], errors="coerce").notna().any()]
     for band in ("stability_ari_low", "stability_ari_high"):
         if band in mine.columns:

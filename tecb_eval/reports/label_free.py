@@ -10,7 +10,7 @@ import io
 
 import pandas as pd
 
-from tecb_eval.clustering.cluster_counts import parse_setting
+from tecb_eval.grid.store import read_setting
 from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
 from tecb_eval.files import markdown_text
 from tecb_eval.reports.tables import csv_safe, format_table
@@ -33,7 +33,7 @@ def with_setting(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def setting_order(setting: str) -> tuple:
-    point = parse_setting(setting)
+    point = read_setting(setting)
     return (0, "", 0) if point is None else (1, point[0], point[1])
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from tecb_data.errors import UserError
 
-from tecb_eval.clustering.cluster_counts import parse_setting
+from tecb_eval.grid.store import read_setting
 from tecb_eval.clustering.consensus import decode, require_assignments, with_consensus
 from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES, criterion as criterion_entry
 from tecb_eval.files import one_line
@@ -127,7 +127,7 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
     of_best = of_best[(of_best.model == best.model) & (of_best.reduction == best.reduction)
                       & (of_best.algorithm == best.algorithm) & (of_best.setting == best.setting)]
     newest = of_best.iloc[-1]
-    point = parse_setting(best.setting)
+    point = read_setting(best.setting)
     params = json.loads(newest.get("algorithm_params") or "{}")
     reduction_params = json.loads(newest.get("reduction_params") or "{}")
     k = point[1] if point and point[0] == "k" else None
@@ -227,7 +227,7 @@ def stability_of(rows: pd.DataFrame) -> dict | None:
 
 
 def setting_words(setting: str) -> str:
-    point = parse_setting(setting)
+    point = read_setting(setting)
     if point is None:
         return "its own setting"
     return f"k = {point[1]}" if point[0] == "k" else f"min_cluster_size = {point[1]}"
