@@ -359,9 +359,9 @@ def format_table(table: pd.DataFrame) -> str:
 
 def format_held_out(table: pd.DataFrame, target: str = TARGET) -> str:
     """The leave-one-dataset-out table as Markdown."""
-    lines = [f"| held out | chosen on the others | regret {TARGETS[target]} x100 | Spearman rho | k error | "
-             "k ratio (clusters / labels) | splits |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    header = (f"| held out | chosen on the others | regret {TARGETS[target]} x100 | Spearman rho | k error | "
+              "k ratio (clusters / labels) | splits |")
+    lines = [header, "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for row in table.itertuples(index=False):
         ratio = getattr(row, "k_ratio", math.nan)
         lines.append(f"| {row.held_out} | {title(row.chosen)} | {row.regret:.2f} | {row.rho:+.2f} | "
