@@ -14,6 +14,14 @@ date, the builds' fingerprints, the models, algorithms and splits) with ``--writ
 ``--store`` keeps the grid's results (and reuses them on a second call); without it they go with
 a temporary folder. Every split of every dataset takes hours on two cores; ``--limit-splits``
 cuts it down, and the file says which splits it was measured on.
+
+``--test-splits A:B`` also prints the leave-one-dataset-out table on the splits at positions A to
+B-1 of each dataset only (split order; ``3:6``: the 4th to 6th), and on the others: the rule that
+chooses (the criteria comparable across vector spaces and their rank averages,
+:func:`tecb_eval.reports.calibration.candidates`) was fixed after looking at the figures of the
+first 3 splits, so splits 3 to 5 are the data no one looked at when it was fixed.
+
+    python bench/bench_calibration.py --limit-splits 6 --test-splits 3:6 --store /tmp/calibration.jsonl
 """
 
 from __future__ import annotations
@@ -45,7 +53,12 @@ def main() -> int:
     parser.add_argument("--store", type=Path, help="keep the grid's results here (a second call reuses them)")
     parser.add_argument("--figure", type=Path, help="draw V-measure and AMI over k (docs/unlabelled.md's figure) here")
     parser.add_argument("--write", action="store_true", help="write tecb_eval/data/calibration.json")
+    parser.add_argument("--test-splits", default="3:6", metavar="A:B",
+                        help="also the leave-one-dataset-out table on split positions A..B-1 of each dataset only, and "
+                             "on the others (default 3:6: the splits no one looked at when the rule was fixed; "
+                             "'' none)")
     args = parser.parse_args()
+    test_splits = tuple(int(v) for v in args.test_splits.split(":")) if args.test_splits else None
 
     from tecb_data.build import build, build_table
     from tecb_data.sources.table import TableSettings
@@ -82,16 +95,41 @@ def main() -> int:
         print(f"criteria across partitions and the statistics: {time.perf_counter() - started:.0f} s", file=sys.stderr)
         table = calibration.calibrate(frame, cells=cells)
         v_table = calibration.calibrate(frame, target="v_measure")
-        singles = table[~table.criterion.str.startswith(calibration.COMBINED)]
-        print("In-sample, against AMI (single criteria; the file holds the rank averages too):")
+        chosen = calibration.choose(cells)
+        singles = table[~table.criterion.str.startswith(calibration.COMBINED) | (table.criterion == chosen)]
+        print("In-sample, against AMI (single criteria and the one chosen; the file holds every rank average):")
         print(calibration.format_table(singles))
         print("\nIn-sample, against V-measure (single criteria):")
         print(calibration.format_table(v_table[~v_table.criterion.str.startswith(calibration.COMBINED)]))
         print(calibration.NOTE)
         held = calibration.held_out(cells)
-        print("\nLeave one dataset out (chosen on the other two by mean AMI regret; figures on the one left out):")
+        print(f"\nLeave one dataset out on every split ({splits_words(cells)}; chosen on the other two by mean AMI "
+              "regret among the criteria comparable across vector spaces and their rank averages; figures on the "
+              "one left out):")
         print(calibration.format_held_out(held))
+        print(best_k_words(frame))
+        unseen = None
+        if test_splits:
+            new, seen = at_positions(cells, *test_splits), at_positions(cells, *test_splits, inside=False)
+            for part, words in ((new, "the splits no one looked at when the rule was fixed"),
+                                (seen, "the splits looked at when the rule was fixed")):
+                if part.empty:
+                    print(f"\nLeave one dataset out on {words}: none in the store")
+                    continue
+                print(f"\nLeave one dataset out on {words} ({splits_words(part)}; chosen and measured on those "
+                      "only):")
+                print(calibration.format_held_out(calibration.held_out(part)))
+                print(best_k_words(frame[frame.split.isin(set(part.split))]))
+            unseen = new if not new.empty else None
         document = calibration.document(table, frame, cells=cells, v_table=v_table)
+        if unseen is not None:
+            import json
+
+            document["held_out_unseen"] = {
+                "splits": {str(n): sorted(map(str, g.split.unique())) for n, g in unseen.groupby("mteb_name")},
+                "note": "chosen and measured on these splits only: the splits no one looked at when the rule "
+                        "(criteria comparable across vector spaces and their rank averages) was fixed",
+                "rows": json.loads(calibration.held_out(unseen).to_json(orient="records"))}
         spectrum = calibration.spectrum_errors(frame)
         print("\nThe spectrum's number of clusters (median over the cells) against the labels:")
         for row in spectrum.itertuples(index=False):
@@ -101,7 +139,10 @@ def main() -> int:
                                      "min_cluster_size": args.min_cluster_size, "limit_splits": args.limit_splits,
                                      "views": args.views, "stability": args.stability,
                                      "subsample": (f"the first {args.limit_splits} splits of each dataset"
-                                                   if args.limit_splits else "every split")}
+                                                   if args.limit_splits else "every split"),
+                                     "rule": "candidates: the criteria comparable across vector spaces and the rank "
+                                             "averages of every subset of two or more; fixed after seeing the "
+                                             "figures of the first 3 splits of each dataset"}
         print(f"\nchosen on all three datasets (what recommend ranks by): {calibration.title(document['best'])}")
         if args.figure:
             v_measure_figure(frame, args.figure)
@@ -113,6 +154,45 @@ def main() -> int:
             path.write_text(json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def at_positions(cells, start: int, stop: int, inside: bool = True):
+    """The rows of ``cells`` whose split is at a position in [start, stop) of its dataset's splits in
+    sorted order (or outside it, ``inside=False``)."""
+    keep = []
+    for dataset, part in cells.groupby("mteb_name", sort=True):
+        names = sorted(part.split.unique())
+        keep += [(dataset, name) for i, name in enumerate(names) if (start <= i < stop) == inside]
+    keep = set(keep)
+    return cells[[k in keep for k in zip(cells.mteb_name, cells.split)]]
+
+
+def splits_words(cells) -> str:
+    """The splits of ``cells`` per dataset, in words."""
+    found = cells.groupby("mteb_name", sort=True).split.unique()
+    return "; ".join(f"{n}: {', '.join(sorted(s))}" for n, s in found.items())
+
+
+def best_k_words(frame) -> str:
+    """Per dataset: the geometric mean over the cells of the AMI-best pipeline's clusters / labels,
+    what the k ratio of a pick with no regret would be."""
+    import numpy as np
+    import pandas as pd
+
+    from tecb_eval.reports.calibration import CELL, geometric_mean, labelled_rows
+
+    rows = labelled_rows(frame)
+    out = []
+    for dataset, part in rows.groupby("mteb_name", sort=True):
+        ratios = []
+        for _, cell in part.groupby(CELL, sort=True):
+            ami = pd.to_numeric(cell.ami, errors="coerce").to_numpy(dtype=float)
+            if not np.isfinite(ami).any():
+                continue
+            best = cell.iloc[int(np.nanargmax(ami))]
+            ratios.append(float(best.n_clusters_found) / float(best.n_labels))
+        out.append(f"{dataset} {geometric_mean(ratios):.2f}")
+    return "the AMI-best pipeline's k ratio (clusters / labels, geometric mean over the cells): " + "; ".join(out)
 
 
 def v_measure_figure(frame, path: Path) -> None:

@@ -42,7 +42,8 @@ def test_rho_tau_and_regret_are_measured_per_split_and_averaged():
     assert sil.rho == pytest.approx(1.0) and sil.regret == pytest.approx(0.0)
     # Davies-Bouldin is lower-better: pointed the other way, it ranks as V-measure does.
     assert table[(table.scope == "D") & (table.criterion == "davies_bouldin")].iloc[0].rho == pytest.approx(1.0)
-    assert calibration.best_criterion(table) in ("silhouette", "davies_bouldin")
+    # Silhouette and Davies-Bouldin follow V-measure here, but are bound to each pipeline's vector space.
+    assert calibration.best_criterion(table) == "size_balance"
     assert calibration.calibrate(frame, resamples=200, target="v_measure").equals(table)  # seeded: the same intervals
 
 
@@ -81,8 +82,9 @@ def test_calibrate_and_recommend_on_a_corpus_without_labels(blurbs_folder, tmp_p
 
 
 def three_datasets() -> pd.DataFrame:
-    """Three datasets x four splits x six pipelines: Calinski-Harabasz follows AMI on two of them and
-    is noise on the third; silhouette is noise everywhere."""
+    """Three datasets x four splits x six pipelines: NPMI follows AMI on two of them and is noise on
+    the third; size balance is noise everywhere; Calinski-Harabasz, bound to each pipeline's vector
+    space, follows AMI everywhere."""
     rng = np.random.default_rng(1)
     rows = []
     for dataset, follows in (("A", True), ("B", True), ("C", False)):
@@ -92,30 +94,55 @@ def three_datasets() -> pd.DataFrame:
                 rows.append({"mteb_name": dataset, "split": f"s{split}", "seed": 42, "model": f"m{p}",
                              "reduction": "none", "algorithm": "minibatch_kmeans", "setting": f"k={4 + p}",
                              "ami": ami[p], "v_measure": ami[p] + 0.01 * p, "n_clusters_found": 4 + p, "n_labels": 6,
-                             "calinski_harabasz": ami[p] if follows else rng.uniform(),
-                             "silhouette": rng.uniform(-1, 1), "dataset_fingerprint": dataset})
+                             "npmi": ami[p] if follows else rng.uniform(), "calinski_harabasz": 1000 * ami[p],
+                             "size_balance": rng.uniform(), "dataset_fingerprint": dataset})
     return pd.DataFrame(rows)
 
 
 def test_leave_one_dataset_out_chooses_on_the_others_and_reports_the_one_left_out():
     frame = three_datasets()
     cells = calibration.cell_statistics(frame)
-    assert "rank:silhouette+calinski_harabasz" in set(cells.criterion)
+    # Space-bound criteria are measured alone, never inside a rank average.
+    assert {"calinski_harabasz", "npmi", "size_balance", "rank:size_balance+npmi"} == set(cells.criterion)
     held = calibration.held_out(cells).set_index("held_out")
-    # Chosen on A and B (where it follows AMI), Calinski-Harabasz is what C is judged by.
-    assert held.loc["C", "chosen"] == "calinski_harabasz" and held.loc["C", "chosen_on"] == "A, B"
-    mine = cells[(cells.mteb_name == "C") & (cells.criterion == "calinski_harabasz")]
+    # Chosen on A and B (where it follows AMI), NPMI is what C is judged by.
+    assert held.loc["C", "chosen"] == "npmi" and held.loc["C", "chosen_on"] == "A, B"
+    mine = cells[(cells.mteb_name == "C") & (cells.criterion == "npmi")]
     assert held.loc["C", "regret"] == pytest.approx(mine.regret.mean())
     assert held.loc["C", "k_error"] == pytest.approx(mine.k_error.mean())
+    assert held.loc["C", "k_ratio"] == pytest.approx(np.exp(np.mean(np.log(mine.k_ratio))))
     one = frame[(frame.mteb_name == "A") & (frame.split == "s0")].reset_index(drop=True)
-    first = int(one.calinski_harabasz.idxmax())
-    row = cells[(cells.mteb_name == "A") & (cells.split == "s0") & (cells.criterion == "calinski_harabasz")].iloc[0]
+    first = int(one.npmi.idxmax())
+    row = cells[(cells.mteb_name == "A") & (cells.split == "s0") & (cells.criterion == "npmi")].iloc[0]
     assert row.regret == pytest.approx(100 * (one.ami.max() - one.ami[first]))
     assert row.k_error == pytest.approx(abs(one.n_clusters_found[first] - 6) / 6)
-    document = calibration.document(calibration.calibrate(frame, resamples=200, cells=cells), frame, cells=cells)
-    assert document["target"] == "ami" and document["best"] == "calinski_harabasz"
-    assert calibration.trust_of(document, "calinski_harabasz")["rows"][0]["held_out"] == "A"
-    assert "| C | Calinski-Harabasz |" in calibration.format_held_out(calibration.held_out(cells))
+    assert row.k_ratio == pytest.approx(one.n_clusters_found[first] / 6)
+    table = calibration.calibrate(frame, resamples=200, cells=cells)
+    document = calibration.document(table, frame, cells=cells)
+    # Calinski-Harabasz follows AMI on every dataset, lowest regret of all, and is shown but never chosen:
+    # its scale is each pipeline's own vector space's.
+    overall = table[table.scope == calibration.ALL].set_index("criterion")
+    assert overall.regret.idxmin() == "calinski_harabasz" and overall.loc["calinski_harabasz", "regret"] == 0
+    assert document["target"] == "ami" and document["best"] == "npmi"
+    assert "calinski_harabasz" not in set(calibration.held_out(cells).chosen)
+    assert document["candidates"] == ["size_balance", "npmi", "rank:size_balance+npmi"]
+    assert calibration.trust_of(document, "npmi")["rows"][0]["held_out"] == "A"
+    assert "| C | topic coherence (NPMI) |" in calibration.format_held_out(calibration.held_out(cells))
+
+
+def test_the_candidates_are_the_criteria_comparable_across_vector_spaces_and_every_subset_of_them():
+    from tecb_eval.clustering.criteria import ACROSS_SPACES, CRITERIA_BY_NAME
+
+    assert {c.name for c in CRITERIA_BY_NAME.values() if not c.across_spaces} == {
+        "silhouette", "calinski_harabasz", "davies_bouldin", "dbcv"}
+    frame = pd.DataFrame({name: [0.5] for name in CRITERIA_BY_NAME} | {"stability_ari": [None],
+                                                                       "stability_ami": [None]})
+    held = [c for c in ACROSS_SPACES if not c.startswith("stability")]
+    found = calibration.candidates(frame)
+    assert len(found) == 2 ** len(held) - 1 == 31 and found[:len(held)] == held
+    assert all(calibration.candidate(c) for c in found)
+    assert not calibration.candidate("rank:npmi+silhouette") and not calibration.candidate("rank:npmi")
+    assert calibration.measured(frame) == ["silhouette", "calinski_harabasz", "davies_bouldin", "dbcv", *found]
 
 
 def test_a_calibration_from_one_split_prints_no_nan_and_recommend_and_report_use_it(blurbs_folder, tmp_path, capsys):

@@ -140,7 +140,8 @@ def _cmd_calibrate(args) -> int:
         print(calibration.format_held_out(held))
     v_table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, target="v_measure")
     document = calibration.document(table, frame, cells=cells, v_table=v_table)
-    print(f"best-calibrated criterion: {document['best']} (lowest mean AMI regret over the datasets)")
+    print(f"best-calibrated criterion: {document['best']} (lowest mean AMI regret over the datasets, among the "
+          "criteria comparable across vector spaces and the rank averages of two or more of them)")
     for line in calibration.missing_criteria(frame):
         print(line)
     if left_out:
@@ -230,8 +231,8 @@ def register(commands) -> None:
                                 f"(default {DEFAULT_SEED})")
     recommend.add_argument("--criterion", metavar="NAME",
                            help="a corpus without labels: rank by this label-free criterion (one of "
-                                f"{', '.join(CRITERIA)}), or by a rank average of two (rank:A+B) (default: the one "
-                                "the calibration chose, leaving one dataset out)")
+                                f"{', '.join(CRITERIA)}), or by a rank average of two or more (rank:A+B, rank:A+B+C) "
+                                "(default: the one the calibration chose, leaving one dataset out)")
     recommend.add_argument("--calibration", type=Path, metavar="FILE",
                            help="a corpus without labels: the calibration `tecb-eval calibrate --out` wrote on your own "
                                 "labelled store (default: the one shipped, measured on our labelled German data)")
@@ -241,9 +242,10 @@ def register(commands) -> None:
     calibrate = commands.add_parser(
         "calibrate", help="how far each label-free criterion ranks pipelines as V-measure does, on labelled data",
         description="On a results store of labelled datasets: per dataset and over all, Spearman's rho and Kendall's "
-                    "tau of each label-free criterion (silhouette, Calinski-Harabasz, Davies-Bouldin, DBCV, size "
-                    "balance, stability where the rows carry it) with V-measure over the pipelines of each split, and the regret of choosing by it, "
-                    "with bootstrap intervals over splits.",
+                    "tau of each label-free criterion the rows carry, and of rank averages of them, with AMI (and "
+                    "V-measure) over the pipelines of each split, the regret of choosing by it, with bootstrap "
+                    "intervals over splits, and the criterion chosen leaving one dataset out: among the criteria "
+                    "comparable across vector spaces and the rank averages of two or more of them.",
         epilog="example:\n  tecb-eval calibrate results.jsonl --out calibration.json")
     calibrate.add_argument("results", type=Path, metavar="STORE", help="results store (JSONL) of labelled datasets")
     calibrate.add_argument("--out", type=Path, help="also write the calibration as JSON, for `recommend --calibration`")

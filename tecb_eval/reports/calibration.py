@@ -5,24 +5,30 @@ On a results store of labelled datasets, every (dataset, split, seed) cell holds
 (model, reduction, algorithm, cluster setting), each with its AMI, V-measure and label-free scores
 (the registry :mod:`tecb_eval.clustering.criteria`; consensus is computed here from the kept
 assignments). Per cell and criterion (pointed so that higher is better), and per rank average of
-two criteria (``rank:a+b``: the mean of the two ranks over the cell's pipelines):
+two or more criteria (``rank:a+b+c``: the mean of their ranks over the cell's pipelines):
 
 - Spearman's rho and Kendall's tau (scipy) between the criterion and the target over the pipelines
   where the criterion is defined (three or more, not all equal);
 - the regret: the target (x100) of the best pipeline of the cell minus that of the pipeline the
   criterion ranks first: what choosing by the criterion loses;
-- the k error: |clusters of the pick - labels| / labels.
+- the k error: |clusters of the pick - labels| / labels, and the k ratio: clusters of the pick / labels.
 
 Per dataset and over all of them: the mean over cells, with a percentile bootstrap interval over
 the cells (one split: no interval). Which criterion ``recommend`` uses is decided leaving one
 dataset out (:func:`held_out`): on each dataset, the criterion chosen on the others (lowest mean
 regret) and what it lost on the one left out; the shipped file and ``recommend``'s trust line
-carry those held-out figures. The target is AMI: V-measure is not corrected for chance and grows
-with the number of clusters, so a pick tuned to it learns "more clusters" (docs/unlabelled.md).
+carry those held-out figures. The candidates (:func:`candidates`) are the criteria comparable
+across vector spaces (the registry's ``across_spaces``) and the rank average of every subset of two
+or more of them; the space-bound criteria (silhouette, Calinski-Harabasz, Davies-Bouldin, DBCV)
+are measured and shown, never chosen: their scale is the pipeline's own vector space's, so
+across models and reductions they compare spaces, not partitions. The target is AMI: V-measure is
+not corrected for chance and grows with the number of clusters, so a pick tuned to it learns "more
+clusters" (docs/unlabelled.md).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from datetime import date
@@ -33,7 +39,7 @@ import pandas as pd
 
 from tecb_data import inputs, seeding
 from tecb_data.errors import UserError
-from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES
+from tecb_eval.clustering.criteria import ACROSS_SPACES, CRITERIA, CRITERION_NAMES
 from tecb_eval.reports.label_free import with_setting
 
 TARGETS = {"ami": "AMI", "v_measure": "V-measure"}
@@ -58,7 +64,7 @@ def combination(names) -> str:
 
 
 def parts(name: str) -> tuple[str, ...]:
-    """The criteria of a rank average (``rank:a+b``), or the one criterion."""
+    """The criteria of a rank average (``rank:a+b``, ``rank:a+b+c``, ...), or the one criterion."""
     return tuple(name[len(COMBINED):].split("+")) if name.startswith(COMBINED) else (name,)
 
 
@@ -69,7 +75,8 @@ def direction(name: str) -> int:
 def title(name: str) -> str:
     """A criterion's or a rank average's name as tables show it."""
     if name.startswith(COMBINED):
-        return "rank average of " + " and ".join(CRITERION_NAMES.get(p, p) for p in parts(name))
+        names = [CRITERION_NAMES.get(p, p) for p in parts(name)]
+        return "rank average of " + (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0])
     return CRITERION_NAMES.get(name, name)
 
 
@@ -88,17 +95,38 @@ def pointed_scores(cell: pd.DataFrame, name: str) -> np.ndarray:
     return out
 
 
+def held_criteria(frame: pd.DataFrame) -> list[str]:
+    """Every criterion of the registry that the rows hold a score of, in registry order."""
+    return [c for c in CRITERIA if c in frame.columns and pd.to_numeric(frame[c], errors="coerce").notna().any()]
+
+
+def candidate(name: str) -> bool:
+    """Whether calibration may choose ``name``: a criterion comparable across vector spaces, or a
+    rank average of two or more such (a space-bound part makes the whole space-bound)."""
+    names = parts(name)
+    return all(p in ACROSS_SPACES for p in names) and (len(names) >= 2 or not name.startswith(COMBINED))
+
+
 def candidates(frame: pd.DataFrame) -> list[str]:
-    """Every criterion the rows hold, and every rank average of two of them."""
-    single = [c for c in CRITERIA if c in frame.columns and pd.to_numeric(frame[c], errors="coerce").notna().any()]
-    return single + [combination((a, b)) for i, a in enumerate(single) for b in single[i + 1:]]
+    """What calibration chooses from: every criterion comparable across vector spaces that the rows
+    hold, and the rank average of every subset of two or more of them (registry order within a
+    name, smaller subsets first)."""
+    single = [c for c in held_criteria(frame) if c in ACROSS_SPACES]
+    return single + [combination(subset) for size in range(2, len(single) + 1)
+                     for subset in itertools.combinations(single, size)]
+
+
+def measured(frame: pd.DataFrame) -> list[str]:
+    """What calibration measures: the candidates, and each space-bound criterion the rows hold, alone
+    (shown in the tables as information, never chosen)."""
+    return [c for c in held_criteria(frame) if c not in ACROSS_SPACES] + candidates(frame)
 
 
 def require_label_free(frame: pd.DataFrame, where) -> None:
     """One line naming ``where`` and the option to rerun with, where the rows hold labelled
     pipelines but not one label-free score: a labelled grid computes them only when asked."""
     labelled = labelled_rows(frame)
-    if len(labelled) and not candidates(labelled) and (
+    if len(labelled) and not held_criteria(labelled) and (
             "assignment" not in labelled.columns or not labelled["assignment"].map(lambda v: isinstance(v, str)).any()):
         raise UserError(f"{where}: nothing to calibrate: the labelled rows hold no label-free scores (a labelled run "
                         "computes them only when asked); run the grid again with --label-free (its stored cells are "
@@ -106,14 +134,15 @@ def require_label_free(frame: pd.DataFrame, where) -> None:
 
 
 def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
-    """One row per (dataset, split, seed, criterion): rho, tau, regret, k error and the pipelines compared."""
+    """One row per (dataset, split, seed, criterion): rho, tau, regret, k error, k ratio (the pick's
+    clusters / labels) and the pipelines compared; every criterion :func:`measured` names."""
     from scipy import stats
 
     from tecb_eval.clustering.consensus import with_consensus
 
     rows = with_consensus(labelled_rows(frame))
     out = []
-    names = candidates(rows)
+    names = measured(rows)
     for (dataset, split, seed), cell in rows.groupby(CELL, sort=True):
         v = pd.to_numeric(cell[target], errors="coerce").to_numpy(dtype=float)
         best = np.nanmax(v) if np.isfinite(v).any() else math.nan
@@ -132,9 +161,11 @@ def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
             out.append({"mteb_name": dataset, "split": split, "seed": seed, "criterion": criterion,
                         "rho": float(rho), "tau": float(tau), "regret": float(100 * (best - v[first])),
                         "k_error": float(abs(found[first] - labels[first]) / labels[first]) if labels[first] > 0
-                        else math.nan, "pipelines": int(ok.sum())})
+                        else math.nan,
+                        "k_ratio": float(found[first] / labels[first]) if labels[first] > 0 else math.nan,
+                        "pipelines": int(ok.sum())})
     return pd.DataFrame(out, columns=["mteb_name", "split", "seed", "criterion", "rho", "tau", "regret", "k_error",
-                                      "pipelines"])
+                                      "k_ratio", "pipelines"])
 
 
 def missing_criteria(frame: pd.DataFrame) -> list[str]:
@@ -171,20 +202,35 @@ def spectrum_errors(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def choose(cells: pd.DataFrame) -> str:
-    """The criterion (or rank average) with the lowest mean regret over the datasets of ``cells``
-    (each dataset's mean over its cells, so a dataset of many splits does not outweigh the others),
-    then the higher mean rho; only those measured on every dataset of ``cells``."""
-    per = cells.groupby(["criterion", "mteb_name"]).agg(regret=("regret", "mean"), rho=("rho", "mean")).reset_index()
+    """The candidate (:func:`candidate`: a criterion comparable across vector spaces, or a rank
+    average of such) with the lowest mean regret over the datasets of ``cells`` (each dataset's mean
+    over its cells, so a dataset of many splits does not outweigh the others), then the higher mean
+    rho, then the name; only those measured on every dataset of ``cells``."""
     datasets = cells.mteb_name.nunique()
+    cells = cells[cells.criterion.map(candidate)]
+    per = cells.groupby(["criterion", "mteb_name"]).agg(regret=("regret", "mean"), rho=("rho", "mean")).reset_index()
     summary = per.groupby("criterion").agg(regret=("regret", "mean"), rho=("rho", "mean"), n=("mteb_name", "nunique"))
     summary = summary[summary.n == datasets].reset_index()
+    if summary.empty:
+        raise UserError("nothing to choose from: no criterion comparable across vector spaces ("
+                        f"{', '.join(ACROSS_SPACES)}) has scores on every labelled dataset; run the grid again with "
+                        "--label-free")
     ranked = summary.sort_values(["regret", "rho", "criterion"], ascending=[True, False, True], kind="stable")
     return str(ranked.iloc[0].criterion)
 
 
+def geometric_mean(values) -> float:
+    """The geometric mean of the positive finite ``values``; NaN where there is none."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    return float(np.exp(np.mean(np.log(values)))) if len(values) else math.nan
+
+
 def held_out(cells: pd.DataFrame) -> pd.DataFrame:
     """Leave one dataset out: per dataset, the criterion :func:`choose` picks on the other datasets,
-    and its mean regret, rho and k error on the dataset left out (NaN where it is undefined there)."""
+    and its mean regret, rho and k error on the dataset left out, and the geometric mean of its
+    pick's clusters / labels there (the k ratio: 2 is twice the labels, 0.5 half; NaN where it is
+    undefined there)."""
     out = []
     names = sorted(cells.mteb_name.unique())
     for dataset in names:
@@ -196,8 +242,11 @@ def held_out(cells: pd.DataFrame) -> pd.DataFrame:
         out.append({"held_out": dataset, "chosen": chosen, "chosen_on": ", ".join(n for n in names if n != dataset),
                     "regret": float(mine.regret.mean()) if len(mine) else math.nan,
                     "rho": float(mine.rho.mean()) if len(mine) else math.nan,
-                    "k_error": float(mine.k_error.mean()) if len(mine) else math.nan, "cells": int(len(mine))})
-    return pd.DataFrame(out, columns=["held_out", "chosen", "chosen_on", "regret", "rho", "k_error", "cells"])
+                    "k_error": float(mine.k_error.mean()) if len(mine) else math.nan,
+                    "k_ratio": geometric_mean(mine.k_ratio) if "k_ratio" in mine.columns else math.nan,
+                    "cells": int(len(mine))})
+    return pd.DataFrame(out, columns=["held_out", "chosen", "chosen_on", "regret", "rho", "k_error", "k_ratio",
+                                      "cells"])
 
 
 def _interval(values: np.ndarray, rng: np.random.Generator, resamples: int, confidence: float) -> tuple[float, float]:
@@ -227,7 +276,8 @@ def calibrate(frame: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: 
                 continue
             row = {"scope": scope, "criterion": criterion, "cells": int(len(mine)),
                    "pipelines": int(mine.pipelines.median()), "target": target,
-                   "k_error": float(mine.k_error.mean())}
+                   "k_error": float(mine.k_error.mean()),
+                   "k_ratio": geometric_mean(mine.k_ratio) if "k_ratio" in mine.columns else math.nan}
             for statistic in ("rho", "tau", "regret"):
                 values = mine[statistic].to_numpy(dtype=float)
                 rng = seeding.rng(seed, "calibration", scope, criterion, statistic)
@@ -238,12 +288,15 @@ def calibrate(frame: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: 
 
 
 def best_criterion(table: pd.DataFrame) -> str:
-    """The criterion whose rho over all datasets has the highest lower interval bound (then the
-    highest mean rho, the smaller regret): a criterion measured on few splits or pipelines has a
-    wide interval and does not win on its mean alone."""
-    overall = table[(table.scope == ALL) & ~table.criterion.str.startswith(COMBINED)]
+    """The single criterion comparable across vector spaces whose rho over all datasets has the
+    highest lower interval bound (then the highest mean rho, the smaller regret): a criterion
+    measured on few splits or pipelines has a wide interval and does not win on its mean alone."""
+    overall = table[(table.scope == ALL) & table.criterion.isin(ACROSS_SPACES)]
     if overall.empty:
-        overall = table
+        overall = table[table.criterion.map(candidate)]
+    if overall.empty:
+        raise UserError("nothing to choose from: no criterion comparable across vector spaces ("
+                        f"{', '.join(ACROSS_SPACES)}) in the calibration; run the grid again with --label-free")
     ranked = overall.assign(floor=overall.rho_low.fillna(-2.0)).sort_values(
         ["floor", "rho", "regret"], ascending=[False, False, True], kind="stable")
     return str(ranked.iloc[0].criterion)
@@ -284,7 +337,7 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
         "V-measure")
     get = {c: [_number(v) for v in table[c]] if c in table.columns else [math.nan] * len(table)
            for c in ("rho", "rho_low", "rho_high", "tau", "tau_low", "tau_high", "regret", "regret_low",
-                     "regret_high", "k_error")}
+                     "regret_high", "k_error", "k_ratio")}
     return pd.DataFrame({
         "data": table.scope, "criterion": [title(c) for c in table.criterion],
         f"Spearman rho with {target} [interval]": [interval_text(*v) for v in zip(get["rho"], get["rho_low"],
@@ -293,6 +346,7 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
         f"regret {target} x100 [interval]": [interval_text(*v, signed=False) for v in
                                               zip(get["regret"], get["regret_low"], get["regret_high"])],
         "k error": ["-" if not math.isfinite(e) else f"{e:.2f}" for e in get["k_error"]],
+        "k ratio": ["-" if not math.isfinite(e) else f"{e:.2f}" for e in get["k_ratio"]],
         "splits": table.cells, "pipelines": table.pipelines})
 
 
@@ -305,20 +359,25 @@ def format_table(table: pd.DataFrame) -> str:
 
 def format_held_out(table: pd.DataFrame, target: str = TARGET) -> str:
     """The leave-one-dataset-out table as Markdown."""
-    lines = [f"| held out | chosen on the others | regret {TARGETS[target]} x100 | Spearman rho | k error | splits |",
-             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    header = (f"| held out | chosen on the others | regret {TARGETS[target]} x100 | Spearman rho | k error | "
+              "k ratio (clusters / labels) | splits |")
+    lines = [header, "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for row in table.itertuples(index=False):
+        ratio = getattr(row, "k_ratio", math.nan)
         lines.append(f"| {row.held_out} | {title(row.chosen)} | {row.regret:.2f} | {row.rho:+.2f} | "
-                     f"{row.k_error:.2f} | {row.cells} |")
+                     f"{row.k_error:.2f} | {'-' if not math.isfinite(ratio) else f'{ratio:.2f}'} | {row.cells} |")
     return "\n".join(lines)
 
 
 NOTE = ("rho, tau: rank correlation of the criterion with the target (AMI, or V-measure where named) over the "
         "pipelines of one split, mean over splits; regret: the target x100 lost by taking the pipeline the criterion "
-        "ranks first instead of the best; k error: |clusters of that pipeline - labels| / labels; intervals: 95 % "
+        "ranks first instead of the best; k error: |clusters of that pipeline - labels| / labels; k ratio: the "
+        "geometric mean of clusters / labels; intervals: 95 % "
         "percentile bootstrap over splits (one split: no interval). In-sample figures: the held-out table says what "
         "a choice made on the other datasets lost. An interval of rho that holds 0: the criterion's ranking cannot "
-        "be told from chance on these data.")
+        "be told from chance on these data. Only criteria comparable across vector spaces, alone or as rank "
+        "averages, are chosen; silhouette, Calinski-Harabasz, Davies-Bouldin and DBCV are shown, never chosen (their "
+        "scale is each pipeline's own vector space's).")
 
 
 def document(table: pd.DataFrame, frame: pd.DataFrame, *, when: str | None = None,
@@ -335,6 +394,8 @@ def document(table: pd.DataFrame, frame: pd.DataFrame, *, when: str | None = Non
         "date": when or date.today().isoformat(),
         "target": str(table["target"].iloc[0]) if "target" in table.columns and len(table) else TARGET,
         "best": chosen,
+        # What ``best`` and each held-out choice were chosen from (the rule: :func:`candidates`).
+        "candidates": [c for c in dict.fromkeys(cells.criterion) if candidate(c)],
         "held_out": json.loads(out.to_json(orient="records")),
         "datasets": [{"mteb_name": n, "fingerprint": f} for n, f in builds],
         "splits": {str(n): sorted(map(str, g.split.unique())) for n, g in rows.groupby("mteb_name", sort=True)},

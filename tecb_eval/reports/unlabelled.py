@@ -1,12 +1,14 @@
 """`tecb-eval recommend` on a corpus without labels: pipelines ranked by a label-free criterion.
 
-The criterion is the one the calibration found best (:func:`tecb_eval.reports.calibration.best_criterion`:
-the packaged calibration of our labelled German data, or one the user wrote on their own labelled
-store), or the one named. Each pipeline (model, reduction, algorithm, cluster setting: the k or
-HDBSCAN's min_cluster_size of a range) is scored by the criterion's mean over its splits and seeds;
-the first is recommended with its calibration (rho with its interval, the regret, on which data)
-and a BERTopic configuration at that setting. Where the calibration is weak (rho's interval holds
-0) the text says so and lists the runner-up pipelines beside it.
+The criterion is the one the calibration chose (``best``:
+:func:`tecb_eval.reports.calibration.choose`, among the criteria comparable across vector spaces and
+their rank averages, on the packaged calibration of our labelled German data, or one the user wrote
+on their own labelled store), or the one named (any criterion of the registry, or a rank average of
+two or more). Each pipeline (model, reduction, algorithm, cluster setting: the k or HDBSCAN's
+min_cluster_size of a range) is scored by the criterion's mean over its splits and seeds; the first
+is recommended with its calibration (rho with its interval, the regret, on which data) and a
+BERTopic configuration at that setting. Where the calibration is weak (rho's interval holds 0) the
+text says so and lists the runner-up pipelines beside it.
 """
 
 from __future__ import annotations
@@ -52,11 +54,16 @@ def indistinguishable(ranked: pd.DataFrame) -> dict:
 
 
 def check_criterion(criterion: str) -> str:
-    """A criterion of the registry, or a rank average of two or more (``rank:a+b``); one line otherwise."""
+    """A criterion of the registry, or a rank average of two or more different ones (``rank:a+b``,
+    ``rank:a+b+c``, ...); one line naming what is wrong otherwise."""
     names = calib.parts(criterion)
-    if not all(n in CRITERIA for n in names) or (criterion.startswith(calib.COMBINED) and len(names) < 2):
-        raise UserError(f"--criterion {criterion}: choose one of {', '.join(CRITERIA)}, or a rank average of two "
-                        "such as rank:calinski_harabasz+consensus")
+    unknown = [n for n in names if n not in CRITERIA]
+    combined = criterion.startswith(calib.COMBINED)
+    if unknown or (combined and (len(names) < 2 or len(set(names)) < len(names))):
+        problem = (f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not a criterion" if unknown
+                   else "a rank average needs two or more different criteria")
+        raise UserError(f"--criterion {criterion}: {problem}; choose one of {', '.join(CRITERIA)}, or a rank average "
+                        "of two or more such as rank:npmi+consensus+size_balance")
     return criterion
 
 
@@ -71,7 +78,8 @@ def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
     if criterion.startswith(calib.COMBINED):
         from scipy import stats
 
-        tables = [ranking(rows, part).set_index(PIPELINE) for part in calib.parts(criterion)]
+        # Consensus, where a part, is computed above, once for all parts.
+        tables = [_single_ranking(rows, part).set_index(PIPELINE) for part in calib.parts(criterion)]
         joined = pd.concat([t.pointed.rename(str(i)) for i, t in enumerate(tables)], axis=1, join="inner")
         if joined.empty:
             raise UserError(f"--criterion {criterion}: no pipeline has every part of it; choose another --criterion")
@@ -82,6 +90,10 @@ def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
         table = table.reset_index()
         order = table.sort_values(PIPELINE, kind="stable").index
         return table.loc[order].sort_values("pointed", ascending=False, kind="stable").reset_index(drop=True)
+    return _single_ranking(rows, criterion)
+
+
+def _single_ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
     if criterion not in rows.columns or not pd.to_numeric(rows[criterion], errors="coerce").notna().any():
         how = {"reruns": "run the grid again with --stability N (e.g. 5) to measure it",
                "texts": "run the grid again with --topics to compute them"}.get(
