@@ -155,6 +155,27 @@ def test_npmi_matches_gensim_on_real_news_with_long_texts():
     assert topics.npmi(corpus, listed) == pytest.approx(model.get_coherence(), abs=1e-12)
 
 
+def test_npmi_of_each_partition_of_one_corpus_is_gensims_with_the_corpus_counting_words_once():
+    """A split's Corpus serves every partition of it and keeps the window counts of the words asked
+    for before; each partition's NPMI stays gensim's, and the same float as from a fresh Corpus or
+    one that keeps too few words to hold them (which counts each partition's words alone)."""
+    from gensim.corpora import Dictionary
+    from gensim.models.coherencemodel import CoherenceModel
+
+    texts = [" ".join(GERMAN[i % 8].split()[::1 + i % 3]) + " " + GERMAN[(i * 5) % 8] for i in range(40)]
+    shared, tight = topics.Corpus(texts), topics.Corpus(texts, known_words=6)
+    dictionary = Dictionary(shared.tokens)
+    for k in (2, 3, 5, 4):
+        labels = (np.arange(40) * 7) % k
+        labels[::9] = -1
+        listed = [w for _, w in sorted(topics.topic_words(shared, labels, top=6).items())]
+        value = topics.npmi(shared, listed)
+        model = CoherenceModel(topics=listed, texts=shared.tokens, dictionary=dictionary, coherence="c_npmi",
+                               processes=1)
+        assert value == pytest.approx(model.get_coherence(), abs=1e-12)
+        assert value == topics.npmi(topics.Corpus(texts), listed) == topics.npmi(tight, listed)
+
+
 def test_a_calibration_naming_an_unknown_criterion_and_a_store_without_its_scores_are_one_line(tmp_path):
     import pandas as pd
 

@@ -54,8 +54,28 @@ def test_a_large_clustering_is_sampled_with_a_recorded_seed():
     again = label_free_scores(X, y, 42, "all", "minibatch_kmeans", "k=3")
     assert first == again
     assert first["silhouette_points"] == SILHOUETTE_MAX_POINTS and isinstance(first["silhouette_seed"], int)
-    assert first["silhouette"] == metrics.silhouette_score(X, y, metric="cosine", sample_size=SILHOUETTE_MAX_POINTS,
-                                                           random_state=first["silhouette_seed"])
+    assert first["silhouette"] == pytest.approx(metrics.silhouette_score(
+        X, y, metric="cosine", sample_size=SILHOUETTE_MAX_POINTS, random_state=first["silhouette_seed"]), abs=1e-12)
+
+
+@pytest.mark.parametrize("points, clusters, dimensions, sample", [(2600, 7, 384, SILHOUETTE_MAX_POINTS),
+                                                                    (2600, 40, 2, SILHOUETTE_MAX_POINTS),
+                                                                    (300, 12, 50, None)])
+def test_the_cosine_silhouette_is_scikit_learns(points, clusters, dimensions, sample):
+    """The referee: scikit-learn's silhouette_score (cosine; its own sample where one is drawn) on
+    blobs, on random labels with a cluster of one text (scored 0), and on two clusters of one
+    point repeated (distances of 0 within them)."""
+    from tecb_eval.clustering.label_free import cosine_silhouette
+
+    X, y = make_blobs(points, centers=clusters, n_features=dimensions, random_state=points + dimensions)
+    random = np.random.default_rng(points).integers(0, clusters, points)
+    random[0] = clusters
+    same = np.tile(X[:2], (points // 2, 1)), np.tile([0, 1], points // 2)
+    for data, labels in ((X, y), (X, random), same):
+        for seed in (3, 4):
+            assert cosine_silhouette(data, labels, sample, seed) == pytest.approx(
+                metrics.silhouette_score(data, labels, metric="cosine", sample_size=sample, random_state=seed),
+                abs=1e-12)
 
 
 @pytest.mark.parametrize("labels, note", [(np.zeros(50, int), "fewer than two clusters"),

@@ -21,6 +21,7 @@ and a grid of 60 pipelines has 1,770 pairs.
 from __future__ import annotations
 
 import base64
+import math
 import zlib
 
 import numpy as np
@@ -32,6 +33,8 @@ _WIDTHS = {"u1": np.dtype("<u1"), "u2": np.dtype("<u2"), "u4": np.dtype("<u4")}
 GROUP = ("model", "reduction", "algorithm")
 CELL = ("mteb_name", "dataset_fingerprint", "split", "seed")
 MAX_TEXTS = 2000
+_EPS = float(np.finfo(np.float64).eps)
+_LOG = math.log
 
 
 def encode(predicted) -> str:
@@ -71,17 +74,19 @@ def consensus(partitions, groups) -> list[float | None]:
         counts[g] = counts.get(g, 0) + 1
     weights = np.array([1.0 / counts[g] for g in groups])
     # What is per partition (its clusters, its entropy) once; per pair only the contingency table.
-    codes, sizes, entropies = [], [], []
+    codes, sizes, entropies, counts = [], [], [], []
     for p in partitions:
         _, code = np.unique(np.asarray(p), return_inverse=True)
         code = code.astype(np.int64, copy=False).ravel()
         codes.append(code)
         sizes.append(int(code.max()) + 1 if len(code) else 0)
         entropies.append(_entropy(code))
+        counts.append(np.bincount(code))
     ami = np.eye(n)
     for i in range(n):
         for j in range(i + 1, n):
-            ami[i, j] = ami[j, i] = _ami(codes[i], sizes[i], entropies[i], codes[j], sizes[j], entropies[j])
+            ami[i, j] = ami[j, i] = _ami(codes[i], sizes[i], entropies[i], codes[j], sizes[j], entropies[j],
+                                         counts[i], counts[j])
     out: list[float | None] = []
     for i in range(n):
         others = np.arange(n) != i
@@ -103,12 +108,11 @@ def _entropy(code) -> float:
     return float(-np.sum((pi / pi_sum) * (np.log(pi) - log(pi_sum))))
 
 
-def _ami(a, ka: int, ha: float, b, kb: int, hb: float) -> float:
+def _ami(a, ka: int, ha: float, b, kb: int, hb: float, pi=None, pj=None) -> float:
     """scikit-learn's ``adjusted_mutual_info_score(a, b)`` (arithmetic mean) from cluster codes, their counts
     and entropies, operation for operation so that the value is the same float; the expected mutual
-    information is scikit-learn's own compiled function. The contingency table is one bincount."""
-    from math import log
-
+    information is scikit-learn's own compiled function. The contingency table is one bincount;
+    ``pi``, ``pj``: its row and column sums (each partition's cluster sizes), where already counted."""
     from sklearn.metrics.cluster._expected_mutual_info_fast import (
         expected_mutual_information,
     )
@@ -120,26 +124,26 @@ def _ami(a, ka: int, ha: float, b, kb: int, hb: float) -> float:
     n_samples = len(a)
     contingency = np.bincount(a * kb + b, minlength=ka * kb).reshape(ka, kb)
     # The mutual information as sklearn's mutual_info_score computes it from a contingency table
-    # (its non-zero cells in row-major order, as scipy's find gives them).
+    # (its non-zero cells in row-major order, as scipy's find gives them). Its sums are whole
+    # numbers: the table's total is the texts, its row and column sums the cluster sizes.
     nzx, nzy = np.nonzero(contingency)
     nz_val = contingency[nzx, nzy]
-    contingency_sum = contingency.sum()
-    pi = contingency.sum(axis=1)
-    pj = contingency.sum(axis=0)
+    pi = np.bincount(a, minlength=ka) if pi is None else pi
+    pj = np.bincount(b, minlength=kb) if pj is None else pj
     log_contingency_nm = np.log(nz_val)
-    contingency_nm = nz_val / contingency_sum
+    contingency_nm = nz_val / n_samples
     outer = pi.take(nzx).astype(np.int64, copy=False) * pj.take(nzy).astype(np.int64, copy=False)
-    log_outer = -np.log(outer) + log(pi.sum()) + log(pj.sum())
-    mi = contingency_nm * (log_contingency_nm - log(contingency_sum)) + contingency_nm * log_outer
-    mi = np.where(np.abs(mi) < np.finfo(mi.dtype).eps, 0.0, mi)
-    mi = float(np.clip(mi.sum(), 0.0, None))
+    log_n = _LOG(n_samples)
+    log_outer = -np.log(outer) + log_n + log_n
+    mi = contingency_nm * (log_contingency_nm - log_n) + contingency_nm * log_outer
+    mi[np.abs(mi) < _EPS] = 0.0
+    mi = max(float(mi.sum()), 0.0)
     emi = expected_mutual_information(contingency, n_samples)
-    normalizer = np.mean([ha, hb])
-    eps = np.finfo("float64").eps
+    normalizer = (ha + hb) / 2  # numpy's mean of the two: one sum, one division
     denominator = normalizer - emi
-    denominator = min(denominator, -eps) if denominator < 0 else max(denominator, eps)
+    denominator = min(denominator, -_EPS) if denominator < 0 else max(denominator, _EPS)
     numerator = mi - emi
-    numerator = min(numerator, -eps) if numerator < 0 else max(numerator, eps)
+    numerator = min(numerator, -_EPS) if numerator < 0 else max(numerator, _EPS)
     return float(numerator / denominator)
 
 
