@@ -66,7 +66,7 @@ class Criterion:
 
 _ENTRIES = (
     Criterion("silhouette", "silhouette (cosine)", 1, "vectors",
-              "n x 2,000 cosine distances (a seeded sample above 2,000 texts)",
+              "k dot products per text with the clusters' sums of unit vectors (a seeded sample above 2,000 texts)",
               "sklearn.metrics.silhouette_score", -1.0, 1.0, across_spaces=False),
     Criterion("calinski_harabasz", "Calinski-Harabasz", 1, "vectors", "one pass over the vectors",
               "sklearn.metrics.calinski_harabasz_score", 0.0, math.inf, across_spaces=False),
