@@ -56,8 +56,7 @@ class Grid:
         self.config = config
         self.log = log or (lambda message: print(message, file=sys.stderr))
         self.cache_dir = config.cache_dir
-        # The fast protocol's samples: drawn by MTEB once per dataset, seed and MTEB version, then read
-        # from the cache folder (tecb_eval.grid.samples).
+        # The fast protocol's samples: MTEB's draws, cached per dataset, seed and MTEB version.
         self.samples = samples if samples is not None else SampleCache(self.cache_dir)
         self.plan = Plan(datasets, config, samples=self.samples, log=self.log)
         # Cells past the time limit: one line, before any work.
@@ -280,17 +279,29 @@ def run_grid(
 def run_config(datasets, config: GridConfig, *, results: str | Path | None = None,
                log: Callable[[str], None] | None = None,
                stability_ranking: Callable[[pd.DataFrame], set | None] | None = None) -> pd.DataFrame:
-    """:func:`run_grid` with its options checked once into ``config`` (what ``tecb-eval run`` makes
-    from its arguments): the datasets loaded, the models found, the store and the executor opened,
-    the grid run and its time summary said."""
+    """:func:`run_grid` with its options checked once into ``config`` (as ``tecb-eval run`` makes it).
+
+    Args:
+        datasets (Sequence[str | Path | Benchmark]): Folders, ``repo_id@revision`` strings, benchmarks.
+        config (GridConfig): Every other option of :func:`run_grid`, checked when it was made.
+        results (str | Path | None): The JSONL results store; None: rows are only returned.
+        log (Callable[[str], None] | None): Receives each line the run says; None: standard error.
+        stability_ranking (Callable | None): The grid's rows -> the pipelines to rerun.
+
+    Returns:
+        pandas.DataFrame: One row per cell, as :func:`run_grid` returns them.
+
+    Raises:
+        UserError: As :func:`run_grid`: a dataset or model that cannot be used, before any work.
+    """
     say = log or (lambda message: print(message, file=sys.stderr))
     jobs_chosen = config.jobs is not None or bool(os.environ.get("TECB_JOBS", "").strip())
     jobs = scheduling.check_jobs(config.jobs, config.scheduler)
     scheduler, cache_dir = config.scheduler, config.cache_dir
     if not datasets:
         raise UserError("no datasets given")
-    # Every dataset is loaded and every model found before the first text is encoded: a typo in
-    # the last --data or a model missing from the offline cache ends the run before any work.
+    # Every dataset loaded and every model found before the first text is encoded: a typo in the
+    # last --data or a model missing offline ends the run before any work.
     sources = list(datasets)
     datasets = [load_dataset(item) for item in sources]
     with contextlib.ExitStack() as stack:
@@ -317,13 +328,11 @@ def run_config(datasets, config: GridConfig, *, results: str | Path | None = Non
             preflight([spec for spec in config.models if not opens_on_a_worker(spec)])  # the rest open here
         if config.skipped:
             say(skipped_note(config.skipped))
-        # ... while this process loads the first model, which it would load after the draws (on a
-        # cluster, the workers load it).
+        # ... while this process loads the first model (on a cluster, the workers load it).
         opened = open_model(config.models[0], min(config.seeds)) if drawing and scheduler is None else None
         open_here = dict(memory_limit=config.memory_limit, timeout=config.scheduler_timeout, log=say)
         if scheduler is not None:
-            # The cluster is reached (and its workers checked) before the store is opened: a
-            # scheduler that cannot be used leaves no trace.
+            # The cluster reached and its workers checked before the store opens: no trace if unusable.
             executor = stack.enter_context(executors.open_executor(jobs=jobs, scheduler=scheduler, **open_here))
         store = stack.enter_context(ResultsStore(results, lock=True))  # another run on this store waits for the lock
         grid = Grid(datasets, config, store=store, log=say, samples=samples, opened=opened)
