@@ -180,8 +180,13 @@ def with_consensus(frame):
     return frame
 
 
+def keeps_assignments(frame) -> bool:
+    """Whether any row of ``frame`` kept its cluster assignment (what consensus is computed from)."""
+    return ASSIGNMENT in frame.columns and bool(frame[ASSIGNMENT].map(lambda v: isinstance(v, str)).any())
+
+
 def require_assignments(frame, what: str) -> None:
     """One line where ``frame`` (the rows ``what`` ranks) kept no assignment to compute consensus from."""
-    if ASSIGNMENT not in frame.columns or not frame[ASSIGNMENT].map(lambda v: isinstance(v, str)).any():
+    if not keeps_assignments(frame):
         raise UserError(f"{what}: the results keep no cluster assignments, so consensus cannot be computed; rerun "
                         "the grid with this tecb (it keeps them), or choose another --criterion")

@@ -39,6 +39,7 @@ import pandas as pd
 
 from tecb_data import inputs, seeding
 from tecb_data.errors import UserError
+from tecb_eval.clustering.consensus import keeps_assignments
 from tecb_eval.clustering.criteria import ACROSS_SPACES, CRITERIA, CRITERION_NAMES
 from tecb_eval.reports.label_free import with_setting
 
@@ -126,8 +127,7 @@ def require_label_free(frame: pd.DataFrame, where) -> None:
     """One line naming ``where`` and the option to rerun with, where the rows hold labelled
     pipelines but not one label-free score: a labelled grid computes them only when asked."""
     labelled = labelled_rows(frame)
-    if len(labelled) and not held_criteria(labelled) and (
-            "assignment" not in labelled.columns or not labelled["assignment"].map(lambda v: isinstance(v, str)).any()):
+    if len(labelled) and not held_criteria(labelled) and not keeps_assignments(labelled):
         raise UserError(f"{where}: nothing to calibrate: the labelled rows hold no label-free scores (a labelled run "
                         "computes them only when asked); run the grid again with --label-free (its stored cells are "
                         "scored again from the caches)")
@@ -180,7 +180,7 @@ def missing_criteria(frame: pd.DataFrame) -> list[str]:
     if texts:
         out.append(f"note: {', '.join(c.title for c in texts)} not calibrated: the labelled run had no topic words; "
                    "run it again with --label-free (a labelled run leaves them out unless asked)")
-    if "assignment" not in frame.columns or not frame["assignment"].map(lambda v: isinstance(v, str)).any():
+    if not keeps_assignments(frame):
         out.append("note: consensus not calibrated: the rows keep no cluster assignments; run the grid again with "
                    "--label-free")
     if not any(has(c.name) for c in needing("reruns")):
