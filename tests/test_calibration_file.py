@@ -50,6 +50,7 @@ def _wrong_documents():
         "a row's criterion unknown": dict(good, table=[dict(row, criterion="vibes")]),
         "a row's count as a float": dict(good, table=[dict(row, cells=2.5)]),
         "datasets of text": dict(good, datasets="all"),
+        "a cap this tecb does not know": dict(good, k_cap="median"),
         "nested too deep": "[" * 200_000,
         "not JSON": "{",
         "not UTF-8": b"\xff\xfe{}".decode("latin-1"),

@@ -78,7 +78,8 @@ def _recommend_unlabelled(args, store) -> bool:
         return False
     chosen, left_out = select(store[unlabelled_rows(store)], points=True, like_with_like=False, **selection(args))
     found = calibration.read_calibration(args.calibration)
-    records = [unlabelled.recommend_unlabelled(chosen, dataset, criterion=args.criterion, calibration=found)
+    records = [unlabelled.recommend_unlabelled(chosen, dataset, criterion=args.criterion, calibration=found,
+                                               k_cap=args.k_cap)
                for dataset in wanted]
     others = [d for d in asked if d not in corpora]
     note = (f"note: {', '.join(others)} have labels: run `tecb-eval recommend` with --data for them alone"
@@ -127,7 +128,7 @@ def _cmd_calibrate(args) -> int:
         check_output_file(args.out, option="--out", inputs=[args.results], outputs=[], ours=_is_calibration)
     frame, left_out = select(read_store(args.results), points=True, like_with_like=False, **selection(args))
     calibration.require_label_free(frame, args.results)
-    cells = calibration.cell_statistics(frame)
+    cells = calibration.cell_statistics(frame, k_cap=args.k_cap)
     table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, cells=cells)
     chosen = calibration.choose(cells)
     # The single criteria and the one chosen; the file holds every rank average too.
@@ -139,7 +140,7 @@ def _cmd_calibrate(args) -> int:
         print("\nleave one dataset out: the criterion chosen on the other datasets, on the one left out")
         print(calibration.format_held_out(held))
     v_table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, target="v_measure")
-    document = calibration.document(table, frame, cells=cells, v_table=v_table)
+    document = calibration.document(table, frame, cells=cells, v_table=v_table, k_cap=args.k_cap)
     print(f"best-calibrated criterion: {document['best']} (lowest mean AMI regret over the datasets, among the "
           "criteria comparable across vector spaces and the rank averages of two or more of them)")
     for line in calibration.missing_criteria(frame):
@@ -185,6 +186,7 @@ def _write_json(path: Path, document: dict) -> None:
 
 def register(commands) -> None:
     from tecb_eval.clustering.criteria import CRITERIA
+    from tecb_eval.reports.calibration import K_CAPS
 
     report = commands.add_parser(
         "report", help="write a static HTML site of results stores (leaderboards, per-model pages)",
@@ -236,6 +238,10 @@ def register(commands) -> None:
     recommend.add_argument("--calibration", type=Path, metavar="FILE",
                            help="a corpus without labels: the calibration `tecb-eval calibrate --out` wrote on your own "
                                 "labelled store (default: the one shipped, measured on our labelled German data)")
+    recommend.add_argument("--k-cap", choices=K_CAPS, default=None,
+                           help="a corpus without labels: pick among the partitions with at most as many clusters as "
+                                "the one the grid agrees on most (consensus), or among all (none) (default: the "
+                                "calibration's rule; the shipped one caps)")
     selection_options(recommend)
     recommend.set_defaults(func=_cmd_recommend, interrupted=READ_ONLY)
 
@@ -251,5 +257,9 @@ def register(commands) -> None:
     calibrate.add_argument("--out", type=Path, help="also write the calibration as JSON, for `recommend --calibration`")
     calibrate.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     calibrate.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+    calibrate.add_argument("--k-cap", choices=K_CAPS, default=K_CAPS[0],
+                           help="measure each criterion's pick among the partitions with at most as many clusters as "
+                                "the one the grid agrees on most (consensus, what recommend does), or among all (none) "
+                                f"(default {K_CAPS[0]}; written to --out)")
     selection_options(calibrate)
     calibrate.set_defaults(func=_cmd_calibrate, interrupted=READ_ONLY)

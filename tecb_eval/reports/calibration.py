@@ -9,8 +9,10 @@ two or more criteria (``rank:a+b+c``: the mean of their ranks over the cell's pi
 
 - Spearman's rho and Kendall's tau (scipy) between the criterion and the target over the pipelines
   where the criterion is defined (three or more, not all equal);
-- the regret: the target (x100) of the best pipeline of the cell minus that of the pipeline the
-  criterion ranks first: what choosing by the criterion loses;
+- the regret: the target (x100) of the best pipeline of the cell minus that of the pick, the
+  pipeline the criterion ranks first among those :func:`within_cap` allows (at most the clusters
+  of the partition the cell's grid agrees on most, as ``recommend`` picks): what choosing by the
+  criterion loses;
 - the k error: |clusters of the pick - labels| / labels, and the k ratio: clusters of the pick / labels.
 
 Per dataset and over all of them: the mean over cells, with a percentile bootstrap interval over
@@ -52,6 +54,11 @@ ALL = "all datasets"
 PACKAGED = "data/calibration.json"
 DEFAULT_RESAMPLES = 1000
 MIN_PIPELINES = 3
+# How the pick's number of clusters is bounded: by the clusters of the grid's consensus partition
+# (:func:`consensus_clusters`), or not at all.
+CONSENSUS_CAP = "consensus"
+NO_CAP = "none"
+K_CAPS = (CONSENSUS_CAP, NO_CAP)
 
 
 def labelled_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -96,6 +103,38 @@ def pointed_scores(cell: pd.DataFrame, name: str) -> np.ndarray:
     return out
 
 
+def consensus_clusters(clusters, consensus) -> float:
+    """The number of clusters of the partition that agrees most with the others of the same texts
+    (the highest ``consensus``; ties: the fewer clusters, then the first): the grid's own answer to
+    "how many clusters", read from the ensemble rather than from one vector space. NaN where no
+    partition has a consensus.
+
+    Args:
+        clusters (Sequence[float]): Each partition's number of clusters found.
+        consensus (Sequence[float]): Each partition's consensus (NaN where undefined).
+
+    Returns:
+        float: The clusters of the most agreed-on partition, or NaN.
+    """
+    clusters = np.asarray(clusters, dtype=float)
+    consensus = np.asarray(consensus, dtype=float)
+    ok = np.flatnonzero(np.isfinite(consensus) & np.isfinite(clusters))
+    if not len(ok):
+        return math.nan
+    top = ok[consensus[ok] == consensus[ok].max()]
+    return float(clusters[top[int(np.argmin(clusters[top]))]])
+
+
+def within_cap(clusters, consensus, k_cap: str) -> np.ndarray:
+    """Which partitions the pick may be: those with at most :func:`consensus_clusters` clusters
+    (``k_cap`` ``"consensus"``), or every one (``"none"``, or where no consensus is defined). The
+    criteria that rank best against AMI on our data favour many clusters; the ensemble's most
+    agreed-on partition bounds them (docs/unlabelled.md)."""
+    clusters = np.asarray(clusters, dtype=float)
+    cap = consensus_clusters(clusters, consensus) if k_cap == CONSENSUS_CAP else math.nan
+    return np.ones(len(clusters), dtype=bool) if math.isnan(cap) else ~(clusters > cap)
+
+
 def held_criteria(frame: pd.DataFrame) -> list[str]:
     """Every criterion of the registry that the rows hold a score of, in registry order."""
     return [c for c in CRITERIA if c in frame.columns and pd.to_numeric(frame[c], errors="coerce").notna().any()]
@@ -133,9 +172,11 @@ def require_label_free(frame: pd.DataFrame, where) -> None:
                         "scored again from the caches)")
 
 
-def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
+def cell_statistics(frame: pd.DataFrame, target: str = TARGET, k_cap: str = CONSENSUS_CAP) -> pd.DataFrame:
     """One row per (dataset, split, seed, criterion): rho, tau, regret, k error, k ratio (the pick's
-    clusters / labels) and the pipelines compared; every criterion :func:`measured` names."""
+    clusters / labels) and the pipelines compared; every criterion :func:`measured` names. rho and
+    tau compare the criterion's ranking of every pipeline with the target's; the pick (what regret
+    and k measure) is the criterion's best among the partitions :func:`within_cap` allows."""
     from scipy import stats
 
     from tecb_eval.clustering.consensus import with_consensus
@@ -150,6 +191,9 @@ def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
             "n_clusters_found" in cell.columns) else np.full(len(cell), np.nan)
         labels = pd.to_numeric(cell.get("n_labels"), errors="coerce").to_numpy(dtype=float) if (
             "n_labels" in cell.columns) else np.full(len(cell), np.nan)
+        agreed = pd.to_numeric(cell["consensus"], errors="coerce").to_numpy(dtype=float) if (
+            "consensus" in cell.columns) else np.full(len(cell), np.nan)
+        allowed = within_cap(found, agreed, k_cap)
         for criterion in names:
             x = pointed_scores(cell, criterion)
             ok = np.isfinite(x) & np.isfinite(v)
@@ -157,7 +201,10 @@ def cell_statistics(frame: pd.DataFrame, target: str = TARGET) -> pd.DataFrame:
                 continue
             rho = stats.spearmanr(x[ok], v[ok]).statistic
             tau = stats.kendalltau(x[ok], v[ok]).statistic
-            first = int(np.flatnonzero(ok)[int(np.argmax(x[ok]))])
+            pickable = ok & allowed
+            if not pickable.any():
+                continue
+            first = int(np.flatnonzero(pickable)[int(np.argmax(x[pickable]))])
             out.append({"mteb_name": dataset, "split": split, "seed": seed, "criterion": criterion,
                         "rho": float(rho), "tau": float(tau), "regret": float(100 * (best - v[first])),
                         "k_error": float(abs(found[first] - labels[first]) / labels[first]) if labels[first] > 0
@@ -381,19 +428,23 @@ NOTE = ("rho, tau: rank correlation of the criterion with the target (AMI, or V-
 
 
 def document(table: pd.DataFrame, frame: pd.DataFrame, *, when: str | None = None,
-             cells: pd.DataFrame | None = None, v_table: pd.DataFrame | None = None) -> dict:
+             cells: pd.DataFrame | None = None, v_table: pd.DataFrame | None = None,
+             k_cap: str = CONSENSUS_CAP) -> dict:
     """The calibration as the package ships it: the table (target AMI), the held-out figures, the
-    criterion chosen on every dataset (``best``), its date, the builds it was measured on (dataset
-    fingerprints), the splits, the models and algorithms, and the table against V-measure."""
+    criterion chosen on every dataset (``best``), the bound on the pick's clusters its figures were
+    measured with (``k_cap``: ``cells`` must have been computed with it; ``"none"`` where the rows
+    keep no assignments, so no consensus bounds anything), its date, the builds it was measured on
+    (dataset fingerprints), the splits, the models and algorithms, and the table against V-measure."""
     rows = labelled_rows(frame)
     builds = sorted({(str(n), str(f)) for n, f in zip(rows.mteb_name, rows.dataset_fingerprint)})
-    cells = cell_statistics(frame) if cells is None else cells
+    cells = cell_statistics(frame, k_cap=k_cap) if cells is None else cells
     out = held_out(cells)
     chosen = choose(cells) if not cells.empty else best_criterion(table)
     return {
         "date": when or date.today().isoformat(),
         "target": str(table["target"].iloc[0]) if "target" in table.columns and len(table) else TARGET,
         "best": chosen,
+        "k_cap": k_cap if keeps_assignments(rows) else NO_CAP,
         # What ``best`` and each held-out choice were chosen from (the rule: :func:`candidates`).
         "candidates": [c for c in dict.fromkeys(cells.criterion) if candidate(c)],
         "held_out": json.loads(out.to_json(orient="records")),
@@ -471,6 +522,8 @@ def check_calibration(found, what: str) -> dict:
     if unknown:
         raise UserError(f"{what}: its chosen criterion {best!r} is not one this tecb knows ({', '.join(unknown)}); "
                         "write the file again with this tecb's `tecb-eval calibrate STORE --out FILE`")
+    if found.get("k_cap", NO_CAP) not in K_CAPS:
+        raise wrong(f"k_cap is {found.get('k_cap')!r}, expected one of {', '.join(K_CAPS)}")
     table = found.get("table")
     if not isinstance(table, list) or not table:
         raise wrong("no table of criteria")

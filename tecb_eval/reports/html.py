@@ -196,8 +196,13 @@ def _pick(corpus: dict, path: Path | None) -> dict:
         return {"pick": None, "pick_note": str(exc), "pick_clusters": [], "pick_rows": []}
     best = record["pipelines"][0]
     shown = [best["model"], best["reduction"], best["algorithm"], best["setting"] or "default"]
+    cap = record.get("k_cap")
+    cap_words = None if not cap else (
+        f"{cap['clusters']:g}, those of the partition the grid agrees on most ({cap['pipeline']['model']}, "
+        f"{cap['pipeline']['reduction']} reduction, {cap['pipeline']['algorithm']} with "
+        f"{unlabelled.setting_words(cap['pipeline']['setting'])})")
     return {"pick": {**best, "criterion": record["criterion_name"], "setting_words": unlabelled.setting_words(
-                best["setting"]), "spectral_k": record.get("spectral_k")},
+                best["setting"]), "spectral_k": record.get("spectral_k"), "cap_words": cap_words},
             "pick_note": None, "pick_clusters": unlabelled.pipelines_with_clusters(corpus["points"], record),
             "pick_rows": [i for i, row in enumerate(corpus["rows"]) if [str(v) for v in row[:4]] == shown]}
 

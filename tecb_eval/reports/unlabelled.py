@@ -6,7 +6,7 @@ their rank averages, on the packaged calibration of our labelled German data, or
 on their own labelled store), or the one named (any criterion of the registry, or a rank average of
 two or more). Each pipeline (model, reduction, algorithm, cluster setting: the k or HDBSCAN's
 min_cluster_size of a range) is scored by the criterion's mean over its splits and seeds; the first
-is recommended with its calibration (rho with its interval, the regret, on which data) and a
+with at most as many clusters as the pipeline the grid agrees on most (:func:`capped`) is recommended with its calibration (rho with its interval, the regret, on which data) and a
 BERTopic configuration at that setting. Where the calibration is weak (rho's interval holds 0) the
 text says so and lists the runner-up pipelines beside it.
 """
@@ -22,7 +22,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 
 from tecb_eval.grid.store import read_setting
-from tecb_eval.clustering.consensus import decode, require_assignments, with_consensus
+from tecb_eval.clustering.consensus import decode, keeps_assignments, require_assignments, with_consensus
 from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES, criterion as criterion_entry
 from tecb_eval.files import one_line
 from tecb_eval.reports import calibration as calib
@@ -72,7 +72,7 @@ def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
     pointed so that higher is better; a rank average ranks the pipelines by each part's mean and
     averages the ranks); a pipeline where it is undefined everywhere is left out."""
     rows = with_setting(rows)
-    if "consensus" in calib.parts(criterion):
+    if "consensus" in calib.parts(criterion) and "consensus" not in rows.columns:
         require_assignments(rows, f"--criterion {criterion}")
         rows = with_consensus(rows)
     if criterion.startswith(calib.COMBINED):
@@ -91,6 +91,33 @@ def ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
         order = table.sort_values(PIPELINE, kind="stable").index
         return table.loc[order].sort_values("pointed", ascending=False, kind="stable").reset_index(drop=True)
     return _single_ranking(rows, criterion)
+
+
+def capped(rows: pd.DataFrame, ranked: pd.DataFrame, k_cap: str) -> tuple[pd.DataFrame, dict | None]:
+    """``ranked`` (:func:`ranking` of ``rows``) with the pipelines the cap allows first, in their
+    order, then the others, each marked ``above_cap``; and the cap: the clusters of the pipeline the
+    grid agrees on most (its mean consensus and clusters over splits and seeds,
+    :func:`tecb_eval.reports.calibration.within_cap`) and which pipeline that is; None where
+    ``k_cap`` is ``"none"`` or no pipeline has a consensus."""
+    ranked = ranked.assign(above_cap=False)
+    if k_cap == calib.NO_CAP:
+        return ranked, None
+    if "consensus" not in rows.columns:
+        return ranked, None
+    rows = with_setting(rows)
+    per = rows.assign(clusters=pd.to_numeric(rows.n_clusters_found, errors="coerce"),
+                      agreed=pd.to_numeric(rows.consensus, errors="coerce")).groupby(PIPELINE, sort=True).agg(
+        clusters=("clusters", "mean"), agreed=("agreed", "mean")).reset_index()
+    cap = calib.consensus_clusters(per.clusters, per.agreed)
+    if math.isnan(cap):
+        return ranked, None
+    allowed = dict(zip(map(tuple, per[PIPELINE].to_numpy()), calib.within_cap(per.clusters, per.agreed, k_cap)))
+    above = np.array([not allowed.get(tuple(p), True) for p in ranked[PIPELINE].to_numpy()], dtype=bool)
+    ranked = ranked.assign(above_cap=above)
+    ranked = pd.concat([ranked[~above], ranked[above]]).reset_index(drop=True)
+    top = per[per.agreed.notna()].sort_values(["agreed", "clusters"], ascending=[False, True], kind="stable").iloc[0]
+    return ranked, {"rule": k_cap, "clusters": float(cap),
+                    "pipeline": {c: top[c] for c in PIPELINE}, "consensus": float(top.agreed)}
 
 
 def _single_ranking(rows: pd.DataFrame, criterion: str) -> pd.DataFrame:
@@ -126,14 +153,22 @@ def _calibration_of(found: dict, criterion: str) -> dict:
 
 
 def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | None = None,
-                         calibration: dict) -> dict:
+                         calibration: dict, k_cap: str | None = None) -> dict:
     """The recommendation for the corpus ``dataset`` (an MTEB name) as a record: the criterion, its
-    calibration, the ranked pipelines, and the BERTopic snippet of the first."""
+    calibration, the ranked pipelines (those within the cap on clusters first: ``k_cap``, or the
+    calibration's, :func:`capped`), and the BERTopic snippet of the first."""
     if criterion is not None:
         check_criterion(criterion)
     chosen = criterion or calibration["best"]
+    k_cap = k_cap or calibration.get("k_cap", calib.NO_CAP)
     rows = frame[frame.mteb_name == dataset]
-    ranked = ranking(rows, chosen)
+    if k_cap == calib.CONSENSUS_CAP:
+        if not keeps_assignments(rows):
+            raise UserError(f"{dataset}: the results keep no cluster assignments, so the partition the grid agrees on "
+                            "most (which caps the pick's clusters) cannot be found; rerun the grid with this tecb (it "
+                            "keeps them), or pass --k-cap none")
+        rows = with_consensus(rows)
+    ranked, cap = capped(rows, ranking(rows, chosen), k_cap)
     best = ranked.iloc[0]
     of_best = with_setting(rows)
     of_best = of_best[(of_best.model == best.model) & (of_best.reduction == best.reduction)
@@ -160,8 +195,8 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
             "spectral_k": spectral_k_of(of_best), "topics": largest_topics(newest),
             "best_criterion": calibration["best"],
             "calibrated_on": calibration.get("datasets", []), "calibration_date": calibration.get("date"),
-            "pipelines": ranked[PIPELINE + ["score", "splits"]].to_dict("records"),
-            "tied": indistinguishable(ranked),
+            "pipelines": ranked[PIPELINE + ["score", "splits", "above_cap"]].to_dict("records"), "k_cap": cap,
+            "tied": indistinguishable(ranked[~ranked.above_cap]),
             "noise_fraction": r.noise_fraction, "stability": stability_of(of_best), "bertopic": r.bertopic,
             "setting": best.setting or "default"}
 
@@ -269,6 +304,13 @@ def text(found: dict) -> str:
            f"    {found['criterion_name']}: {best['score']:.4f} (mean over {best['splits']} split(s)); noise "
            f"fraction {found['noise_fraction']:.2f}",
            "    " + stability_words(found.get("stability"))]
+    cap = found.get("k_cap")
+    if cap:
+        agreed = cap["pipeline"]
+        out.append(f"    at most {cap['clusters']:g} clusters: those of the partition the grid agrees on most "
+                   f"({agreed['model']}, {agreed['reduction']} reduction, {agreed['algorithm']} with "
+                   f"{setting_words(agreed['setting'])}; consensus {cap['consensus']:.3f}); --k-cap none ranks every "
+                   "partition")
     if found.get("spectral_k") is not None:
         out.append(f"    the spectrum suggests about {found['spectral_k']} clusters (the eigengap of a cosine "
                    "k-NN graph of the pick's vectors)")
@@ -310,7 +352,8 @@ def text(found: dict) -> str:
         out.append(f"  ties: {tied['spread']}")
     for other in found["pipelines"][1:1 + runners_up_shown(c)]:
         out.append(f"  runner-up: {other['model']}, {other['reduction']} reduction, {other['algorithm']} with "
-                   f"{setting_words(other['setting'])} ({other['score']:.4f})")
+                   f"{setting_words(other['setting'])} ({other['score']:.4f}"
+                   + (", more clusters than the cap)" if other.get("above_cap") else ")"))
     out += ["  BERTopic:", *("    " + line if line else "" for line in found["bertopic"].splitlines()), ""]
     return "\n".join(one_line(line) for line in out) + "\n"
 
