@@ -414,7 +414,8 @@ def test_a_corpus_page_names_and_highlights_the_pick_and_fits_1280_px(page, tmp_
     assert scroll <= client, (scroll, client)
     pick = page.locator("p.pick-line").inner_text()
     assert "ranked first by" in pick and "The spectrum suggests about" in pick
-    assert "with at most as many clusters as the grid's most agreed-on one: " in pick
+    assert "It is ranked among the partitions with at most " in pick
+    assert " clusters, as many as the partition the grid agrees on most has (tfidf-lsa, " in pick
     highlighted = page.locator("tr.pick")
     assert highlighted.count() == 1 and pick.startswith(" ".join(highlighted.locator("td").all_inner_texts()[:1]))
     # The pick and 3 runner-ups, each with every cluster: its top words and up to 3 example texts.

@@ -198,9 +198,9 @@ def _pick(corpus: dict, path: Path | None) -> dict:
     shown = [best["model"], best["reduction"], best["algorithm"], best["setting"] or "default"]
     cap = record.get("k_cap")
     cap_words = None if not cap else (
-        f"{cap['clusters']:g}, those of the partition the grid agrees on most ({cap['pipeline']['model']}, "
-        f"{cap['pipeline']['reduction']} reduction, {cap['pipeline']['algorithm']} with "
-        f"{unlabelled.setting_words(cap['pipeline']['setting'])})")
+        f"{cap['clusters']:g} clusters, as many as the partition the grid agrees on most has "
+        f"({cap['pipeline']['model']}, {cap['pipeline']['reduction']} reduction, {cap['pipeline']['algorithm']} "
+        f"with {unlabelled.setting_words(cap['pipeline']['setting'])})")
     return {"pick": {**best, "criterion": record["criterion_name"], "setting_words": unlabelled.setting_words(
                 best["setting"]), "spectral_k": record.get("spectral_k"), "cap_words": cap_words},
             "pick_note": None, "pick_clusters": unlabelled.pipelines_with_clusters(corpus["points"], record),

@@ -321,6 +321,7 @@ def text(found: dict) -> str:
     if held:
         shown = "; ".join(
             f"{r['held_out']}: regret {r['regret']:.2f}, rho {r['rho']:+.2f}, k error {r['k_error']:.2f}"
+            + (f", k ratio {r['k_ratio']:.2f}" if isinstance(r.get("k_ratio"), (int, float)) else "")
             + ("" if r["same"] else f" (the choice there: {calib.title(r['chosen'])})") for r in held["rows"])
         worst = max(r["regret"] for r in held["rows"])
         out.append(f"  trust (each dataset left out of the choice, {found['calibration_date']}): the criterion chosen "
