@@ -64,9 +64,7 @@ def main() -> int:
 
     from tecb_data.build import build, build_table
     from tecb_data.sources.table import TableSettings
-    from tecb_eval.cli import main as eval_main
     from tecb_eval.reports import calibration
-    from tecb_eval.reports.versions import read_store, select
 
     with tempfile.TemporaryDirectory(prefix="tecb-calibration-") as tmp:
         tmp = Path(tmp)
@@ -77,21 +75,11 @@ def main() -> int:
         built += [f for f, _ in build_table(TENKGNAD_TEST, tmp / "data", news)]
         results = args.store or tmp / "results.jsonl"
         cache = (args.store.parent / (args.store.name + ".cache")) if args.store else tmp / "cache"
-        argv = ["run", "--results", str(results), "--cache-dir", str(cache), "--quiet", "--label-free",
-                "--k", args.k, "--min-cluster-size", args.min_cluster_size, "--limit-splits", str(args.limit_splits),
-                "--stability", str(args.stability)]
-        for folder in built:
-            argv += ["--data", str(folder)]
-        for model in args.models.split(","):
-            argv += ["--model", model]
-        for config in args.configs.split(","):
-            argv += ["--config", config]
-        started = time.perf_counter()
-        code = eval_main(argv)
-        if code:
-            return code
-        print(f"grid: {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        frame, _ = select(read_store(results), points=True, like_with_like=False)
+        frame = labelled_grid(built, results, cache, models=args.models, configs=args.configs, k=args.k,
+                              min_cluster_size=args.min_cluster_size, limit_splits=args.limit_splits,
+                              stability=args.stability)
+        if isinstance(frame, int):
+            return frame
         started = time.perf_counter()
         cells = calibration.cell_statistics(frame)
         print(f"criteria across partitions and the statistics: {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -165,6 +153,31 @@ def main() -> int:
             path.write_text(json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def labelled_grid(built, results: Path, cache: Path, *, models: str, configs: str, k: str, min_cluster_size: str,
+                  limit_splits: int = 0, stability: int = 0):
+    """Run the calibration's grid (every label-free criterion) on the dataset folders ``built`` into
+    the store ``results``, and return its rows as calibration reads them (every point of the ranges);
+    the exit code of `tecb-eval run` where it failed."""
+    from tecb_eval.cli import main as eval_main
+    from tecb_eval.reports.versions import read_store, select
+
+    argv = ["run", "--results", str(results), "--cache-dir", str(cache), "--quiet", "--label-free", "--k", k,
+            "--min-cluster-size", min_cluster_size, "--limit-splits", str(limit_splits), "--stability", str(stability)]
+    for folder in built:
+        argv += ["--data", str(folder)]
+    for model in models.split(","):
+        argv += ["--model", model]
+    for config in configs.split(","):
+        argv += ["--config", config]
+    started = time.perf_counter()
+    code = eval_main(argv)
+    if code:
+        return code
+    print(f"grid: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    frame, _ = select(read_store(results), points=True, like_with_like=False)
+    return frame
 
 
 def at_positions(cells, start: int, stop: int, inside: bool = True):

@@ -26,12 +26,11 @@ import csv
 import re
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchdata import BLURBS_DEV, SHARED  # noqa: E402
-from bench_calibration import FULL_CONFIGS, FULL_MODELS  # noqa: E402
+from bench_calibration import FULL_CONFIGS, FULL_MODELS, labelled_grid  # noqa: E402
 
 TENKGNAD_TEST = SHARED / "data" / "10kgnad" / "test.csv"
 NEWS_CHARS = 500
@@ -85,9 +84,7 @@ def main() -> int:
 
     from tecb_data.build import build_table
     from tecb_data.sources.table import TableSettings
-    from tecb_eval.cli import main as eval_main
     from tecb_eval.reports import calibration
-    from tecb_eval.reports.versions import read_store, select
 
     with tempfile.TemporaryDirectory(prefix="tecb-fresh-") as tmp:
         tmp = Path(tmp)
@@ -101,20 +98,10 @@ def main() -> int:
         built += [f for f, _ in build_table(news_table(tmp), tmp / "data", news)]
         results = args.store or tmp / "results.jsonl"
         cache = args.cache_dir or ((args.store.parent / (args.store.name + ".cache")) if args.store else tmp / "cache")
-        argv = ["run", "--results", str(results), "--cache-dir", str(cache), "--quiet", "--label-free",
-                "--k", args.k, "--min-cluster-size", args.min_cluster_size, "--stability", "0"]
-        for folder in built:
-            argv += ["--data", str(folder)]
-        for model in FULL_MODELS.split(","):
-            argv += ["--model", model]
-        for config in FULL_CONFIGS.split(","):
-            argv += ["--config", config]
-        started = time.perf_counter()
-        code = eval_main(argv)
-        if code:
-            return code
-        print(f"grid: {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        frame, _ = select(read_store(results), points=True, like_with_like=False)
+        frame = labelled_grid(built, results, cache, models=FULL_MODELS, configs=FULL_CONFIGS, k=args.k,
+                              min_cluster_size=args.min_cluster_size)
+        if isinstance(frame, int):
+            return frame
         shipped = calibration.read_calibration()
         chosen, cap = shipped["best"], shipped.get("k_cap", calibration.NO_CAP)
         capped = calibration.cell_statistics(frame, k_cap=cap)
