@@ -51,7 +51,8 @@ def blurbs_tables(folder: Path, min_texts: int) -> list[tuple[Path, str]]:
         books = by_top[top]
         if len(books) < min_texts or len({b.labels["fine"] for b in books}) < 3:
             continue
-        name = "blurbs-within-" + re.sub(r"[^a-z0-9]+", "-", top.lower().translate(str.maketrans("äöüß", "aous"))).strip("-")
+        ascii_name = top.lower().translate(str.maketrans("äöüß", "aous"))
+        name = "blurbs-within-" + re.sub(r"[^a-z0-9]+", "-", ascii_name).strip("-")
         path = folder / f"{name}.csv"
         with path.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle)

@@ -103,11 +103,23 @@ def pointed_scores(cell: pd.DataFrame, name: str) -> np.ndarray:
     return out
 
 
+def most_agreed(clusters, consensus) -> int | None:
+    """The index of the partition that agrees most with the others of the same texts (the highest
+    ``consensus``; ties: the fewer ``clusters``, then the first); None where no partition has a
+    consensus and a number of clusters."""
+    clusters = np.asarray(clusters, dtype=float)
+    consensus = np.asarray(consensus, dtype=float)
+    ok = np.flatnonzero(np.isfinite(consensus) & np.isfinite(clusters))
+    if not len(ok):
+        return None
+    top = ok[consensus[ok] == consensus[ok].max()]
+    return int(top[int(np.argmin(clusters[top]))])
+
+
 def consensus_clusters(clusters, consensus) -> float:
     """The number of clusters of the partition that agrees most with the others of the same texts
-    (the highest ``consensus``; ties: the fewer clusters, then the first): the grid's own answer to
-    "how many clusters", read from the ensemble rather than from one vector space. NaN where no
-    partition has a consensus.
+    (:func:`most_agreed`): the grid's own answer to "how many clusters", read from the ensemble
+    rather than from one vector space. NaN where no partition has a consensus.
 
     Args:
         clusters (Sequence[float]): Each partition's number of clusters found.
@@ -116,13 +128,8 @@ def consensus_clusters(clusters, consensus) -> float:
     Returns:
         float: The clusters of the most agreed-on partition, or NaN.
     """
-    clusters = np.asarray(clusters, dtype=float)
-    consensus = np.asarray(consensus, dtype=float)
-    ok = np.flatnonzero(np.isfinite(consensus) & np.isfinite(clusters))
-    if not len(ok):
-        return math.nan
-    top = ok[consensus[ok] == consensus[ok].max()]
-    return float(clusters[top[int(np.argmin(clusters[top]))]])
+    index = most_agreed(clusters, consensus)
+    return math.nan if index is None else float(np.asarray(clusters, dtype=float)[index])
 
 
 def within_cap(clusters, consensus, k_cap: str) -> np.ndarray:

@@ -6,8 +6,9 @@ their rank averages, on the packaged calibration of our labelled German data, or
 on their own labelled store), or the one named (any criterion of the registry, or a rank average of
 two or more). Each pipeline (model, reduction, algorithm, cluster setting: the k or HDBSCAN's
 min_cluster_size of a range) is scored by the criterion's mean over its splits and seeds; the first
-with at most as many clusters as the pipeline the grid agrees on most (:func:`capped`) is recommended with its calibration (rho with its interval, the regret, on which data) and a
-BERTopic configuration at that setting. Where the calibration is weak (rho's interval holds 0) the
+with at most as many clusters as the pipeline the grid agrees on most (:func:`capped`) is
+recommended with its calibration (rho with its interval, the regret, on which data) and a BERTopic
+configuration at that setting. Where the calibration is weak (rho's interval holds 0) the
 text says so and lists the runner-up pipelines beside it.
 """
 
@@ -108,15 +109,15 @@ def capped(rows: pd.DataFrame, ranked: pd.DataFrame, k_cap: str) -> tuple[pd.Dat
     per = rows.assign(clusters=pd.to_numeric(rows.n_clusters_found, errors="coerce"),
                       agreed=pd.to_numeric(rows.consensus, errors="coerce")).groupby(PIPELINE, sort=True).agg(
         clusters=("clusters", "mean"), agreed=("agreed", "mean")).reset_index()
-    cap = calib.consensus_clusters(per.clusters, per.agreed)
-    if math.isnan(cap):
+    index = calib.most_agreed(per.clusters, per.agreed)
+    if index is None:
         return ranked, None
     allowed = dict(zip(map(tuple, per[PIPELINE].to_numpy()), calib.within_cap(per.clusters, per.agreed, k_cap)))
     above = np.array([not allowed.get(tuple(p), True) for p in ranked[PIPELINE].to_numpy()], dtype=bool)
     ranked = ranked.assign(above_cap=above)
     ranked = pd.concat([ranked[~above], ranked[above]]).reset_index(drop=True)
-    top = per[per.agreed.notna()].sort_values(["agreed", "clusters"], ascending=[False, True], kind="stable").iloc[0]
-    return ranked, {"rule": k_cap, "clusters": float(cap),
+    top = per.iloc[index]
+    return ranked, {"rule": k_cap, "clusters": float(top.clusters),
                     "pipeline": {c: top[c] for c in PIPELINE}, "consensus": float(top.agreed)}
 
 
