@@ -1,6 +1,7 @@
 """The registry of label-free criteria and the criteria it holds beside scikit-learn's: consensus
-(scikit-learn's AMI and its expected mutual information), the spectrum's number of clusters (scipy's Laplacian, a hand-built block
-case), topic words, NPMI (gensim's CoherenceModel) and topic diversity; the kept assignments."""
+(scikit-learn's AMI and its expected mutual information), the spectrum's number of clusters
+(scipy's Laplacian, a hand-built block case), topic words, NPMI (gensim's CoherenceModel) and topic
+diversity; the kept assignments."""
 
 from __future__ import annotations
 
