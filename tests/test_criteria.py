@@ -1,6 +1,7 @@
 """The registry of label-free criteria and the criteria it holds beside scikit-learn's: consensus
-(scikit-learn's AMI), the spectrum's number of clusters (scipy's Laplacian, a hand-built block
-case), topic words, NPMI (gensim's CoherenceModel) and topic diversity; the kept assignments."""
+(scikit-learn's AMI and its expected mutual information), the spectrum's number of clusters
+(scipy's Laplacian, a hand-built block case), topic words, NPMI (gensim's CoherenceModel) and topic
+diversity; the kept assignments."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from tecb_data.errors import UserError
-from tecb_eval.clustering import consensus, criteria, spectrum, topics
+from tecb_eval.clustering import consensus, criteria, expected_mi, spectrum, topics
 
 GERMAN = [
     "Die Straße in München ist gesperrt, weil die Bahn streikt und die Straße voller Autos ist.",
@@ -80,6 +81,47 @@ def test_consensus_ami_of_every_pair_is_scikit_learns_including_noise_and_single
     for i in range(n):
         expected = np.mean([ami(parts[i], parts[j]) for j in range(n) if j != i])
         assert found[i] == pytest.approx(expected, abs=1e-12)
+
+
+def _table(rows, columns, rng):
+    """A contingency table with these row and column sums (what scikit-learn's EMI reads of it)."""
+    first = np.repeat(np.arange(len(rows)), rows)
+    second = rng.permutation(np.repeat(np.arange(len(columns)), columns))
+    return np.bincount(first * len(columns) + second, minlength=len(rows) * len(columns)).reshape(len(rows),
+                                                                                                  len(columns))
+
+
+def test_consensus_expected_mutual_information_is_scikit_learns_on_grid_like_and_extreme_sizes():
+    from sklearn.metrics.cluster import _expected_mutual_info_fast
+
+    referee = _expected_mutual_info_fast.expected_mutual_information
+
+    rng = np.random.default_rng(7)
+    n = consensus.MAX_TEXTS
+    # Cluster sizes of 2,000 texts as a grid's partitions have them: k-means-like, unbalanced, with
+    # a noise cluster; then the extremes: one cluster, all singletons, a giant beside singletons,
+    # two halves, tiny clusters, one text left over.
+    sizes = []
+    for k, alpha in ((3, 8.0), (12, 0.5), (30, 8.0), (45, 2.0), (60, 8.0), (200, 0.3)):
+        counts = np.bincount(rng.choice(k, n, p=rng.dirichlet(np.full(k, alpha))), minlength=k)
+        sizes.append(counts[counts > 0])
+    sizes += [np.array([n]), np.ones(n, dtype=int), np.r_[np.ones(1000, dtype=int), 1000], np.array([1000, 1000]),
+              np.array([1, 1, 1, n - 3]), np.full(400, 5), np.array([n - 1, 1]), np.array([667, 667, 666])]
+    pairs = [(i, j) for i in range(len(sizes)) for j in range(len(sizes)) if i != j]
+    found = expected_mi.expected_mutual_informations(sizes, pairs, n)
+    for (i, j), value in zip(pairs, found):
+        expected = referee(_table(sizes[i], sizes[j], rng), n)
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-300), (sizes[i].size, sizes[j].size)
+        # A pair's value is the same float whichever other pairs are computed with it.
+        assert value == expected_mi.expected_mutual_information(sizes[i], sizes[j], n)
+    # Few texts, many shapes; a table's sums with a size that occurs twice.
+    for _ in range(30):
+        m = int(rng.integers(2, 300))
+        a = np.bincount(rng.integers(0, rng.integers(1, 40), m))
+        b = np.bincount(rng.integers(0, rng.integers(1, 40), m))
+        a, b = a[a > 0], b[b > 0]
+        assert expected_mi.expected_mutual_information(a, b, m) == pytest.approx(referee(_table(a, b, rng), m),
+                                                                                 rel=1e-12, abs=1e-300)
 
 
 def test_kept_assignments_are_compact_deterministic_and_refuse_damage_in_one_line():
