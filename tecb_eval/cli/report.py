@@ -185,8 +185,7 @@ def _write_json(path: Path, document: dict) -> None:
 
 
 def register(commands) -> None:
-    from tecb_eval.clustering.criteria import CRITERIA
-    from tecb_eval.reports.calibration import K_CAPS
+    from tecb_eval.clustering.criteria import CRITERIA, K_CAPS
 
     report = commands.add_parser(
         "report", help="write a static HTML site of results stores (leaderboards, per-model pages)",

@@ -102,6 +102,11 @@ CRITERION_NAMES = {c.name: c.title for c in _ENTRIES}
 ACROSS_SPACES = tuple(c.name for c in _ENTRIES if c.across_spaces)
 # The ranges the results store checks a written score against.
 CRITERION_RANGES = {c.name: (c.low, c.high) for c in _ENTRIES}
+# How the label-free pick's number of clusters is bounded: by the clusters of the partition the
+# grid agrees on most (the highest consensus), or not at all (tecb_eval.reports.calibration.within_cap).
+CONSENSUS_CAP = "consensus"
+NO_CAP = "none"
+K_CAPS = (CONSENSUS_CAP, NO_CAP)
 
 
 def criterion(name: str) -> Criterion:

@@ -42,7 +42,7 @@ import pandas as pd
 from tecb_data import inputs, seeding
 from tecb_data.errors import UserError
 from tecb_eval.clustering.consensus import keeps_assignments
-from tecb_eval.clustering.criteria import ACROSS_SPACES, CRITERIA, CRITERION_NAMES
+from tecb_eval.clustering.criteria import ACROSS_SPACES, CONSENSUS_CAP, CRITERIA, CRITERION_NAMES, K_CAPS, NO_CAP
 from tecb_eval.reports.label_free import with_setting
 
 TARGETS = {"ami": "AMI", "v_measure": "V-measure"}
@@ -54,11 +54,6 @@ ALL = "all datasets"
 PACKAGED = "data/calibration.json"
 DEFAULT_RESAMPLES = 1000
 MIN_PIPELINES = 3
-# How the pick's number of clusters is bounded: by the clusters of the grid's consensus partition
-# (:func:`consensus_clusters`), or not at all.
-CONSENSUS_CAP = "consensus"
-NO_CAP = "none"
-K_CAPS = (CONSENSUS_CAP, NO_CAP)
 
 
 def labelled_rows(frame: pd.DataFrame) -> pd.DataFrame:
