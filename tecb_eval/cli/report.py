@@ -139,7 +139,8 @@ def _cmd_calibrate(args) -> int:
     if len(held):
         print("\nleave one dataset out: the criterion chosen on the other datasets, on the one left out")
         print(calibration.format_held_out(held))
-    v_table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, target="v_measure")
+    v_table = calibration.calibrate(frame, resamples=args.resamples, seed=args.seed, target="v_measure",
+                                    k_cap=args.k_cap)
     document = calibration.document(table, frame, cells=cells, v_table=v_table, k_cap=args.k_cap)
     print(f"best-calibrated criterion: {document['best']} (lowest mean AMI regret over the datasets, among the "
           "criteria comparable across vector spaces and the rank averages of two or more of them)")

@@ -308,10 +308,11 @@ def _interval(values: np.ndarray, rng: np.random.Generator, resamples: int, conf
 
 
 def calibrate(frame: pd.DataFrame, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 42,
-              confidence: float = 0.95, target: str = TARGET, cells: pd.DataFrame | None = None) -> pd.DataFrame:
+              confidence: float = 0.95, target: str = TARGET, cells: pd.DataFrame | None = None,
+              k_cap: str = CONSENSUS_CAP) -> pd.DataFrame:
     """Per dataset and over all (``ALL``), per criterion: mean rho, tau, regret and k error over the
     cells (rho, tau and regret with their bootstrap interval), and how many cells and pipelines went in."""
-    cells = cell_statistics(frame, target) if cells is None else cells
+    cells = cell_statistics(frame, target, k_cap) if cells is None else cells
     if cells.empty:
         raise UserError("nothing to calibrate: the results hold no labelled dataset with three or more pipelines "
                         "per split that have both a V-measure and label-free scores (run a grid with several models "
