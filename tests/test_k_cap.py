@@ -89,6 +89,7 @@ def corpus_store(tmp_path_factory):
 
 def test_recommend_picks_within_the_cap_and_says_which_partition_sets_it(corpus_store, capsys):
     from tecb_eval.cli import main
+    from tecb_eval.grid.store import read_setting
     from tecb_eval.reports.versions import read_store
 
     capsys.readouterr()
@@ -101,8 +102,8 @@ def test_recommend_picks_within_the_cap_and_says_which_partition_sets_it(corpus_
     assert found["k_cap"]["pipeline"]["setting"] == top.setting and found["k_cap"]["rule"] == "consensus"
     allowed = [p for p in found["pipelines"] if not p["above_cap"]]
     assert found["pipelines"][:len(allowed)] == allowed  # the allowed ones first, in the criterion's order
-    assert all(int(p["setting"].split("=")[1]) <= top.n_clusters_found for p in allowed)
-    assert all(int(p["setting"].split("=")[1]) > top.n_clusters_found for p in found["pipelines"][len(allowed):])
+    assert all(read_setting(p["setting"])[1] <= top.n_clusters_found for p in allowed)
+    assert all(read_setting(p["setting"])[1] > top.n_clusters_found for p in found["pipelines"][len(allowed):])
     assert main(["recommend", str(corpus_store), "--criterion", "topic_diversity", "--format", "json", "--k-cap",
                  "none"]) == 0
     free = json.loads(capsys.readouterr().out)["recommendations"][0]
