@@ -101,6 +101,7 @@ def test_recommend_picks_within_the_cap_and_says_which_partition_sets_it(corpus_
     assert found["k_cap"]["clusters"] == top.n_clusters_found
     assert found["k_cap"]["pipeline"]["setting"] == top.setting and found["k_cap"]["rule"] == "consensus"
     allowed = [p for p in found["pipelines"] if not p["above_cap"]]
+    assert 0 < len(allowed) < len(found["pipelines"])  # the cap leaves some out here
     assert found["pipelines"][:len(allowed)] == allowed  # the allowed ones first, in the criterion's order
     assert all(read_setting(p["setting"])[1] <= top.n_clusters_found for p in allowed)
     assert all(read_setting(p["setting"])[1] > top.n_clusters_found for p in found["pipelines"][len(allowed):])
