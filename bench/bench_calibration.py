@@ -97,6 +97,7 @@ def main() -> int:
               "regret among the criteria comparable across vector spaces and their rank averages; figures on the "
               "one left out):")
         print(calibration.format_held_out(held))
+        print(split_by_split(cells, held))
         print(best_k_words(frame))
         free = calibration.cell_statistics(frame, k_cap=calibration.NO_CAP)
         print("\nThe same without the cap on the pick's clusters (--k-cap none; the pick may have more clusters than "
@@ -195,6 +196,18 @@ def splits_words(cells) -> str:
     """The splits of ``cells`` per dataset, in words."""
     found = cells.groupby("mteb_name", sort=True).split.unique()
     return "; ".join(f"{n}: {', '.join(sorted(s))}" for n, s in found.items())
+
+
+def split_by_split(cells, held) -> str:
+    """Per dataset left out: how many of its splits the held-out choice picked within 2x of the labels
+    and within 5 AMI points of the best, and its worst regret."""
+    out = []
+    for row in held.itertuples(index=False):
+        mine = cells[(cells.mteb_name == row.held_out) & (cells.criterion == row.chosen)]
+        within = int(((mine.k_ratio >= 0.5) & (mine.k_ratio <= 2)).sum())
+        out.append(f"{row.held_out} {within} and {int((mine.regret <= 5).sum())} of {len(mine)} "
+                   f"(worst {mine.regret.max():.2f})")
+    return "split by split, picks within 2x of the labels and within 5 points: " + "; ".join(out)
 
 
 def best_k_words(frame) -> str:
