@@ -39,12 +39,16 @@ TENKGNAD_TEST = SHARED / "data" / "10kgnad" / "test.csv"
 NEWS_CHARS = 500
 
 
-def blurbs_tables(folder: Path, min_texts: int) -> list[tuple[Path, str]]:
-    """One CSV per top-level genre with at least ``min_texts`` books that have a second-level genre
-    (title, title + blurb, that genre), as the Blurbs recipe selects the books; with its dataset name."""
+def blurbs_books() -> list:
+    """The GermEval 2019 dev books as the Blurbs recipe selects them."""
     from tecb_data.sources import blurbs
 
-    items, _ = blurbs.select(blurbs.read_books(BLURBS_DEV)[0])
+    return blurbs.select(blurbs.read_books(BLURBS_DEV)[0])[0]
+
+
+def blurbs_tables(items: list, folder: Path, min_texts: int) -> list[tuple[Path, str]]:
+    """One CSV per top-level genre with at least ``min_texts`` of the books ``items`` that have a
+    second-level genre (title, title + blurb, that genre); with its dataset name."""
     by_top: dict[str, list] = {}
     for item in items:
         if item.labels["fine"] is not None:
@@ -65,12 +69,9 @@ def blurbs_tables(folder: Path, min_texts: int) -> list[tuple[Path, str]]:
     return out
 
 
-def fine_table(folder: Path) -> Path:
-    """Every Blurbs book with a second-level genre (title, title + blurb, that genre): the fine
+def fine_table(items: list, folder: Path) -> Path:
+    """Every book of ``items`` with a second-level genre (title, title + blurb, that genre): the fine
     level, 67 to 83 labels per split, as a table of its own."""
-    from tecb_data.sources import blurbs
-
-    items, _ = blurbs.select(blurbs.read_books(BLURBS_DEV)[0])
     path = folder / "blurbs-fine.csv"
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
@@ -110,8 +111,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="tecb-fresh-") as tmp:
         tmp = Path(tmp)
-        built = []
-        for path, name in blurbs_tables(tmp, args.min_texts):
+        built, books = [], blurbs_books()
+        for path, name in blurbs_tables(books, tmp, args.min_texts):
             settings = TableSettings(name=name, label="genre", text="title", text_p2p="title,blurb", splits=1,
                                      min_fraction=1.0, max_fraction=1.0)
             built += [f for f, _ in build_table(path, tmp / "data", settings)]
@@ -127,8 +128,8 @@ def main() -> int:
         if args.fine_splits:
             fine = TableSettings(name="blurbs-fine", label="genre", text="title", text_p2p="title,blurb",
                                  splits=args.fine_splits)
-            frame = labelled_grid([f for f, _ in build_table(fine_table(tmp), tmp / "data", fine)], results, cache,
-                                  models=FULL_MODELS, configs=FULL_CONFIGS, k=args.fine_k,
+            folders = [f for f, _ in build_table(fine_table(books, tmp), tmp / "data", fine)]
+            frame = labelled_grid(folders, results, cache, models=FULL_MODELS, configs=FULL_CONFIGS, k=args.fine_k,
                                   min_cluster_size=args.min_cluster_size)
             if isinstance(frame, int):
                 return frame
