@@ -72,26 +72,25 @@ def consensus(partitions, groups) -> list[float | None]:
         list[float | None]: One per partition, in order.
     """
     n = len(partitions)
-    counts: dict = {}
+    members: dict = {}
     for g in groups:
-        counts[g] = counts.get(g, 0) + 1
-    weights = np.array([1.0 / counts[g] for g in groups])
-    # What is per partition (its clusters, its entropy) once; per pair only the contingency table.
-    codes, sizes, entropies, counts = [], [], [], []
+        members[g] = members.get(g, 0) + 1
+    weights = np.array([1.0 / members[g] for g in groups])
+    # What is per partition (its clusters' codes and sizes, its entropy) once; per pair only the
+    # contingency table.
+    codes, sizes, entropies = [], [], []
     for p in partitions:
         _, code = np.unique(np.asarray(p), return_inverse=True)
         code = code.astype(np.int64, copy=False).ravel()
         codes.append(code)
-        sizes.append(int(code.max()) + 1 if len(code) else 0)
+        sizes.append(np.bincount(code))
         entropies.append(_entropy(code))
-        counts.append(np.bincount(code))
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     # The expected mutual information of every pair at once (each distinct cell once), placed by pair.
-    emis = expected_mi.expected_mutual_informations(counts, pairs, len(codes[0])) if pairs else []
+    emis = expected_mi.expected_mutual_informations(sizes, pairs, len(codes[0])) if pairs else []
     ami = np.eye(n)
     for (i, j), emi in zip(pairs, emis):
-        ami[i, j] = ami[j, i] = _ami(codes[i], sizes[i], entropies[i], codes[j], sizes[j], entropies[j],
-                                     counts[i], counts[j], float(emi))
+        ami[i, j] = ami[j, i] = _ami(codes[i], sizes[i], entropies[i], codes[j], sizes[j], entropies[j], float(emi))
     out: list[float | None] = []
     for i in range(n):
         others = np.arange(n) != i
@@ -113,12 +112,13 @@ def _entropy(code) -> float:
     return float(-np.sum((pi / pi_sum) * (np.log(pi) - log(pi_sum))))
 
 
-def _ami(a, ka: int, ha: float, b, kb: int, hb: float, pi=None, pj=None, emi: float | None = None) -> float:
-    """scikit-learn's ``adjusted_mutual_info_score(a, b)`` (arithmetic mean) from cluster codes, their counts
-    and entropies, operation for operation; the expected mutual information ``emi`` (computed here
-    where not given) is :mod:`~tecb_eval.clustering.expected_mi`'s, scikit-learn's to about 1e-14, so
-    the value is scikit-learn's to about that. The contingency table is one bincount; ``pi``, ``pj``:
-    its row and column sums (each partition's cluster sizes), where already counted."""
+def _ami(a, pi, ha: float, b, pj, hb: float, emi: float) -> float:
+    """scikit-learn's ``adjusted_mutual_info_score(a, b)`` (arithmetic mean) from cluster codes, their
+    cluster sizes (``pi``, ``pj``: the contingency table's row and column sums) and entropies,
+    operation for operation; the expected mutual information ``emi`` is
+    :mod:`~tecb_eval.clustering.expected_mi`'s, scikit-learn's to about 1e-14, so the value is
+    scikit-learn's to about that. The contingency table is one bincount."""
+    ka, kb = pi.size, pj.size
     if (ka == kb == 1) or (ka == kb == 0):
         return 1.0
     if ka == 1 or kb == 1:
@@ -130,8 +130,6 @@ def _ami(a, ka: int, ha: float, b, kb: int, hb: float, pi=None, pj=None, emi: fl
     # numbers: the table's total is the texts, its row and column sums the cluster sizes.
     nzx, nzy = np.nonzero(contingency)
     nz_val = contingency[nzx, nzy]
-    pi = np.bincount(a, minlength=ka) if pi is None else pi
-    pj = np.bincount(b, minlength=kb) if pj is None else pj
     log_contingency_nm = np.log(nz_val)
     contingency_nm = nz_val / n_samples
     outer = pi.take(nzx).astype(np.int64, copy=False) * pj.take(nzy).astype(np.int64, copy=False)
@@ -140,7 +138,6 @@ def _ami(a, ka: int, ha: float, b, kb: int, hb: float, pi=None, pj=None, emi: fl
     mi = contingency_nm * (log_contingency_nm - log_n) + contingency_nm * log_outer
     mi[np.abs(mi) < _EPS] = 0.0
     mi = max(float(mi.sum()), 0.0)
-    emi = expected_mi.expected_mutual_information(pi, pj, n_samples) if emi is None else emi
     normalizer = (ha + hb) / 2  # numpy's mean of the two: one sum, one division
     denominator = normalizer - emi
     denominator = min(denominator, -_EPS) if denominator < 0 else max(denominator, _EPS)
