@@ -184,8 +184,9 @@ def keeps_assignments(frame) -> bool:
     return ASSIGNMENT in frame.columns and bool(frame[ASSIGNMENT].map(lambda v: isinstance(v, str)).any())
 
 
-def require_assignments(frame, what: str) -> None:
-    """One line where ``frame`` (the rows ``what`` ranks) kept no assignment to compute consensus from."""
+def require_assignments(frame, what: str, otherwise: str = "choose another --criterion") -> None:
+    """One line where ``frame`` (the rows ``what`` ranks) kept no assignment to compute consensus
+    from, naming a rerun or ``otherwise``, what the user can do instead."""
     if not keeps_assignments(frame):
         raise UserError(f"{what}: the results keep no cluster assignments, so consensus cannot be computed; rerun "
-                        "the grid with this tecb (it keeps them), or choose another --criterion")
+                        f"the grid with this tecb (it keeps them), or {otherwise}")

@@ -23,7 +23,7 @@ import pandas as pd
 from tecb_data.errors import UserError
 
 from tecb_eval.grid.store import read_setting
-from tecb_eval.clustering.consensus import decode, keeps_assignments, require_assignments, with_consensus
+from tecb_eval.clustering.consensus import decode, require_assignments, with_consensus
 from tecb_eval.clustering.criteria import CRITERIA, CRITERION_NAMES, criterion as criterion_entry
 from tecb_eval.files import one_line
 from tecb_eval.reports import calibration as calib
@@ -164,10 +164,8 @@ def recommend_unlabelled(frame: pd.DataFrame, dataset: str, *, criterion: str | 
     k_cap = k_cap or calibration.get("k_cap", calib.NO_CAP)
     rows = frame[frame.mteb_name == dataset]
     if k_cap == calib.CONSENSUS_CAP:
-        if not keeps_assignments(rows):
-            raise UserError(f"{dataset}: the results keep no cluster assignments, so the partition the grid agrees on "
-                            "most (which caps the pick's clusters) cannot be found; rerun the grid with this tecb (it "
-                            "keeps them), or pass --k-cap none")
+        # The cap is the clusters of the partition the grid agrees on most.
+        require_assignments(rows, dataset, otherwise="pass --k-cap none to rank every partition")
         rows = with_consensus(rows)
     ranked, cap = capped(rows, ranking(rows, chosen), k_cap)
     best = ranked.iloc[0]
